@@ -1,0 +1,72 @@
+//! Calls into the host. Each function is a capability the skill must declare in
+//! `critic.yaml`; an undeclared or denied one returns an error naming it.
+//!
+//! Off wasm (native unit tests of a detector) the same functions work against
+//! the current directory and stderr, so detector logic can be tested without
+//! the host.
+
+/// Severity of a log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLevel {
+    /// Very detailed tracing.
+    Trace,
+    /// Debugging detail.
+    Debug,
+    /// Normal progress.
+    Info,
+    /// Something looks wrong.
+    Warn,
+    /// Something failed.
+    Error,
+}
+
+/// Capability `log`: write a line to the host's log.
+pub fn log(level: LogLevel, message: &str) {
+    imp::log(level, message)
+}
+
+/// Capability `read-file`: the bytes of a workspace file (path relative to the
+/// workspace root).
+pub fn read_file(path: &str) -> Result<Vec<u8>, String> {
+    imp::read_file(path)
+}
+
+/// Capability `read-file`, decoded as UTF-8.
+pub fn read_file_string(path: &str) -> Result<String, String> {
+    let bytes = read_file(path)?;
+    String::from_utf8(bytes).map_err(|_| format!("{path}: not valid UTF-8"))
+}
+
+#[cfg(target_arch = "wasm32")]
+mod imp {
+    use super::LogLevel;
+    use crate::bindings::critic::detector::host::{self, LogLevel as Wit};
+
+    pub fn log(level: LogLevel, message: &str) {
+        let level = match level {
+            LogLevel::Trace => Wit::Trace,
+            LogLevel::Debug => Wit::Debug,
+            LogLevel::Info => Wit::Info,
+            LogLevel::Warn => Wit::Warn,
+            LogLevel::Error => Wit::Error,
+        };
+        host::log(level, message);
+    }
+
+    pub fn read_file(path: &str) -> Result<Vec<u8>, String> {
+        host::read_file(path)
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+mod imp {
+    use super::LogLevel;
+
+    pub fn log(level: LogLevel, message: &str) {
+        eprintln!("[{level:?}] {message}");
+    }
+
+    pub fn read_file(path: &str) -> Result<Vec<u8>, String> {
+        std::fs::read(path).map_err(|e| format!("{path}: {e}"))
+    }
+}

@@ -1,0 +1,127 @@
+//! Guest SDK for PluggableCritic detectors.
+//!
+//! A detector is one function from [`DetectorInput`] to [`DetectorOutput`],
+//! exported with [`export_detector!`] and built for `wasm32-wasip2`:
+//!
+//! ```
+//! use critic_sdk::{DetectorInput, DetectorOutput};
+//!
+//! fn detect(input: &DetectorInput) -> Result<DetectorOutput, String> {
+//!     if input.patch.is_empty() {
+//!         return Ok(DetectorOutput::fire("The patch is empty: make the change first."));
+//!     }
+//!     Ok(DetectorOutput::pass())
+//! }
+//! critic_sdk::export_detector!(detect);
+//! # let _ = detect;
+//! ```
+//!
+//! The WIT world lives in `wit/detector.wit`; the host and this crate share the
+//! payload structs in [`protocol`], so the two sides cannot drift apart.
+
+pub mod diff;
+pub mod helpers;
+pub mod host;
+pub mod protocol;
+
+pub use helpers::*;
+pub use protocol::*;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+#[cfg(target_arch = "wasm32")]
+#[doc(hidden)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        world: "critic-detector",
+        path: "wit",
+        pub_export_macro: true,
+        default_bindings_module: "critic_sdk::bindings",
+    });
+}
+
+impl DetectorInput {
+    /// The signal's `config`, deserialized; `null` config becomes `T::default()`
+    /// through serde defaults when `T` allows it.
+    pub fn config_as<T: DeserializeOwned>(&self) -> Result<T, String> {
+        let value = if self.config.is_null() {
+            Value::Object(Default::default())
+        } else {
+            self.config.clone()
+        };
+        serde_json::from_value(value)
+            .map_err(|e| format!("invalid config for signal '{}': {e}", self.signal))
+    }
+
+    /// The persisted state, deserialized; `None` on the first call or when the
+    /// stored state no longer matches `T` (the detector starts over).
+    pub fn state_as<T: DeserializeOwned>(&self) -> Option<T> {
+        if self.state.is_null() {
+            return None;
+        }
+        serde_json::from_value(self.state.clone()).ok()
+    }
+}
+
+impl DetectorOutput {
+    /// Not triggered.
+    pub fn pass() -> Self {
+        Self::default()
+    }
+
+    /// Triggered, with the text the agent should read next.
+    pub fn fire(followup: impl Into<String>) -> Self {
+        Self {
+            triggered: true,
+            followup_text: Some(followup.into()),
+            ..Self::default()
+        }
+    }
+
+    /// Attach evidence for the verdict's metadata.
+    pub fn with_metadata(mut self, metadata: Value) -> Self {
+        self.metadata = metadata;
+        self
+    }
+
+    /// Attach state to persist until the next call.
+    pub fn with_state(mut self, state: Value) -> Self {
+        self.state = Some(state);
+        self
+    }
+}
+
+/// Decode the host's JSON, run `detect`, encode its answer. Used by
+/// [`export_detector!`]; public so native tests can drive a detector exactly as
+/// the host does.
+pub fn run_detector<F>(input: &str, detect: F) -> Result<String, String>
+where
+    F: Fn(&DetectorInput) -> Result<DetectorOutput, String>,
+{
+    let input: DetectorInput =
+        serde_json::from_str(input).map_err(|e| format!("cannot decode detector input: {e}"))?;
+    let output = detect(&input)?;
+    serde_json::to_string(&output).map_err(|e| format!("cannot encode detector output: {e}"))
+}
+
+/// Export `fn(&DetectorInput) -> Result<DetectorOutput, String>` as the
+/// component's `critic:detector/detector` interface. Expands to nothing on
+/// non-wasm targets, so the same crate also builds for native unit tests.
+#[macro_export]
+macro_rules! export_detector {
+    ($detect:path) => {
+        #[cfg(target_arch = "wasm32")]
+        const _: () = {
+            struct CriticDetector;
+            impl $crate::bindings::exports::critic::detector::detector::Guest for CriticDetector {
+                fn detect(
+                    input: ::std::string::String,
+                ) -> ::std::result::Result<::std::string::String, ::std::string::String> {
+                    $crate::run_detector(&input, $detect)
+                }
+            }
+            $crate::bindings::export!(CriticDetector with_types_in $crate::bindings);
+        };
+    };
+}

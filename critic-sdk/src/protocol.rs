@@ -1,0 +1,249 @@
+//! The typed form of every payload that crosses the host/detector boundary.
+//!
+//! The host serializes these structs to JSON and the detector deserializes them
+//! (and the reverse for [`DetectorOutput`]), so host and guest share one
+//! definition. Each event's original JSON stays a [`RawValue`]: the guest only
+//! pays for parsing it when it asks for it, which keeps large event streams cheap.
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+/// The WIT package version this SDK speaks (`critic:detector@API_VERSION`).
+pub const API_VERSION: &str = "0.1.0";
+
+/// Everything a detector sees on one finish call.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DetectorInput {
+    /// The WIT package version the host speaks.
+    pub api_version: String,
+    /// The skill this signal belongs to.
+    pub skill: SkillInfo,
+    /// The signal's name in `critic.yaml`.
+    pub signal: String,
+    /// The signal's `config` from `critic.yaml` (`null` when absent).
+    #[serde(default)]
+    pub config: Value,
+    /// The state this detector returned on its previous call in this session,
+    /// `null` on the first call.
+    #[serde(default)]
+    pub state: Value,
+    /// 1-based number of this finish call within the session.
+    pub iteration: u32,
+    /// The session id the host was given (or derived).
+    pub session: String,
+    /// The agent's normalized event stream, oldest first.
+    pub events: Vec<Event>,
+    /// The working-tree diff at finish time, computed once by the host.
+    pub patch: Patch,
+}
+
+/// Name and version of the running skill.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SkillInfo {
+    /// `name` from `critic.yaml`.
+    pub name: String,
+    /// `version` from `critic.yaml`.
+    pub version: String,
+}
+
+/// What a detector decides.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DetectorOutput {
+    /// Whether the signal fires (a hard gate rejects; a soft signal costs its weight).
+    pub triggered: bool,
+    /// Free-form evidence, copied into the verdict.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub metadata: Value,
+    /// Text for the agent's next turn when this signal fires.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub followup_text: Option<String>,
+    /// State to persist for the next call; `None` keeps the previous state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<Value>,
+}
+
+/// The kind of a normalized event.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    /// A chat message from the user, the agent or the system.
+    Message,
+    /// A tool call the agent made.
+    Action,
+    /// The result of a tool call.
+    Observation,
+    /// The agent declared it is done.
+    Finish,
+    /// An error the agent or its runtime reported.
+    Error,
+    /// System prompt, configuration, state changes.
+    System,
+    /// An event kind the adapter does not know; kept, never dropped.
+    Other,
+}
+
+/// One event of an agent's trajectory, normalized across agent formats.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Event {
+    /// Position in the stream, 0-based.
+    pub index: usize,
+    /// Normalized kind.
+    pub kind: EventKind,
+    /// The event's type name in its source format (e.g. `ActionEvent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_kind: Option<String>,
+    /// Who produced it: `agent`, `user`, `environment`, `system`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Tool name for actions and observations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// Links an action to its observation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// Tool arguments for actions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+    /// Message text, thought, or finish message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Tool output for observations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    /// Exit code for command observations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    /// Timestamp as the source wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<String>,
+    /// The original JSON of the event.
+    pub raw: Box<RawValue>,
+}
+
+impl Event {
+    /// Parse the original JSON of the event.
+    pub fn raw_value(&self) -> Value {
+        serde_json::from_str(self.raw.get()).unwrap_or(Value::Null)
+    }
+
+    /// The shell command of a terminal/bash action, if this is one.
+    pub fn command(&self) -> Option<&str> {
+        if self.kind != EventKind::Action {
+            return None;
+        }
+        let args = self.arguments.as_ref()?;
+        args.get("command")
+            .or_else(|| args.get("cmd"))
+            .and_then(Value::as_str)
+    }
+}
+
+/// The working-tree diff at finish time.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Patch {
+    /// The commit the diff is taken against.
+    pub base: String,
+    /// Whether the workspace holds the patched or the base files.
+    #[serde(default)]
+    pub origin: PatchOrigin,
+    /// The unified diff as `git diff --binary` prints it.
+    pub raw: String,
+    /// The diff parsed per file.
+    pub files: Vec<FileChange>,
+}
+
+/// How a file changed.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum FileStatus {
+    /// New file.
+    Added,
+    /// Content or mode changed.
+    Modified,
+    /// File removed.
+    Deleted,
+    /// Moved, possibly with changes.
+    Renamed,
+    /// Copied from another file.
+    Copied,
+}
+
+/// One file of the patch.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FileChange {
+    /// Path after the change (before it, for deletions), workspace-relative.
+    pub path: String,
+    /// Path before a rename or copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_path: Option<String>,
+    /// Kind of change.
+    pub status: FileStatus,
+    /// Whether git treats the file as binary.
+    pub binary: bool,
+    /// Whether the path matches the skill's test-file patterns.
+    pub is_test: bool,
+    /// Number of added lines.
+    pub added: usize,
+    /// Number of removed lines.
+    pub removed: usize,
+    /// Hunks in order.
+    pub hunks: Vec<Hunk>,
+}
+
+/// One hunk of a file's diff.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Hunk {
+    /// First line in the old file (1-based; 0 for an empty range).
+    pub old_start: u32,
+    /// Line count in the old file.
+    pub old_lines: u32,
+    /// First line in the new file.
+    pub new_start: u32,
+    /// Line count in the new file.
+    pub new_lines: u32,
+    /// Text after the second `@@`, usually the enclosing function.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub section: String,
+    /// The hunk's lines.
+    pub lines: Vec<Line>,
+}
+
+/// Whether a diff line was added, removed or kept.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum LineKind {
+    /// Present only in the new file.
+    Added,
+    /// Present only in the old file.
+    Removed,
+    /// Unchanged context.
+    Context,
+}
+
+/// One line of a hunk.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Line {
+    /// Added, removed or context.
+    pub kind: LineKind,
+    /// The line without its `+`/`-`/` ` prefix and newline.
+    pub text: String,
+    /// Line number in the old file, for removed and context lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_line: Option<u32>,
+    /// Line number in the new file, for added and context lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_line: Option<u32>,
+}
+
+/// Where the patch came from, which says what the workspace holds.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum PatchOrigin {
+    /// Computed from the working tree: the workspace holds the patched files.
+    #[default]
+    Worktree,
+    /// Given by the user (`--patch`): the workspace holds the base files.
+    File,
+}

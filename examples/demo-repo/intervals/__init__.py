@@ -1,0 +1,5 @@
+"""Merge closed integer intervals."""
+
+from intervals.merge import merge, total_length
+
+__all__ = ["merge", "total_length"]

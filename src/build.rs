@@ -1,0 +1,175 @@
+//! `critic build`: compile a skill's detector crates to components, the same
+//! bytes on every machine with the pinned toolchain.
+//!
+//! Reproducibility comes from three things: the `detector` profile (one
+//! codegen unit, LTO, stripped), remapping the absolute paths that end up in
+//! panic messages (workspace root and cargo home) to fixed names, and clearing
+//! `RUSTFLAGS`, which would otherwise take precedence over the remapping.
+
+use crate::Error;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The guest target.
+pub const TARGET: &str = "wasm32-wasip2";
+/// The cargo profile detectors are built with.
+pub const PROFILE: &str = "detector";
+
+/// What a build did.
+#[derive(Debug, Default)]
+pub struct BuildReport {
+    /// One line per detector.
+    pub lines: Vec<String>,
+    /// In `--check` mode: whether any committed file differs from the build.
+    pub differs: bool,
+}
+
+/// The detector crates of a skill: `detector/` and `detectors/*/`.
+pub fn detector_crates(skill: &Path) -> Vec<PathBuf> {
+    let mut crates = Vec::new();
+    if skill.join("detector/Cargo.toml").is_file() {
+        crates.push(skill.join("detector"));
+    }
+    if let Ok(entries) = std::fs::read_dir(skill.join("detectors")) {
+        let mut more: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.join("Cargo.toml").is_file())
+            .collect();
+        more.sort();
+        crates.extend(more);
+    }
+    crates
+}
+
+#[derive(Deserialize)]
+struct Message {
+    reason: String,
+    #[serde(default)]
+    target: Option<Target>,
+    #[serde(default)]
+    filenames: Vec<PathBuf>,
+}
+
+#[derive(Deserialize)]
+struct Target {
+    kind: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct Location {
+    root: PathBuf,
+}
+
+fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.env_remove("RUSTFLAGS").env_remove("CARGO_ENCODED_RUSTFLAGS");
+    cmd
+}
+
+fn cargo_home() -> Option<PathBuf> {
+    std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+}
+
+fn workspace_root(manifest: &Path) -> Result<PathBuf, Error> {
+    let out = cargo()
+        .args(["locate-project", "--workspace", "--message-format", "json", "--manifest-path"])
+        .arg(manifest)
+        .output()
+        .map_err(|e| Error::Usage(format!("cannot run cargo: {e} (is a Rust toolchain installed?)")))?;
+    if !out.status.success() {
+        return Err(Error::Usage(format!(
+            "{}: {}",
+            manifest.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let loc: Location = serde_json::from_slice(&out.stdout)
+        .map_err(|e| Error::Internal(format!("cargo locate-project: {e}")))?;
+    Ok(loc.root.parent().map(Path::to_path_buf).unwrap_or_default())
+}
+
+/// Build one crate; returns the produced `.wasm` files.
+fn build_crate(dir: &Path) -> Result<Vec<PathBuf>, Error> {
+    let manifest = dir.join("Cargo.toml");
+    let root = workspace_root(&manifest)?;
+    let mut flags = vec![format!("--remap-path-prefix={}=/critic", root.display())];
+    if let Some(home) = cargo_home() {
+        flags.push(format!("--remap-path-prefix={}=/cargo", home.display()));
+    }
+    let out = cargo()
+        .args(["build", "--locked", "--profile", PROFILE, "--target", TARGET])
+        .args(["--message-format", "json-render-diagnostics", "--manifest-path"])
+        .arg(&manifest)
+        .env("CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS", flags.join(" "))
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| Error::Usage(format!("cannot run cargo: {e}")))?;
+    if !out.status.success() {
+        return Err(Error::Usage(format!(
+            "{}: build failed (see cargo's output above; is the {TARGET} target installed? `rustup target add {TARGET}`)",
+            manifest.display()
+        )));
+    }
+    let mut wasm = Vec::new();
+    for line in out.stdout.split(|b| *b == b'\n') {
+        let Ok(msg) = serde_json::from_slice::<Message>(line) else {
+            continue;
+        };
+        if msg.reason == "compiler-artifact" && msg.target.is_some_and(|t| t.kind.iter().any(|k| k == "cdylib")) {
+            wasm.extend(msg.filenames.into_iter().filter(|f| f.extension().is_some_and(|e| e == "wasm")));
+        }
+    }
+    if wasm.is_empty() {
+        return Err(Error::Usage(format!(
+            "{}: produced no .wasm; a detector crate needs `crate-type = [\"cdylib\"]`",
+            manifest.display()
+        )));
+    }
+    Ok(wasm)
+}
+
+/// Build every detector crate of `skill` and copy the components next to its
+/// `critic.yaml`; with `check`, compare instead of copying.
+pub fn build_skill(skill: &Path, check: bool) -> Result<BuildReport, Error> {
+    let crates = detector_crates(skill);
+    if crates.is_empty() {
+        return Err(Error::Usage(format!(
+            "{}: no detector crate found (expected detector/Cargo.toml or detectors/*/Cargo.toml)",
+            skill.display()
+        )));
+    }
+    let mut report = BuildReport::default();
+    for dir in crates {
+        for built in build_crate(&dir)? {
+            let name = built.file_name().unwrap_or_default();
+            let dest = skill.join(name);
+            let new = std::fs::read(&built).map_err(|e| Error::Usage(format!("{}: {e}", built.display())))?;
+            let sha = sha(&new);
+            if check {
+                let same = std::fs::read(&dest).is_ok_and(|old| old == new);
+                report.differs |= !same;
+                report.lines.push(format!(
+                    "{} {} ({} bytes, sha256 {sha})",
+                    if same { "same   " } else { "DIFFERS" },
+                    dest.display(),
+                    new.len()
+                ));
+            } else {
+                std::fs::write(&dest, &new).map_err(|e| Error::Usage(format!("{}: {e}", dest.display())))?;
+                report
+                    .lines
+                    .push(format!("built {} ({} bytes, sha256 {sha})", dest.display(), new.len()));
+            }
+        }
+    }
+    Ok(report)
+}
+
+fn sha(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(&Sha256::digest(bytes)[..8])
+}

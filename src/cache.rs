@@ -1,0 +1,97 @@
+//! On-disk cache of compiled detector components.
+//!
+//! Compiling a component with Cranelift takes hundreds of milliseconds; loading
+//! a precompiled one is a memory map. Entries are keyed by the engine's
+//! compatibility hash (wasmtime version, target, and every setting that changes
+//! code) and the SHA-256 of the `.wasm` bytes, so a stale entry is never used:
+//! it simply has a different name.
+
+use sha2::{Digest, Sha256};
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use wasmtime::component::Component;
+use wasmtime::Engine;
+
+/// Where compiled components go when no directory is configured.
+pub fn default_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CRITIC_CACHE_DIR") {
+        return PathBuf::from(dir);
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("pluggable-critic").join("components")
+}
+
+/// A directory of precompiled components for one engine configuration.
+#[derive(Debug, Clone)]
+pub struct ComponentCache {
+    dir: Option<PathBuf>,
+}
+
+/// How a component was obtained, for reports and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheOutcome {
+    /// Loaded precompiled from the cache.
+    Hit,
+    /// Compiled now (and stored, when the cache is enabled).
+    Compiled,
+}
+
+struct HexHasher(Sha256);
+
+impl Hasher for HexHasher {
+    fn finish(&self) -> u64 {
+        0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+}
+
+impl ComponentCache {
+    /// A cache under `dir`, partitioned by `engine`'s compatibility hash;
+    /// `None` disables caching.
+    pub fn new(engine: &Engine, dir: Option<&Path>) -> ComponentCache {
+        let dir = dir.map(|d| {
+            let mut h = HexHasher(Sha256::new());
+            engine.precompile_compatibility_hash().hash(&mut h);
+            let engine_key = hex::encode(&h.0.finalize()[..12]);
+            d.join(engine_key)
+        });
+        ComponentCache { dir }
+    }
+
+    /// The component for `wasm`, from the cache or freshly compiled.
+    pub fn load(&self, engine: &Engine, wasm: &[u8]) -> wasmtime::Result<(Component, CacheOutcome)> {
+        let Some(dir) = &self.dir else {
+            return Ok((Component::from_binary(engine, wasm)?, CacheOutcome::Compiled));
+        };
+        let path = dir.join(format!("{}.cwasm", hex::encode(Sha256::digest(wasm))));
+        if path.is_file() {
+            // SAFETY: the file is one this cache wrote with `Component::serialize`
+            // for an engine with the same compatibility hash (the directory name);
+            // writes go through a temp file and rename, so it is never partial.
+            match unsafe { Component::deserialize_file(engine, &path) } {
+                Ok(c) => return Ok((c, CacheOutcome::Hit)),
+                Err(e) => tracing::warn!(path = %path.display(), "discarding unusable cache entry: {e:#}"),
+            }
+        }
+        let component = Component::from_binary(engine, wasm)?;
+        if let Err(e) = store(dir, &path, &component) {
+            tracing::warn!(dir = %dir.display(), "cannot write the component cache: {e}");
+        }
+        Ok((component, CacheOutcome::Compiled))
+    }
+}
+
+fn store(dir: &Path, path: &Path, component: &Component) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let bytes = component.serialize().map_err(std::io::Error::other)?;
+    let tmp = tempfile::NamedTempFile::new_in(dir)?;
+    std::fs::write(tmp.path(), bytes)?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}

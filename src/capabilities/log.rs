@@ -1,0 +1,57 @@
+//! Capability `log`: a detector writes a line to the host's log, tagged with
+//! the skill and signal. Lines are capped so a chatty detector cannot flood it.
+
+/// Longest log line kept; the rest is cut with a marker.
+pub const MAX_LINE_BYTES: usize = 4096;
+
+/// Severity, mirroring the WIT enum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// Very detailed.
+    Trace,
+    /// Debugging detail.
+    Debug,
+    /// Normal progress.
+    Info,
+    /// Something looks wrong.
+    Warn,
+    /// Something failed.
+    Error,
+}
+
+/// Emit one detector log line through `tracing`.
+pub fn emit(skill: &str, signal: &str, level: Level, message: &str) {
+    let line = truncate(message, MAX_LINE_BYTES);
+    match level {
+        Level::Trace => tracing::trace!(skill, signal, "{line}"),
+        Level::Debug => tracing::debug!(skill, signal, "{line}"),
+        Level::Info => tracing::info!(skill, signal, "{line}"),
+        Level::Warn => tracing::warn!(skill, signal, "{line}"),
+        Level::Error => tracing::error!(skill, signal, "{line}"),
+    }
+}
+
+/// `s` cut to at most `max` bytes on a char boundary, marked when cut.
+pub fn truncate(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… [{} bytes cut]", &s[..end], s.len() - end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncate_respects_char_boundaries() {
+        assert_eq!(truncate("abc", 5), "abc");
+        let cut = truncate("ééé", 3);
+        assert!(cut.starts_with("é…"), "{cut}");
+        assert!(cut.contains("4 bytes cut"));
+    }
+}

@@ -1,0 +1,120 @@
+//! One `critic check`: load the skill, the events and the patch, evaluate.
+//!
+//! The three inputs are independent, so they are prepared in parallel: git
+//! computes the patch while the detectors are loaded and the events parsed.
+
+use crate::capabilities::Capability;
+use crate::critic::{decide, Finish};
+use crate::events::{self, EventsFormat};
+use crate::harness::{HarnessOptions, SkillCritic};
+use crate::manifest;
+use crate::patch::{self, TestClassifier, Workspace};
+use crate::runtime::Runtime;
+use crate::state::StateStore;
+use crate::verdict::Verdict;
+use crate::Error;
+use critic_sdk::{Patch, PatchOrigin};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Session id used when none is given.
+pub const DEFAULT_SESSION: &str = "default";
+
+/// Inputs of one check.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    /// Skill directory.
+    pub skill: PathBuf,
+    /// The agent's working tree.
+    pub workspace: PathBuf,
+    /// The agent's event stream.
+    pub events: PathBuf,
+    /// Force an event format.
+    pub events_format: Option<EventsFormat>,
+    /// Session id (state is per session).
+    pub session: String,
+    /// Diff against this revision instead of HEAD.
+    pub base: Option<String>,
+    /// Use this diff instead of the working tree's (workspace must be at base).
+    pub patch_file: Option<PathBuf>,
+    /// State directory (default: `<git dir>/critic/state`).
+    pub state_dir: Option<PathBuf>,
+    /// Compiled-component cache (`None`: no cache).
+    pub cache_dir: Option<PathBuf>,
+    /// Capabilities to deny.
+    pub deny: Vec<Capability>,
+    /// Allow native detectors.
+    pub allow_native: bool,
+    /// Wait this long for a concurrent check on the same session.
+    pub lock_timeout: Duration,
+}
+
+/// Run one check.
+pub fn run(opts: &CheckOptions) -> Result<Verdict, Error> {
+    let skill = manifest::load(&opts.skill)?;
+    let classifier = TestClassifier::new(&skill.manifest.test_patterns)
+        .map_err(|e| Error::Usage(format!("{}: test_patterns: {e}", skill.manifest_path.display())))?;
+    let (workspace, patch, critic, events) = std::thread::scope(|s| {
+        let git = s.spawn(|| -> Result<(Workspace, Patch), Error> {
+            let ws = Workspace::open(&opts.workspace)?;
+            let base = match &opts.base {
+                Some(rev) => ws.resolve(rev)?,
+                None => ws.head.clone(),
+            };
+            let patch = match &opts.patch_file {
+                Some(file) => read_patch_file(file, &base, &classifier)?,
+                None => ws.worktree_patch(&base, &classifier)?,
+            };
+            Ok((ws, patch))
+        });
+        let loader = s.spawn(|| -> Result<(Runtime, Vec<critic_sdk::Event>), Error> {
+            let runtime = Runtime::new(opts.cache_dir.as_deref()).map_err(|e| Error::Internal(e.to_string()))?;
+            let events = events::load(&opts.events, opts.events_format)?;
+            Ok((runtime, events))
+        });
+        let (ws, patch) = join(git)?;
+        let (runtime, events) = join(loader)?;
+        let state_root = opts
+            .state_dir
+            .clone()
+            .unwrap_or_else(|| ws.git_dir.join("critic").join("state"));
+        let options = HarnessOptions {
+            deny: opts.deny.clone(),
+            allow_native: opts.allow_native,
+            lock_timeout: opts.lock_timeout,
+        };
+        let critic = SkillCritic::new(skill, &runtime, StateStore::new(state_root), &options)?;
+        Ok::<_, Error>((ws, patch, critic, events))
+    })?;
+    let root = workspace.root.canonicalize().map_err(|source| patch::PatchError::Io {
+        path: workspace.root.clone(),
+        source,
+    })?;
+    let finish = Finish {
+        events,
+        patch,
+        workspace: root,
+        session: opts.session.clone(),
+    };
+    decide(&critic, &finish)
+}
+
+fn join<T>(handle: std::thread::ScopedJoinHandle<'_, Result<T, Error>>) -> Result<T, Error> {
+    handle
+        .join()
+        .map_err(|_| Error::Internal("a worker thread panicked".into()))?
+}
+
+fn read_patch_file(path: &Path, base: &str, classifier: &TestClassifier) -> Result<Patch, Error> {
+    let raw = std::fs::read_to_string(path).map_err(|source| patch::PatchError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(patch::parse_patch(
+        raw,
+        base,
+        PatchOrigin::File,
+        &path.display().to_string(),
+        classifier,
+    )?)
+}

@@ -1,0 +1,49 @@
+//! A loaded detector, WebAssembly or native, behind one call interface.
+
+use crate::cache::CacheOutcome;
+use crate::native::{self, NativeDetector};
+use crate::runtime::{CallContext, CallLimits, CallReport, DetectorError, Runtime, WasmDetector};
+use std::path::Path;
+
+/// A detector ready to call.
+pub enum Detector {
+    /// A sandboxed component.
+    Wasm(WasmDetector),
+    /// A trusted native library (`--allow-native`).
+    Native(NativeDetector),
+}
+
+impl Detector {
+    /// Load `path`: a native library when its extension says so (and
+    /// `allow_native` is set), a component otherwise.
+    pub fn load(runtime: &Runtime, path: &Path, allow_native: bool) -> Result<Detector, DetectorError> {
+        if native::is_native(path) {
+            if !allow_native {
+                return Err(DetectorError::NativeNotAllowed(path.to_path_buf()));
+            }
+            return NativeDetector::load(path).map(Detector::Native);
+        }
+        runtime.load(path).map(Detector::Wasm)
+    }
+
+    /// Run the detector on one input.
+    pub fn call(
+        &self,
+        input: &str,
+        limits: &CallLimits,
+        ctx: &CallContext,
+    ) -> Result<(String, CallReport), DetectorError> {
+        match self {
+            Detector::Wasm(d) => d.call(input, limits, ctx),
+            Detector::Native(d) => d.call(input, limits),
+        }
+    }
+
+    /// Whether the compiled component came from the cache (`None` for native).
+    pub fn cache_outcome(&self) -> Option<CacheOutcome> {
+        match self {
+            Detector::Wasm(d) => Some(d.cache_outcome()),
+            Detector::Native(_) => None,
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! Agent event streams, read from their native formats into [`Event`]s.
+//!
+//! Each adapter lives in its own module and turns one source format into the
+//! normalized form; the format is detected from the file's shape unless the user
+//! forces one. Event kinds an adapter does not know are kept as
+//! [`EventKind::Other`] with their original JSON, never dropped.
+
+mod openhands;
+mod openhands_v0;
+
+use critic_sdk::{Event, EventKind};
+use serde_json::value::RawValue;
+use serde_json::Value;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// The event formats the host reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EventsFormat {
+    /// OpenHands SDK events: JSONL, a JSON array, or a persisted `events/` directory.
+    Openhands,
+    /// OpenHands V0 history: an `output.jsonl` record or a bare history array.
+    OpenhandsV0,
+}
+
+impl fmt::Display for EventsFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            EventsFormat::Openhands => "openhands",
+            EventsFormat::OpenhandsV0 => "openhands-v0",
+        })
+    }
+}
+
+/// Why an event stream could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum EventsError {
+    /// The file or directory could not be read.
+    #[error("{path}: cannot read events: {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Nothing in it.
+    #[error("{0}: the events file is empty; pass the agent's event stream (JSONL, JSON array, or an events/ directory)")]
+    Empty(PathBuf),
+    /// Not JSON where JSON was expected.
+    #[error("{path}:{line}:{column}: malformed JSON: {message}")]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// serde's words.
+        message: String,
+    },
+    /// Valid JSON in an unexpected shape.
+    #[error("{path}: {message}")]
+    Shape {
+        /// The file.
+        path: PathBuf,
+        /// What was expected.
+        message: String,
+    },
+    /// The format could not be detected.
+    #[error("{0}: cannot tell the event format; pass --events-format openhands|openhands-v0")]
+    Unknown(PathBuf),
+}
+
+/// One JSON record of a stream with its 1-based source line.
+struct Record {
+    line: usize,
+    raw: Box<RawValue>,
+    value: Value,
+}
+
+/// Read and normalize an event stream.
+pub fn load(path: &Path, format: Option<EventsFormat>) -> Result<Vec<Event>, EventsError> {
+    let io = |source| EventsError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(io)?;
+    let (records, detected) = if meta.is_dir() {
+        (openhands::read_dir(path)?, EventsFormat::Openhands)
+    } else {
+        let text = std::fs::read_to_string(path).map_err(io)?;
+        let records = read_records(path, &text)?;
+        let detected = match format {
+            Some(f) => f,
+            None => detect(path, &records)?,
+        };
+        (records, detected)
+    };
+    let format = format.unwrap_or(detected);
+    tracing::debug!(path = %path.display(), %format, records = records.len(), "read events");
+    match format {
+        EventsFormat::Openhands => Ok(openhands::normalize(records)),
+        EventsFormat::OpenhandsV0 => openhands_v0::normalize(path, records),
+    }
+}
+
+/// Split a file into JSON records: one array, one object, or JSONL.
+fn read_records(path: &Path, text: &str) -> Result<Vec<Record>, EventsError> {
+    let trimmed = text.trim_start();
+    if trimmed.is_empty() {
+        return Err(EventsError::Empty(path.to_path_buf()));
+    }
+    let offset_line = text[..text.len() - trimmed.len()].matches('\n').count();
+    let malformed = |e: serde_json::Error, base: usize| EventsError::Malformed {
+        path: path.to_path_buf(),
+        line: e.line() + base,
+        column: e.column(),
+        message: strip_position(&e.to_string()),
+    };
+    if trimmed.starts_with('[') {
+        let items: Vec<Box<RawValue>> =
+            serde_json::from_str(trimmed).map_err(|e| malformed(e, offset_line))?;
+        return items
+            .into_iter()
+            .map(|raw| {
+                let value = serde_json::from_str(raw.get()).map_err(|e| malformed(e, offset_line))?;
+                Ok(Record { line: 0, raw, value })
+            })
+            .collect();
+    }
+    // A single pretty-printed object (e.g. one V0 record) or JSONL.
+    if let Ok(raw) = serde_json::from_str::<Box<RawValue>>(trimmed) {
+        let value = serde_json::from_str(raw.get()).map_err(|e| malformed(e, offset_line))?;
+        return Ok(vec![Record {
+            line: offset_line + 1,
+            raw,
+            value,
+        }]);
+    }
+    let mut records = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let raw: Box<RawValue> = serde_json::from_str(line).map_err(|e| malformed(e, i))?;
+        let value = serde_json::from_str(raw.get()).map_err(|e| malformed(e, i))?;
+        records.push(Record {
+            line: i + 1,
+            raw,
+            value,
+        });
+    }
+    Ok(records)
+}
+
+/// serde_json appends " at line L column C"; the error already carries those.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
+}
+
+fn detect(path: &Path, records: &[Record]) -> Result<EventsFormat, EventsError> {
+    let Some(first) = records.first() else {
+        return Err(EventsError::Empty(path.to_path_buf()));
+    };
+    let v = &first.value;
+    if v.get("history").is_some() {
+        return Ok(EventsFormat::OpenhandsV0);
+    }
+    if v.get("kind").is_some_and(Value::is_string) {
+        return Ok(EventsFormat::Openhands);
+    }
+    if v.get("action").is_some_and(Value::is_string) || v.get("observation").is_some_and(Value::is_string) {
+        return Ok(EventsFormat::OpenhandsV0);
+    }
+    Err(EventsError::Unknown(path.to_path_buf()))
+}
+
+/// A blank event of `kind` carrying `raw`; adapters fill in what they know.
+fn event(index: usize, kind: EventKind, raw: Box<RawValue>) -> Event {
+    Event {
+        index,
+        kind,
+        original_kind: None,
+        source: None,
+        tool: None,
+        call_id: None,
+        arguments: None,
+        text: None,
+        output: None,
+        exit_code: None,
+        timestamp: None,
+        raw,
+    }
+}
+
+fn str_field(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+/// Join the text parts of an OpenHands content list (`[{type: text, text}]`).
+fn content_text(v: Option<&Value>) -> Option<String> {
+    match v? {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(parts) => {
+            let texts: Vec<&str> = parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn write(text: &str) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+        f
+    }
+
+    #[test]
+    fn malformed_jsonl_names_the_line() {
+        let f = write("{\"kind\":\"MessageEvent\"}\n{\"kind\": oops}\n");
+        let e = load(f.path(), None).unwrap_err();
+        match e {
+            EventsError::Malformed { line, column, .. } => assert_eq!((line, column), (2, 10)),
+            other => panic!("{other}"),
+        }
+    }
+
+    #[test]
+    fn empty_and_unknown_files_are_explained() {
+        let f = write("  \n");
+        assert!(matches!(load(f.path(), None), Err(EventsError::Empty(_))));
+        let f = write("{\"hello\": 1}\n");
+        let e = load(f.path(), None).unwrap_err().to_string();
+        assert!(e.contains("--events-format"), "{e}");
+    }
+
+    #[test]
+    fn missing_file_is_an_io_error_with_the_path() {
+        let e = load(Path::new("/nonexistent/events.jsonl"), None).unwrap_err().to_string();
+        assert!(e.starts_with("/nonexistent/events.jsonl: cannot read events"), "{e}");
+    }
+}

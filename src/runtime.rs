@@ -1,0 +1,548 @@
+//! The WebAssembly runtime: loads detector components and calls them under
+//! limits.
+//!
+//! One [`Engine`] and one epoch ticker serve the whole process; every call gets
+//! a fresh [`Store`], so no state leaks between calls except what the host
+//! persists on purpose. A detector is untrusted: its memory is capped by a
+//! resource limiter, its wall-clock time by epoch interruption, its output by
+//! size checks, and it reaches the outside world only through WASI with nothing
+//! granted (no files, no environment, no network) and the capability-checked
+//! `critic:detector/host` functions.
+
+use crate::cache::{CacheOutcome, ComponentCache};
+use crate::capabilities::{self, log::Level, Capability, Grants};
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::{Config, Engine, ResourceLimiter, Store};
+use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+wasmtime::component::bindgen!({
+    path: "critic-sdk/wit",
+    world: "critic-detector",
+});
+
+use critic::detector::host::LogLevel;
+
+/// How often the epoch advances; the granularity of detector timeouts.
+pub const EPOCH_TICK: Duration = Duration::from_millis(5);
+
+/// The WIT package whose `detector` interface a component must export.
+const DETECTOR_INTERFACE: &str = "critic:detector/detector";
+
+/// World versions this host can call, as `major.minor` prefixes (0.x is
+/// compatible within a minor version, as wasmtime's linker treats it).
+pub const SUPPORTED_VERSIONS: &[&str] = &["0.1"];
+
+/// Why a detector could not be loaded or did not produce an answer.
+#[derive(Debug, thiserror::Error)]
+pub enum DetectorError {
+    /// The file could not be read.
+    #[error("{path}: cannot read detector: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A core module, or not WebAssembly at all.
+    #[error("{path}: {what}; a detector must be a WebAssembly component (build it for wasm32-wasip2, e.g. with `critic build`)")]
+    NotComponent {
+        /// The file.
+        path: PathBuf,
+        /// What it is instead.
+        what: &'static str,
+    },
+    /// A component that does not export the detector interface.
+    #[error("{path}: not a critic detector: it exports no `{DETECTOR_INTERFACE}` interface (exports: {exports})")]
+    NotDetector {
+        /// The file.
+        path: PathBuf,
+        /// What it exports.
+        exports: String,
+    },
+    /// Built against another world version.
+    #[error("{path}: built for critic:detector@{found}, but this host supports {}; rebuild it against a matching critic-sdk", supported())]
+    WrongVersion {
+        /// The file.
+        path: PathBuf,
+        /// The version it exports.
+        found: String,
+    },
+    /// Compilation or linking failed.
+    #[error("{path}: cannot load component: {message}")]
+    Load {
+        /// The file.
+        path: PathBuf,
+        /// wasmtime's words.
+        message: String,
+    },
+    /// Ran past its deadline.
+    #[error("timed out after {0:?} (raise the signal's `timeout` if it needs longer)")]
+    Timeout(Duration),
+    /// Tried to grow memory past its cap.
+    #[error("exceeded its memory limit of {} MiB (raise `limits.memory_mb` or the signal's `memory_mb`)", .0 >> 20)]
+    OutOfMemory(u64),
+    /// Trapped (panic, unreachable, stack overflow...).
+    #[error("crashed: {message}{}", stderr_note(.stderr))]
+    Trap {
+        /// wasmtime's description.
+        message: String,
+        /// The end of what the detector wrote to stderr.
+        stderr: String,
+    },
+    /// The detector returned an error.
+    #[error("reported an error: {0}")]
+    Reported(String),
+    /// Returned more than the output cap.
+    #[error("returned {size} bytes, more than the {} KiB output limit (`limits.output_kb`)", .limit >> 10)]
+    OutputTooLarge {
+        /// Bytes returned.
+        size: usize,
+        /// The cap.
+        limit: u64,
+    },
+    /// Returned JSON that is not a `DetectorOutput`.
+    #[error("returned invalid output: {0}")]
+    BadOutput(String),
+    /// Native detectors need an explicit opt-in.
+    #[error("{0}: is a native library; native detectors run with full host privileges and load only with --allow-native")]
+    NativeNotAllowed(PathBuf),
+    /// A native library failed.
+    #[error("{path}: native detector: {message}")]
+    Native {
+        /// The library.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+fn supported() -> String {
+    SUPPORTED_VERSIONS
+        .iter()
+        .map(|v| format!("critic:detector@{v}.x"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn stderr_note(stderr: &str) -> String {
+    if stderr.trim().is_empty() {
+        String::new()
+    } else {
+        format!("\ndetector stderr (last lines):\n{}", stderr.trim_end())
+    }
+}
+
+/// Limits and context for one call.
+#[derive(Debug, Clone)]
+pub struct CallLimits {
+    /// Wall-clock deadline.
+    pub timeout: Duration,
+    /// Linear-memory cap, bytes.
+    pub memory_bytes: u64,
+    /// Cap on the returned JSON, bytes.
+    pub output_bytes: u64,
+    /// Cap on captured stdout and stderr, each, bytes.
+    pub stdio_bytes: u64,
+}
+
+/// Who is calling, for capability checks and log tags.
+#[derive(Debug, Clone)]
+pub struct CallContext {
+    /// Skill name.
+    pub skill: String,
+    /// Signal name.
+    pub signal: String,
+    /// Capabilities in force.
+    pub grants: Grants,
+    /// Canonical workspace root for `read-file`.
+    pub workspace: PathBuf,
+}
+
+/// What a successful call produced besides the output JSON.
+#[derive(Debug, Clone, Default)]
+pub struct CallReport {
+    /// Captured stdout (capped).
+    pub stdout: String,
+    /// Captured stderr (capped).
+    pub stderr: String,
+}
+
+/// A process-wide engine with its epoch ticker and component cache.
+pub struct Runtime {
+    engine: Engine,
+    linker: Linker<HostState>,
+    cache: ComponentCache,
+    ticker: Option<Ticker>,
+}
+
+struct Ticker {
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<()>,
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if let Some(t) = self.ticker.take() {
+            t.stop.store(true, Ordering::Relaxed);
+            t.thread.thread().unpark();
+            let _ = t.thread.join();
+        }
+    }
+}
+
+impl Runtime {
+    /// An engine with epoch interruption and a compile cache under `cache_dir`
+    /// (`None` disables the cache).
+    pub fn new(cache_dir: Option<&Path>) -> Result<Runtime, DetectorError> {
+        let mut config = Config::new();
+        config
+            .wasm_component_model(true)
+            .epoch_interruption(true)
+            .cranelift_opt_level(wasmtime::OptLevel::Speed);
+        let load_err = |e: wasmtime::Error| DetectorError::Load {
+            path: PathBuf::from("<engine>"),
+            message: format!("{e:#}"),
+        };
+        let engine = Engine::new(&config).map_err(load_err)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(load_err)?;
+        CriticDetector::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)
+            .map_err(load_err)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let engine = engine.clone();
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("critic-epoch".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::park_timeout(EPOCH_TICK);
+                        engine.increment_epoch();
+                    }
+                })
+                .map_err(|e| DetectorError::Load {
+                    path: PathBuf::from("<engine>"),
+                    message: format!("cannot start the epoch thread: {e}"),
+                })?
+        };
+        let cache = ComponentCache::new(&engine, cache_dir);
+        Ok(Runtime {
+            engine,
+            linker,
+            cache,
+            ticker: Some(Ticker { stop, thread }),
+        })
+    }
+
+    /// Load a detector component: check it is a component of a supported world
+    /// version, compile (or fetch from cache) and pre-link it.
+    pub fn load(&self, path: &Path) -> Result<WasmDetector, DetectorError> {
+        let bytes = std::fs::read(path).map_err(|source| DetectorError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        check_header(path, &bytes)?;
+        let load_err = |e: wasmtime::Error| DetectorError::Load {
+            path: path.to_path_buf(),
+            message: format!("{e:#}"),
+        };
+        let (component, outcome) = self.cache.load(&self.engine, &bytes).map_err(load_err)?;
+        let version = detector_version(&self.engine, &component, path)?;
+        let pre = self.linker.instantiate_pre(&component).map_err(load_err)?;
+        let pre = CriticDetectorPre::new(pre).map_err(load_err)?;
+        Ok(WasmDetector {
+            engine: self.engine.clone(),
+            pre,
+            path: path.to_path_buf(),
+            version,
+            cache: outcome,
+        })
+    }
+}
+
+/// `\0asm` then a version/layer word: 1/0 for core modules, 0xd/1 for components.
+fn check_header(path: &Path, bytes: &[u8]) -> Result<(), DetectorError> {
+    let not = |what| DetectorError::NotComponent {
+        path: path.to_path_buf(),
+        what,
+    };
+    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
+        return Err(not("not a WebAssembly file"));
+    }
+    match (&bytes[4..6], &bytes[6..8]) {
+        (_, [1, 0]) => Ok(()),
+        ([1, 0], [0, 0]) => Err(not("a core WebAssembly module, not a component")),
+        _ => Err(not("an unknown WebAssembly encoding")),
+    }
+}
+
+fn detector_version(engine: &Engine, component: &Component, path: &Path) -> Result<String, DetectorError> {
+    let ty = component.component_type();
+    let names: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_string()).collect();
+    let Some(found) = names.iter().find_map(|n| n.strip_prefix(DETECTOR_INTERFACE)) else {
+        return Err(DetectorError::NotDetector {
+            path: path.to_path_buf(),
+            exports: if names.is_empty() { "none".into() } else { names.join(", ") },
+        });
+    };
+    let version = found.strip_prefix('@').unwrap_or("unversioned").to_string();
+    if !SUPPORTED_VERSIONS.iter().any(|v| version.strip_prefix(v).is_some_and(|r| r.starts_with('.'))) {
+        return Err(DetectorError::WrongVersion {
+            path: path.to_path_buf(),
+            found: version,
+        });
+    }
+    Ok(version)
+}
+
+/// A loaded, pre-linked detector component.
+pub struct WasmDetector {
+    engine: Engine,
+    pre: CriticDetectorPre<HostState>,
+    path: PathBuf,
+    version: String,
+    cache: CacheOutcome,
+}
+
+impl WasmDetector {
+    /// The world version the component was built for.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// Whether loading hit the compile cache.
+    pub fn cache_outcome(&self) -> CacheOutcome {
+        self.cache
+    }
+
+    /// The component file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Call `detect(input)` in a fresh store under `limits`.
+    pub fn call(
+        &self,
+        input: &str,
+        limits: &CallLimits,
+        ctx: &CallContext,
+    ) -> Result<(String, CallReport), DetectorError> {
+        let stdout = CappedPipe::new(limits.stdio_bytes as usize);
+        let stderr = CappedPipe::new(limits.stdio_bytes as usize);
+        let wasi = WasiCtxBuilder::new()
+            .stdout(stdout.clone())
+            .stderr(stderr.clone())
+            .build();
+        let state = HostState {
+            wasi,
+            table: ResourceTable::new(),
+            limiter: MemoryCap {
+                limit: limits.memory_bytes,
+                hit: false,
+            },
+            ctx: ctx.clone(),
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        let ticks = limits.timeout.as_nanos().div_ceil(EPOCH_TICK.as_nanos()) as u64 + 1;
+        store.set_epoch_deadline(ticks);
+        let started = Instant::now();
+        let result = self
+            .pre
+            .instantiate(&mut store)
+            .and_then(|b| b.critic_detector_detector().call_detect(&mut store, input));
+        let report = CallReport {
+            stdout: stdout.text(),
+            stderr: stderr.text(),
+        };
+        if !report.stderr.is_empty() {
+            tracing::debug!(signal = %ctx.signal, "detector stderr:\n{}", report.stderr);
+        }
+        match result {
+            Ok(Ok(out)) => {
+                if out.len() as u64 > limits.output_bytes {
+                    return Err(DetectorError::OutputTooLarge {
+                        size: out.len(),
+                        limit: limits.output_bytes,
+                    });
+                }
+                Ok((out, report))
+            }
+            Ok(Err(message)) => Err(DetectorError::Reported(message)),
+            Err(e) => {
+                if store.data().limiter.hit {
+                    return Err(DetectorError::OutOfMemory(limits.memory_bytes));
+                }
+                if matches!(e.downcast_ref::<wasmtime::Trap>(), Some(wasmtime::Trap::Interrupt)) {
+                    return Err(DetectorError::Timeout(limits.timeout.max(started.elapsed().min(limits.timeout))));
+                }
+                Err(DetectorError::Trap {
+                    message: format!("{e:#}"),
+                    stderr: tail(&report.stderr, 20),
+                })
+            }
+        }
+    }
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+struct MemoryCap {
+    limit: u64,
+    hit: bool,
+}
+
+impl ResourceLimiter for MemoryCap {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+        if desired as u64 > self.limit {
+            self.hit = true;
+            wasmtime::bail!("memory limit of {} bytes reached", self.limit);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+        // Tables hold function references; a million is far beyond any detector.
+        Ok(desired <= 1_000_000)
+    }
+}
+
+struct HostState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    limiter: MemoryCap,
+    ctx: CallContext,
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl critic::detector::host::Host for HostState {
+    fn log(&mut self, level: LogLevel, message: String) {
+        if let Err(e) = self.ctx.grants.check(Capability::Log) {
+            tracing::debug!(signal = %self.ctx.signal, "dropped log line: {e}");
+            return;
+        }
+        let level = match level {
+            LogLevel::Trace => Level::Trace,
+            LogLevel::Debug => Level::Debug,
+            LogLevel::Info => Level::Info,
+            LogLevel::Warn => Level::Warn,
+            LogLevel::Error => Level::Error,
+        };
+        capabilities::log::emit(&self.ctx.skill, &self.ctx.signal, level, &message);
+    }
+
+    fn read_file(&mut self, path: String) -> Result<Vec<u8>, String> {
+        self.ctx.grants.check(Capability::ReadFile)?;
+        capabilities::read_file::read(&self.ctx.workspace, &path)
+    }
+}
+
+/// A stdout/stderr sink that keeps the first `cap` bytes and silently drops the
+/// rest, so a chatty detector is neither killed nor able to exhaust memory.
+#[derive(Clone)]
+struct CappedPipe {
+    inner: Arc<Mutex<CappedBuf>>,
+}
+
+struct CappedBuf {
+    cap: usize,
+    bytes: Vec<u8>,
+    dropped: usize,
+}
+
+impl CappedPipe {
+    fn new(cap: usize) -> Self {
+        CappedPipe {
+            inner: Arc::new(Mutex::new(CappedBuf {
+                cap,
+                bytes: Vec::new(),
+                dropped: 0,
+            })),
+        }
+    }
+
+    fn text(&self) -> String {
+        let buf = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut text = String::from_utf8_lossy(&buf.bytes).into_owned();
+        if buf.dropped > 0 {
+            text.push_str(&format!("\n[{} more bytes dropped]", buf.dropped));
+        }
+        text
+    }
+}
+
+impl IsTerminal for CappedPipe {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl StdoutStream for CappedPipe {
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
+        Box::new(self.clone())
+    }
+}
+
+impl tokio::io::AsyncWrite for CappedPipe {
+    fn poll_write(self: Pin<&mut Self>, _cx: &mut Context<'_>, data: &[u8]) -> Poll<std::io::Result<usize>> {
+        let mut buf = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let room = buf.cap.saturating_sub(buf.bytes.len());
+        let keep = room.min(data.len());
+        buf.bytes.extend_from_slice(&data[..keep]);
+        buf.dropped += data.len() - keep;
+        Poll::Ready(Ok(data.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_check_tells_modules_from_components() {
+        let p = Path::new("x.wasm");
+        assert!(check_header(p, b"\0asm\x0d\0\x01\0").is_ok());
+        let e = check_header(p, b"\0asm\x01\0\0\0").unwrap_err().to_string();
+        assert!(e.contains("core WebAssembly module"), "{e}");
+        let e = check_header(p, b"ELF....").unwrap_err().to_string();
+        assert!(e.contains("not a WebAssembly file"), "{e}");
+    }
+
+    #[test]
+    fn capped_pipe_keeps_the_head_and_counts_the_rest() {
+        use tokio::io::AsyncWrite;
+        let mut pipe = CappedPipe::new(4);
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        let n = Pin::new(&mut pipe).poll_write(&mut cx, b"hello world");
+        assert!(matches!(n, Poll::Ready(Ok(11))));
+        assert_eq!(pipe.text(), "hell\n[7 more bytes dropped]");
+    }
+}
