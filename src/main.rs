@@ -196,7 +196,11 @@ fn run(command: Command) -> anyhow::Result<u8> {
                         pluggable_critic::detector::Detector::Native(_) => "native library, ABI ok".to_string(),
                     }
                 };
-                println!("  ok  {:<24} {:?}  {}: {what}", s.name, s.kind, s.detector);
+                let kind = match s.kind {
+                    manifest::SignalKind::HardGate => "hard_gate",
+                    manifest::SignalKind::Soft => "soft",
+                };
+                println!("  ok  {:<24} {kind:<9}  {}: {what}", s.name, s.detector);
             }
             let caps: Vec<_> = m.capabilities.iter().map(|c| c.name()).collect();
             println!("  capabilities: {}", if caps.is_empty() { "none".to_string() } else { caps.join(", ") });

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{Config, Engine, ResourceLimiter, Store};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
@@ -354,7 +354,6 @@ impl WasmDetector {
         store.limiter(|s| &mut s.limiter);
         let ticks = limits.timeout.as_nanos().div_ceil(EPOCH_TICK.as_nanos()) as u64 + 1;
         store.set_epoch_deadline(ticks);
-        let started = Instant::now();
         let result = self
             .pre
             .instantiate(&mut store)
@@ -382,7 +381,7 @@ impl WasmDetector {
                     return Err(DetectorError::OutOfMemory(limits.memory_bytes));
                 }
                 if matches!(e.downcast_ref::<wasmtime::Trap>(), Some(wasmtime::Trap::Interrupt)) {
-                    return Err(DetectorError::Timeout(limits.timeout.max(started.elapsed().min(limits.timeout))));
+                    return Err(DetectorError::Timeout(limits.timeout));
                 }
                 Err(DetectorError::Trap {
                     message: format!("{e:#}"),

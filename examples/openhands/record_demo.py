@@ -66,12 +66,14 @@ def call(n, name, **args):
 
 
 def script(ws):
+    # The agent's shell may not see this virtualenv on PATH; name the interpreter.
+    pytest = f"{sys.executable} -m pytest -q"
     merge = f"{ws}/intervals/merge.py"
     test = f"{ws}/tests/test_touching.py"
     return [
         # Finish 1: looks, runs the old tests, and declares victory without a change.
         call(1, "file_editor", command="view", path=merge),
-        call(2, "terminal", command="python -m pytest -q"),
+        call(2, "terminal", command=pytest),
         call(3, "finish", message="The existing tests pass; the code looks correct to me."),
         # Finish 2: fixes the comparison and adds a test, but never runs it.
         call(4, "file_editor", command="str_replace", path=merge,
@@ -84,7 +86,7 @@ def script(ws):
         )),
         call(6, "finish", message="Fixed: touching intervals now merge."),
         # Finish 3: runs the tests after the last edit, then finishes.
-        call(7, "terminal", command="python -m pytest -q"),
+        call(7, "terminal", command=pytest),
         call(8, "finish", message="Fixed and verified: all tests pass."),
     ]
 

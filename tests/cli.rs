@@ -1,0 +1,59 @@
+//! `critic demo`, `critic new`, `critic build` and `critic validate`.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn demo_replays_the_recorded_run() {
+    let out = run(critic().arg("demo"));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let verdicts: Vec<&str> = text.lines().filter(|l| l.starts_with("ACCEPT") || l.starts_with("REJECT")).collect();
+    assert_eq!(verdicts.len(), 3, "{text}");
+    assert!(verdicts[0].starts_with("REJECT") && verdicts[1].starts_with("REJECT") && verdicts[2].starts_with("ACCEPT"), "{text}");
+    assert!(text.contains("rejected by hard gate empty-patch"), "{text}");
+    assert!(text.contains("rejected by hard gate ran-tests"), "{text}");
+}
+
+#[test]
+fn new_skill_builds_validates_and_passes_its_test() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(critic().args(["new", "my-gate", "--dir"]).arg(dir.path()));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let skill = dir.path().join("my-gate");
+    // Share a target dir across runs so the guest dependencies compile once.
+    let target = root().join("target/scaffold-test");
+    let out = run(critic().arg("build").arg(&skill).env("CARGO_TARGET_DIR", &target));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(skill.join("my_gate.wasm").is_file());
+    let out = run(critic().arg("validate").arg(&skill));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("component, critic:detector@0.1.0"));
+    let test = std::process::Command::new(env!("CARGO"))
+        .args(["test", "-q", "--manifest-path"])
+        .arg(skill.join("detector/Cargo.toml"))
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .unwrap();
+    assert!(test.status.success(), "{}", String::from_utf8_lossy(&test.stderr));
+    // And it judges a real finish.
+    let repo = Repo::demo();
+    let state = tempfile::tempdir().unwrap();
+    let out = run(&mut check(&skill, repo.path(), &demo_events(1), state.path()));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(json_out(&out)["followup"].as_str().unwrap().contains("at least 1"));
+    let again = run(critic().args(["new", "my-gate", "--dir"]).arg(dir.path()));
+    assert_eq!(again.status.code(), Some(2));
+    assert!(stderr(&again).contains("already exists"));
+}
+
+#[test]
+fn shipped_skills_validate() {
+    for name in ["agent-finished", "empty-patch", "clean-patch", "structural-validity", "test-only", "ran-tests"] {
+        let out = run(critic().arg("validate").arg(skill(name)));
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
+    }
+    let out = run(critic().arg("validate").arg(root().join("examples/demo-skill")));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

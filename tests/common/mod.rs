@@ -1,0 +1,174 @@
+//! Shared helpers for integration tests: the real `critic` binary, real git
+//! repositories in temp dirs, and the committed fixtures.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A fixture path under tests/fixtures.
+pub fn fixture(rel: &str) -> PathBuf {
+    root().join("tests/fixtures").join(rel)
+}
+
+/// The misbehave fixture component.
+pub fn misbehave_wasm() -> PathBuf {
+    fixture("skills/misbehave/misbehave.wasm")
+}
+
+/// A shipped skill's directory.
+pub fn skill(name: &str) -> PathBuf {
+    root().join("skills").join(name)
+}
+
+/// One compile cache for the whole test run, so only the first test compiles.
+pub fn cache_dir() -> PathBuf {
+    root().join("target/test-component-cache")
+}
+
+/// `critic` with the shared cache and quiet logs.
+pub fn critic() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_critic"));
+    cmd.env("CRITIC_CACHE_DIR", cache_dir()).env_remove("CRITIC_LOG");
+    cmd
+}
+
+/// Run and capture.
+pub fn run(cmd: &mut Command) -> Output {
+    cmd.output().expect("run critic")
+}
+
+/// stdout as JSON, with a helpful panic.
+pub fn json_out(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// stderr as text.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A git repository in a temp dir with one base commit.
+pub struct Repo {
+    pub dir: tempfile::TempDir,
+}
+
+impl Repo {
+    /// A repo whose base commit holds `files`.
+    pub fn new(files: &[(&str, &str)]) -> Repo {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repo { dir };
+        repo.git(&["init", "-q", "-b", "main"]);
+        for (p, c) in files {
+            repo.write(p, c);
+        }
+        repo.git(&["add", "-A"]);
+        repo.git(&["commit", "-q", "-m", "base"]);
+        repo
+    }
+
+    /// A repo with the demo package as base.
+    pub fn demo() -> Repo {
+        let dir = tempfile::tempdir().unwrap();
+        copy_tree(&root().join("examples/demo-repo"), dir.path());
+        let repo = Repo { dir };
+        repo.git(&["init", "-q", "-b", "main"]);
+        repo.git(&["add", "-A"]);
+        repo.git(&["commit", "-q", "-m", "base"]);
+        repo
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn write(&self, rel: &str, content: &str) {
+        let p = self.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+    }
+
+    pub fn git(&self, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "commit.gpgsign=false"])
+            .args(args)
+            .current_dir(self.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Apply a recorded patch to the work tree.
+    pub fn apply(&self, patch: &Path) {
+        if std::fs::metadata(patch).unwrap().len() > 0 {
+            self.git(&["apply", patch.to_str().unwrap()]);
+        }
+    }
+}
+
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dst = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &dst);
+        } else {
+            std::fs::copy(e.path(), dst).unwrap();
+        }
+    }
+}
+
+/// A skill directory in a temp dir with this manifest; `{misbehave}` in the
+/// text is replaced by the fixture component's absolute path.
+pub fn temp_skill(manifest: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let text = manifest.replace("{misbehave}", misbehave_wasm().to_str().unwrap());
+    std::fs::write(dir.path().join("critic.yaml"), text).unwrap();
+    dir
+}
+
+/// Recorded OpenHands events for finish `n` of the demo run (1-based).
+pub fn demo_events(n: usize) -> PathBuf {
+    root().join(format!("examples/demo-run/finish-{n}.jsonl"))
+}
+
+/// The working-tree diff recorded at finish `n` of the demo run.
+pub fn demo_patch(n: usize) -> PathBuf {
+    root().join(format!("examples/demo-run/finish-{n}.patch"))
+}
+
+/// `critic check` on a skill, workspace and events, with a private state dir.
+pub fn check(skill: &Path, ws: &Path, events: &Path, state: &Path) -> Command {
+    let mut cmd = critic();
+    cmd.args(["check", "--skill"])
+        .arg(skill)
+        .arg("--workspace")
+        .arg(ws)
+        .arg("--events")
+        .arg(events)
+        .arg("--state-dir")
+        .arg(state);
+    cmd
+}
+
+/// Validate `value` against a schema in schemas/.
+pub fn assert_schema(schema: &str, value: &Value) {
+    let text = std::fs::read_to_string(root().join("schemas").join(schema)).unwrap();
+    let schema: Value = serde_json::from_str(&text).unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = v.iter_errors(value).map(|e| format!("{}: {e}", e.instance_path().as_str())).collect();
+    assert!(errors.is_empty(), "{schema} violations: {errors:#?}\n{value:#}");
+}

@@ -1,0 +1,53 @@
+//! Event adapters on real recorded streams: the OpenHands SDK's persisted
+//! `events/` directory, a JSON array, and JSONL all normalize the same way.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+fn echo(events: &std::path::Path, format: Option<&str>) -> (i32, Value, String) {
+    let skill = temp_skill("name: t\nversion: 0.1.0\nsignals:\n  - {name: e, type: hard_gate, detector: {misbehave}, config: {mode: echo}}\n");
+    let repo = Repo::demo();
+    let state = tempfile::tempdir().unwrap();
+    let mut cmd = check(skill.path(), repo.path(), events, state.path());
+    if let Some(f) = format {
+        cmd.args(["--events-format", f]);
+    }
+    let out = run(&mut cmd);
+    let code = out.status.code().unwrap();
+    let v = if code == 2 { Value::Null } else { json_out(&out)["signals"][0]["metadata"].clone() };
+    (code, v, stderr(&out))
+}
+
+#[test]
+fn openhands_sdk_layouts_agree() {
+    let (_, dir, _) = echo(&fixture("openhands/events"), None);
+    let (_, conv, _) = echo(&fixture("openhands"), None);
+    let (_, array, _) = echo(&fixture("openhands/events.json"), None);
+    let (_, jsonl, _) = echo(&demo_events(3), None);
+    assert_eq!(dir["kinds"], array["kinds"]);
+    assert_eq!(dir["kinds"], jsonl["kinds"]);
+    assert_eq!(dir["kinds"], conv["kinds"], "a conversation dir holding events/ works too");
+    let kinds: Vec<&str> = dir["kinds"].as_array().unwrap().iter().map(|k| k.as_str().unwrap()).collect();
+    assert_eq!(kinds[0], "system");
+    assert_eq!(kinds[1], "message");
+    assert!(kinds.contains(&"action") && kinds.contains(&"observation"));
+    assert_eq!(kinds.iter().filter(|k| **k == "finish").count(), 3);
+    assert_eq!(dir["last_finish"], "Fixed and verified: all tests pass.");
+}
+
+#[test]
+fn forced_format_and_unknown_shapes() {
+    let (code, _, err) = echo(&demo_events(1), Some("openhands-v0"));
+    assert_eq!(code, 0, "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let odd = dir.path().join("odd.jsonl");
+    std::fs::write(&odd, "{\"type\": \"something\"}\n").unwrap();
+    let (code, _, err) = echo(&odd, None);
+    assert_eq!(code, 2);
+    assert!(err.contains("cannot tell the event format; pass --events-format"), "{err}");
+    let (code, v, _) = echo(&odd, Some("openhands"));
+    assert_eq!(code, 0);
+    assert_eq!(v["kinds"], serde_json::json!(["other"]), "unknown kinds are kept");
+}

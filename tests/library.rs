@@ -1,0 +1,70 @@
+//! Subclass mode: embedding the host as a library.
+
+mod common;
+
+use common::*;
+use pluggable_critic::critic::{decide, Critic, Finish};
+use pluggable_critic::harness::{HarnessOptions, SkillCritic};
+use pluggable_critic::patch::{TestClassifier, Workspace};
+use pluggable_critic::runtime::Runtime;
+use pluggable_critic::state::StateStore;
+use pluggable_critic::verdict::Verdict;
+use pluggable_critic::{events, manifest, Error};
+
+fn finish(repo: &Repo, n: usize) -> Finish {
+    let ws = Workspace::open(repo.path()).unwrap();
+    let classifier = TestClassifier::new(&["tests/**".to_string()]).unwrap();
+    Finish {
+        events: events::load(&demo_events(n), None).unwrap(),
+        patch: ws.worktree_patch(&ws.head, &classifier).unwrap(),
+        workspace: ws.root.canonicalize().unwrap(),
+        session: "lib".into(),
+    }
+}
+
+#[test]
+fn skill_critic_evaluates_in_process() {
+    let skill = manifest::load(&root().join("examples/demo-skill")).unwrap();
+    let runtime = Runtime::new(Some(&cache_dir())).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let critic = SkillCritic::new(skill, &runtime, StateStore::new(state.path()).without_fsync(), &HarnessOptions::default()).unwrap();
+    let repo = Repo::demo();
+    let v = decide(&critic, &finish(&repo, 1)).unwrap();
+    assert!(!v.accepted);
+    assert!(v.followup.as_deref().unwrap().starts_with("The critic reviewed your finish"));
+    repo.apply(&demo_patch(3));
+    let v = decide(&critic, &finish(&repo, 3)).unwrap();
+    assert!(v.accepted, "{}", v.to_text());
+    assert_eq!(v.iteration, 2);
+}
+
+/// A critic written directly against the trait, with its own follow-up.
+struct NoTodo;
+
+impl Critic for NoTodo {
+    fn evaluate(&self, finish: &Finish) -> Result<Verdict, Error> {
+        let skill = manifest::load(&skill("empty-patch"))?;
+        let runtime = Runtime::new(None).map_err(|e| Error::Internal(e.to_string()))?;
+        let dir = tempfile::tempdir().map_err(|e| Error::Internal(e.to_string()))?;
+        let inner = SkillCritic::new(skill, &runtime, StateStore::new(dir.path()), &HarnessOptions::default())?;
+        let mut v = inner.evaluate(finish)?;
+        if finish.patch.added_lines().any(|(_, _, text)| text.contains("TODO")) {
+            v.accepted = false;
+            v.score = 0.0;
+        }
+        Ok(v)
+    }
+
+    fn followup(&self, verdict: &Verdict) -> String {
+        format!("Finish {}: remove the TODOs before you finish.", verdict.iteration)
+    }
+}
+
+#[test]
+fn a_trait_critic_overrides_the_followup() {
+    let repo = Repo::demo();
+    repo.write("intervals/merge.py", "# TODO: fix\n");
+    let v = decide(&NoTodo, &finish(&repo, 3)).unwrap();
+    assert!(!v.accepted);
+    assert_eq!(v.followup.as_deref(), Some("Finish 1: remove the TODOs before you finish."));
+}
