@@ -100,8 +100,14 @@ fn build_crate(dir: &Path) -> Result<Vec<PathBuf>, Error> {
     if let Some(home) = cargo_home() {
         flags.push(format!("--remap-path-prefix={}=/cargo", home.display()));
     }
-    let out = cargo()
-        .args(["build", "--locked", "--profile", PROFILE, "--target", TARGET])
+    let mut cmd = cargo();
+    cmd.args(["build", "--profile", PROFILE, "--target", TARGET]);
+    // A committed lock file pins the dependencies; a new skill gets one on its
+    // first build (commit it to make later builds reproducible).
+    if root.join("Cargo.lock").is_file() {
+        cmd.arg("--locked");
+    }
+    let out = cmd
         .args(["--message-format", "json-render-diagnostics", "--manifest-path"])
         .arg(&manifest)
         .env("CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS", flags.join(" "))

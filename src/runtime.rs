@@ -177,23 +177,26 @@ pub struct CallReport {
 
 /// A process-wide engine with its epoch ticker and component cache.
 pub struct Runtime {
-    engine: Engine,
+    clock: Arc<EpochClock>,
     linker: Linker<HostState>,
     cache: ComponentCache,
-    ticker: Option<Ticker>,
 }
 
-struct Ticker {
+/// The engine and the thread that advances its epoch. Every loaded detector
+/// holds it, so deadlines keep working for as long as any detector can run,
+/// even after the [`Runtime`] that loaded it is gone.
+struct EpochClock {
+    engine: Engine,
     stop: Arc<AtomicBool>,
-    thread: JoinHandle<()>,
+    thread: Option<JoinHandle<()>>,
 }
 
-impl Drop for Runtime {
+impl Drop for EpochClock {
     fn drop(&mut self) {
-        if let Some(t) = self.ticker.take() {
-            t.stop.store(true, Ordering::Relaxed);
-            t.thread.thread().unpark();
-            let _ = t.thread.join();
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            t.thread().unpark();
+            let _ = t.join();
         }
     }
 }
@@ -235,10 +238,13 @@ impl Runtime {
         };
         let cache = ComponentCache::new(&engine, cache_dir);
         Ok(Runtime {
-            engine,
+            clock: Arc::new(EpochClock {
+                engine,
+                stop,
+                thread: Some(thread),
+            }),
             linker,
             cache,
-            ticker: Some(Ticker { stop, thread }),
         })
     }
 
@@ -254,12 +260,13 @@ impl Runtime {
             path: path.to_path_buf(),
             message: format!("{e:#}"),
         };
-        let (component, outcome) = self.cache.load(&self.engine, &bytes).map_err(load_err)?;
-        let version = detector_version(&self.engine, &component, path)?;
+        let engine = &self.clock.engine;
+        let (component, outcome) = self.cache.load(engine, &bytes).map_err(load_err)?;
+        let version = detector_version(engine, &component, path)?;
         let pre = self.linker.instantiate_pre(&component).map_err(load_err)?;
         let pre = CriticDetectorPre::new(pre).map_err(load_err)?;
         Ok(WasmDetector {
-            engine: self.engine.clone(),
+            clock: self.clock.clone(),
             pre,
             path: path.to_path_buf(),
             version,
@@ -305,7 +312,7 @@ fn detector_version(engine: &Engine, component: &Component, path: &Path) -> Resu
 
 /// A loaded, pre-linked detector component.
 pub struct WasmDetector {
-    engine: Engine,
+    clock: Arc<EpochClock>,
     pre: CriticDetectorPre<HostState>,
     path: PathBuf,
     version: String,
@@ -350,7 +357,7 @@ impl WasmDetector {
             },
             ctx: ctx.clone(),
         };
-        let mut store = Store::new(&self.engine, state);
+        let mut store = Store::new(&self.clock.engine, state);
         store.limiter(|s| &mut s.limiter);
         let ticks = limits.timeout.as_nanos().div_ceil(EPOCH_TICK.as_nanos()) as u64 + 1;
         store.set_epoch_deadline(ticks);

@@ -16,8 +16,10 @@ fn demo_run_finishes_get_the_recorded_verdicts() {
     let skill = root().join("examples/demo-skill");
     let state = tempfile::tempdir().unwrap();
     let mut seen = Vec::new();
+    let repo = Repo::demo();
     for n in 1..=3 {
-        let repo = Repo::demo();
+        repo.git(&["checkout", "-q", "--", "."]);
+        repo.git(&["clean", "-q", "-f", "-d"]);
         repo.apply(&demo_patch(n));
         let out = run(check(&skill, repo.path(), &demo_events(n), state.path()).args(["--session", "demo"]));
         let v = json_out(&out);

@@ -51,3 +51,35 @@ fn forced_format_and_unknown_shapes() {
     assert_eq!(code, 0);
     assert_eq!(v["kinds"], serde_json::json!(["other"]), "unknown kinds are kept");
 }
+
+#[test]
+fn openhands_v0_record_and_bare_history_agree() {
+    let (code, record, err) = echo(&fixture("openhands-v0/output.jsonl"), None);
+    assert_eq!(code, 0, "{err}");
+    let (_, bare, _) = echo(&fixture("openhands-v0/history.json"), None);
+    assert_eq!(record["kinds"], bare["kinds"]);
+    assert_eq!(
+        record["kinds"],
+        serde_json::json!(["message", "action", "observation", "action", "observation", "action", "observation", "finish"])
+    );
+    assert_eq!(record["last_finish"], "Touching intervals now merge; the tests pass.");
+    // The trajectory gate reads V0 exit codes and edits too.
+    let repo = Repo::demo();
+    let state = tempfile::tempdir().unwrap();
+    let out = run(&mut check(&skill("ran-tests"), repo.path(), &fixture("openhands-v0/output.jsonl"), state.path()));
+    let v = json_out(&out);
+    assert_eq!(out.status.code(), Some(0), "{v}");
+    assert_eq!(v["signals"][0]["metadata"]["last_edit_event"], 3);
+    assert_eq!(v["signals"][0]["metadata"]["test_runs_after_edit"][0]["exit_code"], 0);
+}
+
+#[test]
+fn several_v0_records_need_one_instance() {
+    let line = std::fs::read_to_string(fixture("openhands-v0/output.jsonl")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let two = dir.path().join("output.jsonl");
+    std::fs::write(&two, format!("{line}{line}")).unwrap();
+    let (code, _, err) = echo(&two, None);
+    assert_eq!(code, 2);
+    assert!(err.contains("holds 2 output.jsonl records (line 2 and on)"), "{err}");
+}

@@ -164,7 +164,8 @@ fn native_detectors_need_opt_in() {
     let (code, _, err) = verdict(&skill, &[]);
     assert_eq!(code, 2);
     assert!(err.contains("load only with --allow-native"), "{err}");
+    // The demo repo is unchanged, so the (native) empty-patch check fires.
     let (code, v, _) = verdict(&skill, &["--allow-native"]);
-    assert_eq!(code, 0, "{v}");
-    assert_eq!(v["signals"][0]["metadata"]["files"], 0);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["followup"], "The patch is empty (native detector).");
 }

@@ -2,7 +2,8 @@
 
 use crate::protocol::{Event, EventKind, FileChange, LineKind, Patch};
 
-/// Tool names (across the supported agents) whose calls edit files.
+/// Tool names (across the supported agents) whose calls edit files; `edit` and
+/// `write` are OpenHands V0 action names.
 pub const FILE_EDIT_TOOLS: &[&str] = &[
     "str_replace_editor",
     "file_editor",
@@ -14,6 +15,8 @@ pub const FILE_EDIT_TOOLS: &[&str] = &[
     "MultiEdit",
     "Write",
     "NotebookEdit",
+    "edit",
+    "write",
 ];
 
 /// Sub-commands of editor tools that only read.
