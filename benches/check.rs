@@ -56,7 +56,11 @@ fn repo() -> tempfile::TempDir {
 fn events_file(dir: &Path, min_events: usize, min_bytes: usize) -> PathBuf {
     let text = std::fs::read_to_string(root().join("examples/demo-run/finish-3.jsonl")).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    let (head, body, tail) = (&lines[..3], &lines[3..lines.len() - 4], &lines[lines.len() - 4..]);
+    let (head, body, tail) = (
+        &lines[..3],
+        &lines[3..lines.len() - 4],
+        &lines[lines.len() - 4..],
+    );
     let mut out: Vec<String> = head.iter().map(|s| s.to_string()).collect();
     let mut round = 0;
     let total = |out: &Vec<String>| out.iter().map(|l| l.len() + 1).sum::<usize>();
@@ -129,8 +133,17 @@ fn bench_cli(c: &mut Criterion) {
     for _ in 0..3 {
         let cold = tempfile::tempdir().unwrap();
         let t = Instant::now();
-        run_ok(&mut check_cmd(&skill, ws.path(), &small, &state, cold.path()));
-        eprintln!("cold-cache check (3 detectors compiled): {:.0} ms", t.elapsed().as_secs_f64() * 1000.0);
+        run_ok(&mut check_cmd(
+            &skill,
+            ws.path(),
+            &small,
+            &state,
+            cold.path(),
+        ));
+        eprintln!(
+            "cold-cache check (3 detectors compiled): {:.0} ms",
+            t.elapsed().as_secs_f64() * 1000.0
+        );
     }
     run_ok(&mut check_cmd(&skill, ws.path(), &small, &state, &cache));
 
@@ -138,8 +151,18 @@ fn bench_cli(c: &mut Criterion) {
     g.sample_size(40).measurement_time(Duration::from_secs(8));
     g.bench_function("git_status_and_diff_baseline", |b| {
         b.iter(|| {
-            run_ok(Command::new("git").args(["status", "--porcelain"]).current_dir(ws.path()).stdout(std::process::Stdio::null()));
-            run_ok(Command::new("git").args(["diff", "HEAD"]).current_dir(ws.path()).stdout(std::process::Stdio::null()));
+            run_ok(
+                Command::new("git")
+                    .args(["status", "--porcelain"])
+                    .current_dir(ws.path())
+                    .stdout(std::process::Stdio::null()),
+            );
+            run_ok(
+                Command::new("git")
+                    .args(["diff", "HEAD"])
+                    .current_dir(ws.path())
+                    .stdout(std::process::Stdio::null()),
+            );
         })
     });
     g.bench_function("check_3_gates_50_events_warm", |b| {
@@ -180,7 +203,9 @@ fn bench_library(c: &mut Criterion) {
         workspace: ws.root.canonicalize().unwrap(),
         session: "bench".into(),
     };
-    c.bench_function("library_evaluate_small", |b| b.iter(|| critic.evaluate(&finish).unwrap()));
+    c.bench_function("library_evaluate_small", |b| {
+        b.iter(|| critic.evaluate(&finish).unwrap())
+    });
 }
 
 criterion_group!(benches, bench_cli, bench_library);

@@ -64,7 +64,8 @@ struct Location {
 
 fn cargo() -> Command {
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    cmd.env_remove("RUSTFLAGS").env_remove("CARGO_ENCODED_RUSTFLAGS");
+    cmd.env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS");
     cmd
 }
 
@@ -76,10 +77,20 @@ fn cargo_home() -> Option<PathBuf> {
 
 fn workspace_root(manifest: &Path) -> Result<PathBuf, Error> {
     let out = cargo()
-        .args(["locate-project", "--workspace", "--message-format", "json", "--manifest-path"])
+        .args([
+            "locate-project",
+            "--workspace",
+            "--message-format",
+            "json",
+            "--manifest-path",
+        ])
         .arg(manifest)
         .output()
-        .map_err(|e| Error::Usage(format!("cannot run cargo: {e} (is a Rust toolchain installed?)")))?;
+        .map_err(|e| {
+            Error::Usage(format!(
+                "cannot run cargo: {e} (is a Rust toolchain installed?)"
+            ))
+        })?;
     if !out.status.success() {
         return Err(Error::Usage(format!(
             "{}: {}",
@@ -108,7 +119,11 @@ fn build_crate(dir: &Path) -> Result<Vec<PathBuf>, Error> {
         cmd.arg("--locked");
     }
     let out = cmd
-        .args(["--message-format", "json-render-diagnostics", "--manifest-path"])
+        .args([
+            "--message-format",
+            "json-render-diagnostics",
+            "--manifest-path",
+        ])
         .arg(&manifest)
         .env("CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS", flags.join(" "))
         .stderr(Stdio::inherit())
@@ -125,8 +140,16 @@ fn build_crate(dir: &Path) -> Result<Vec<PathBuf>, Error> {
         let Ok(msg) = serde_json::from_slice::<Message>(line) else {
             continue;
         };
-        if msg.reason == "compiler-artifact" && msg.target.is_some_and(|t| t.kind.iter().any(|k| k == "cdylib")) {
-            wasm.extend(msg.filenames.into_iter().filter(|f| f.extension().is_some_and(|e| e == "wasm")));
+        if msg.reason == "compiler-artifact"
+            && msg
+                .target
+                .is_some_and(|t| t.kind.iter().any(|k| k == "cdylib"))
+        {
+            wasm.extend(
+                msg.filenames
+                    .into_iter()
+                    .filter(|f| f.extension().is_some_and(|e| e == "wasm")),
+            );
         }
     }
     if wasm.is_empty() {
@@ -153,7 +176,8 @@ pub fn build_skill(skill: &Path, check: bool) -> Result<BuildReport, Error> {
         for built in build_crate(&dir)? {
             let name = built.file_name().unwrap_or_default();
             let dest = skill.join(name);
-            let new = std::fs::read(&built).map_err(|e| Error::Usage(format!("{}: {e}", built.display())))?;
+            let new = std::fs::read(&built)
+                .map_err(|e| Error::Usage(format!("{}: {e}", built.display())))?;
             let sha = sha(&new);
             if check {
                 let same = std::fs::read(&dest).is_ok_and(|old| old == new);
@@ -165,10 +189,13 @@ pub fn build_skill(skill: &Path, check: bool) -> Result<BuildReport, Error> {
                     new.len()
                 ));
             } else {
-                std::fs::write(&dest, &new).map_err(|e| Error::Usage(format!("{}: {e}", dest.display())))?;
-                report
-                    .lines
-                    .push(format!("built {} ({} bytes, sha256 {sha})", dest.display(), new.len()));
+                std::fs::write(&dest, &new)
+                    .map_err(|e| Error::Usage(format!("{}: {e}", dest.display())))?;
+                report.lines.push(format!(
+                    "built {} ({} bytes, sha256 {sha})",
+                    dest.display(),
+                    new.len()
+                ));
             }
         }
     }

@@ -65,9 +65,16 @@ impl ComponentCache {
     }
 
     /// The component for `wasm`, from the cache or freshly compiled.
-    pub fn load(&self, engine: &Engine, wasm: &[u8]) -> wasmtime::Result<(Component, CacheOutcome)> {
+    pub fn load(
+        &self,
+        engine: &Engine,
+        wasm: &[u8],
+    ) -> wasmtime::Result<(Component, CacheOutcome)> {
         let Some(dir) = &self.dir else {
-            return Ok((Component::from_binary(engine, wasm)?, CacheOutcome::Compiled));
+            return Ok((
+                Component::from_binary(engine, wasm)?,
+                CacheOutcome::Compiled,
+            ));
         };
         let path = dir.join(format!("{}.cwasm", hex::encode(Sha256::digest(wasm))));
         if path.is_file() {
@@ -76,7 +83,9 @@ impl ComponentCache {
             // writes go through a temp file and rename, so it is never partial.
             match unsafe { Component::deserialize_file(engine, &path) } {
                 Ok(c) => return Ok((c, CacheOutcome::Hit)),
-                Err(e) => tracing::warn!(path = %path.display(), "discarding unusable cache entry: {e:#}"),
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), "discarding unusable cache entry: {e:#}")
+                }
             }
         }
         let component = Component::from_binary(engine, wasm)?;

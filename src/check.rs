@@ -52,8 +52,12 @@ pub struct CheckOptions {
 /// Run one check.
 pub fn run(opts: &CheckOptions) -> Result<Verdict, Error> {
     let skill = manifest::load(&opts.skill)?;
-    let classifier = TestClassifier::new(&skill.manifest.test_patterns)
-        .map_err(|e| Error::Usage(format!("{}: test_patterns: {e}", skill.manifest_path.display())))?;
+    let classifier = TestClassifier::new(&skill.manifest.test_patterns).map_err(|e| {
+        Error::Usage(format!(
+            "{}: test_patterns: {e}",
+            skill.manifest_path.display()
+        ))
+    })?;
     let (workspace, patch, critic, events) = std::thread::scope(|s| {
         let git = s.spawn(|| -> Result<(Workspace, Patch), Error> {
             let ws = Workspace::open(&opts.workspace)?;
@@ -68,7 +72,8 @@ pub fn run(opts: &CheckOptions) -> Result<Verdict, Error> {
             Ok((ws, patch))
         });
         let loader = s.spawn(|| -> Result<(Runtime, Vec<critic_sdk::Event>), Error> {
-            let runtime = Runtime::new(opts.cache_dir.as_deref()).map_err(|e| Error::Internal(e.to_string()))?;
+            let runtime = Runtime::new(opts.cache_dir.as_deref())
+                .map_err(|e| Error::Internal(e.to_string()))?;
             let events = events::load(&opts.events, opts.events_format)?;
             Ok((runtime, events))
         });
@@ -86,10 +91,13 @@ pub fn run(opts: &CheckOptions) -> Result<Verdict, Error> {
         let critic = SkillCritic::new(skill, &runtime, StateStore::new(state_root), &options)?;
         Ok::<_, Error>((ws, patch, critic, events))
     })?;
-    let root = workspace.root.canonicalize().map_err(|source| patch::PatchError::Io {
-        path: workspace.root.clone(),
-        source,
-    })?;
+    let root = workspace
+        .root
+        .canonicalize()
+        .map_err(|source| patch::PatchError::Io {
+            path: workspace.root.clone(),
+            source,
+        })?;
     let finish = Finish {
         events,
         patch,

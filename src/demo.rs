@@ -64,9 +64,18 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), Error> {
 
 fn git_in(dir: &Path, args: &[&str]) -> Result<(), Error> {
     let mut cmd = git::command(dir);
-    cmd.args(["-c", "user.name=critic demo", "-c", "user.email=demo@localhost", "-c", "commit.gpgsign=false"])
-        .args(args);
-    git::run(cmd).map(|_| ()).map_err(|e| Error::Usage(e.to_string()))
+    cmd.args([
+        "-c",
+        "user.name=critic demo",
+        "-c",
+        "user.email=demo@localhost",
+        "-c",
+        "commit.gpgsign=false",
+    ])
+    .args(args);
+    git::run(cmd)
+        .map(|_| ())
+        .map_err(|e| Error::Usage(e.to_string()))
 }
 
 /// Replay `examples/demo-run` and write each verdict to `out`.
@@ -84,15 +93,32 @@ pub fn run(examples: &Path, out: &mut dyn Write) -> Result<(), Error> {
     git_in(&repo, &["init", "-q", "-b", "main"])?;
     git_in(&repo, &["add", "-A"])?;
     git_in(&repo, &["commit", "-q", "-m", "base"])?;
-    let w = |out: &mut dyn Write, s: String| out.write_all(s.as_bytes()).map_err(|e| Error::Internal(e.to_string()));
-    w(out, format!("PluggableCritic demo: {}\nrepository copied to {}\n", rec.task, repo.display()))?;
+    let w = |out: &mut dyn Write, s: String| {
+        out.write_all(s.as_bytes())
+            .map_err(|e| Error::Internal(e.to_string()))
+    };
+    w(
+        out,
+        format!(
+            "PluggableCritic demo: {}\nrepository copied to {}\n",
+            rec.task,
+            repo.display()
+        ),
+    )?;
     for (i, finish) in rec.finishes.iter().enumerate() {
         git_in(&repo, &["checkout", "-q", "--", "."])?;
         git_in(&repo, &["clean", "-q", "-f", "-d"])?;
         let patch = run_dir.join(&finish.patch);
-        if std::fs::metadata(&patch).map_err(|e| io_err(&patch, e))?.len() > 0 {
+        if std::fs::metadata(&patch)
+            .map_err(|e| io_err(&patch, e))?
+            .len()
+            > 0
+        {
             let abs = patch.canonicalize().map_err(|e| io_err(&patch, e))?;
-            git_in(&repo, &["apply", "--whitespace=nowarn", &abs.display().to_string()])?;
+            git_in(
+                &repo,
+                &["apply", "--whitespace=nowarn", &abs.display().to_string()],
+            )?;
         }
         w(out, format!("\n=== finish {}: {}\n", i + 1, finish.title))?;
         let verdict = check::run(&CheckOptions {

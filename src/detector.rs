@@ -16,7 +16,11 @@ pub enum Detector {
 impl Detector {
     /// Load `path`: a native library when its extension says so (and
     /// `allow_native` is set), a component otherwise.
-    pub fn load(runtime: &Runtime, path: &Path, allow_native: bool) -> Result<Detector, DetectorError> {
+    pub fn load(
+        runtime: &Runtime,
+        path: &Path,
+        allow_native: bool,
+    ) -> Result<Detector, DetectorError> {
         if native::is_native(path) {
             if !allow_native {
                 return Err(DetectorError::NativeNotAllowed(path.to_path_buf()));

@@ -70,17 +70,24 @@ struct SignalInput<'a> {
 
 impl SkillCritic {
     /// Load every detector of `skill`; errors name the signal and file.
-    pub fn new(skill: Skill, runtime: &Runtime, state: StateStore, options: &HarnessOptions) -> Result<SkillCritic, Error> {
+    pub fn new(
+        skill: Skill,
+        runtime: &Runtime,
+        state: StateStore,
+        options: &HarnessOptions,
+    ) -> Result<SkillCritic, Error> {
         let detectors = skill
             .manifest
             .signals
             .iter()
             .map(|s| {
-                Detector::load(runtime, &s.detector_path, options.allow_native).map_err(|source| Error::Detector {
-                    manifest: skill.manifest_path.clone(),
-                    line: s.position.line,
-                    signal: s.name.clone(),
-                    source,
+                Detector::load(runtime, &s.detector_path, options.allow_native).map_err(|source| {
+                    Error::Detector {
+                        manifest: skill.manifest_path.clone(),
+                        line: s.position.line,
+                        signal: s.name.clone(),
+                        source,
+                    }
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -130,9 +137,12 @@ impl Critic for SkillCritic {
         let started = Instant::now();
         let m = &self.skill.manifest;
         let info = self.info();
-        let mut session = self
-            .state
-            .open(&m.name, &finish.session, &finish.instance_key(), self.lock_timeout)?;
+        let mut session = self.state.open(
+            &m.name,
+            &finish.session,
+            &finish.instance_key(),
+            self.lock_timeout,
+        )?;
         let iteration = session.harness.iteration + 1;
         let shared = serde_json::to_string(&SharedInput {
             api_version: API_VERSION,
@@ -170,11 +180,13 @@ impl Critic for SkillCritic {
                 workspace: finish.workspace.clone(),
             };
             let call_started = Instant::now();
-            let outcome = detector
-                .call(&input, &self.limits(signal), &ctx)
-                .and_then(|(json, _report)| {
-                    serde_json::from_str::<DetectorOutput>(&json).map_err(|e| DetectorError::BadOutput(e.to_string()))
-                });
+            let outcome =
+                detector
+                    .call(&input, &self.limits(signal), &ctx)
+                    .and_then(|(json, _report)| {
+                        serde_json::from_str::<DetectorOutput>(&json)
+                            .map_err(|e| DetectorError::BadOutput(e.to_string()))
+                    });
             let duration_ms = call_started.elapsed().as_secs_f64() * 1000.0;
             let result = match outcome {
                 Ok(out) => {
@@ -185,7 +197,11 @@ impl Critic for SkillCritic {
                         name: signal.name.clone(),
                         kind: signal.kind,
                         weight: signal.weight,
-                        status: if out.triggered { SignalStatus::Triggered } else { SignalStatus::Passed },
+                        status: if out.triggered {
+                            SignalStatus::Triggered
+                        } else {
+                            SignalStatus::Passed
+                        },
                         triggered: out.triggered,
                         followup_text: out.followup_text.filter(|_| out.triggered),
                         metadata: out.metadata,
@@ -204,7 +220,8 @@ impl Critic for SkillCritic {
                         weight: signal.weight,
                         status: SignalStatus::Error,
                         triggered,
-                        followup_text: triggered.then(|| error_followup(&signal.name, &e.to_string())),
+                        followup_text: triggered
+                            .then(|| error_followup(&signal.name, &e.to_string())),
                         metadata: Value::Null,
                         error: Some(error),
                         duration_ms,
@@ -233,7 +250,14 @@ impl Critic for SkillCritic {
         }
         session.save_harness()?;
 
-        let message = message(&results, score, m.threshold, accepted, budget_exhausted, m.max_iterations);
+        let message = message(
+            &results,
+            score,
+            m.threshold,
+            accepted,
+            budget_exhausted,
+            m.max_iterations,
+        );
         let followup = (!accepted).then(|| self.compose_followup(&results));
         let mut metadata = json!({
             "patch": {
@@ -312,7 +336,9 @@ fn score(results: &[SignalResult], gate_fired: bool) -> f64 {
         return 0.0;
     }
     let soft = results.iter().filter(|r| r.kind == SignalKind::Soft);
-    let (total, fired) = soft.fold((0.0, 0.0), |(t, f), r| (t + r.weight, f + if r.triggered { r.weight } else { 0.0 }));
+    let (total, fired) = soft.fold((0.0, 0.0), |(t, f), r| {
+        (t + r.weight, f + if r.triggered { r.weight } else { 0.0 })
+    });
     if total == 0.0 {
         1.0
     } else {
@@ -328,7 +354,11 @@ fn message(
     budget_exhausted: bool,
     max_iterations: u32,
 ) -> String {
-    let fired: Vec<&str> = results.iter().filter(|r| r.triggered).map(|r| r.name.as_str()).collect();
+    let fired: Vec<&str> = results
+        .iter()
+        .filter(|r| r.triggered)
+        .map(|r| r.name.as_str())
+        .collect();
     let gate = results
         .iter()
         .find(|r| r.triggered && r.kind == SignalKind::HardGate)
@@ -362,7 +392,11 @@ mod tests {
             name: "s".into(),
             kind,
             weight,
-            status: if triggered { SignalStatus::Triggered } else { SignalStatus::Passed },
+            status: if triggered {
+                SignalStatus::Triggered
+            } else {
+                SignalStatus::Passed
+            },
             triggered,
             followup_text: None,
             metadata: Value::Null,

@@ -18,7 +18,11 @@ const EXIT_REJECT: u8 = 1;
 const EXIT_ERROR: u8 = 2;
 
 #[derive(Parser)]
-#[command(name = "critic", version, about = "Verify-and-feedback critics at a coding agent's finish boundary")]
+#[command(
+    name = "critic",
+    version,
+    about = "Verify-and-feedback critics at a coding agent's finish boundary"
+)]
 struct Cli {
     /// Log verbosity (-v info, -vv debug, -vvv trace); CRITIC_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
@@ -180,20 +184,42 @@ fn run(command: Command) -> anyhow::Result<u8> {
                 Output::Json => println!("{}", serde_json::to_string_pretty(&verdict)?),
                 Output::Text => print!("{}", verdict.to_text()),
             }
-            Ok(if verdict.accepted { EXIT_ACCEPT } else { EXIT_REJECT })
+            Ok(if verdict.accepted {
+                EXIT_ACCEPT
+            } else {
+                EXIT_REJECT
+            })
         }
-        Command::Validate { skill, allow_native } => {
+        Command::Validate {
+            skill,
+            allow_native,
+        } => {
             let skill = manifest::load(&skill)?;
             let rt = runtime::Runtime::new(Some(&cache::default_dir()))?;
             let m = &skill.manifest;
-            println!("{}: skill {} {} ({} signals)", skill.manifest_path.display(), m.name, m.version, m.signals.len());
+            println!(
+                "{}: skill {} {} ({} signals)",
+                skill.manifest_path.display(),
+                m.name,
+                m.version,
+                m.signals.len()
+            );
             for s in &m.signals {
-                let what = if pluggable_critic::native::is_native(&s.detector_path) && !allow_native {
+                let what = if pluggable_critic::native::is_native(&s.detector_path) && !allow_native
+                {
                     "native library (loads only with --allow-native)".to_string()
                 } else {
-                    match pluggable_critic::detector::Detector::load(&rt, &s.detector_path, allow_native)? {
-                        pluggable_critic::detector::Detector::Wasm(d) => format!("component, critic:detector@{}", d.version()),
-                        pluggable_critic::detector::Detector::Native(_) => "native library, ABI ok".to_string(),
+                    match pluggable_critic::detector::Detector::load(
+                        &rt,
+                        &s.detector_path,
+                        allow_native,
+                    )? {
+                        pluggable_critic::detector::Detector::Wasm(d) => {
+                            format!("component, critic:detector@{}", d.version())
+                        }
+                        pluggable_critic::detector::Detector::Native(_) => {
+                            "native library, ABI ok".to_string()
+                        }
                     }
                 };
                 let kind = match s.kind {
@@ -203,7 +229,14 @@ fn run(command: Command) -> anyhow::Result<u8> {
                 println!("  ok  {:<24} {kind:<9}  {}: {what}", s.name, s.detector);
             }
             let caps: Vec<_> = m.capabilities.iter().map(|c| c.name()).collect();
-            println!("  capabilities: {}", if caps.is_empty() { "none".to_string() } else { caps.join(", ") });
+            println!(
+                "  capabilities: {}",
+                if caps.is_empty() {
+                    "none".to_string()
+                } else {
+                    caps.join(", ")
+                }
+            );
             Ok(EXIT_ACCEPT)
         }
         Command::Build { skill, check } => {
@@ -211,7 +244,11 @@ fn run(command: Command) -> anyhow::Result<u8> {
             for line in &report.lines {
                 println!("{line}");
             }
-            Ok(if report.differs { EXIT_REJECT } else { EXIT_ACCEPT })
+            Ok(if report.differs {
+                EXIT_REJECT
+            } else {
+                EXIT_ACCEPT
+            })
         }
         Command::New { name, dir, sdk } => {
             let sdk = match sdk {
@@ -220,7 +257,10 @@ fn run(command: Command) -> anyhow::Result<u8> {
             };
             let created = scaffold::create(&dir, &name, &sdk)?;
             println!("created skill {} in {}", name, created.display());
-            println!("next: critic build {0} && critic validate {0}", created.display());
+            println!(
+                "next: critic build {0} && critic validate {0}",
+                created.display()
+            );
             Ok(EXIT_ACCEPT)
         }
         Command::Demo { examples } => {

@@ -328,8 +328,9 @@ fn schema_issues(doc: &Located) -> Vec<Issue> {
                     issues.push(Issue {
                         position: doc.key_position(&field),
                         field,
-                        message: "unknown field (check its spelling against schemas/critic.schema.json)"
-                            .into(),
+                        message:
+                            "unknown field (check its spelling against schemas/critic.schema.json)"
+                                .into(),
                     });
                 }
             }
@@ -440,9 +441,12 @@ fn build(raw: RawManifest, dir: &Path, doc: &Located) -> Manifest {
         threshold: raw.threshold.unwrap_or(DEFAULT_THRESHOLD),
         max_iterations: raw.max_iterations.unwrap_or(DEFAULT_MAX_ITERATIONS),
         capabilities: raw.capabilities,
-        test_patterns: raw
-            .test_patterns
-            .unwrap_or_else(|| DEFAULT_TEST_PATTERNS.iter().map(|s| s.to_string()).collect()),
+        test_patterns: raw.test_patterns.unwrap_or_else(|| {
+            DEFAULT_TEST_PATTERNS
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
+        }),
         limits,
         followup: raw.followup,
         signals,
@@ -457,7 +461,10 @@ fn semantic_issues(m: &Manifest, doc: &Located) -> Vec<Issue> {
             issues.push(Issue {
                 position: doc.position(&field),
                 field,
-                message: format!("duplicate signal name {:?}; signal names must be unique", s.name),
+                message: format!(
+                    "duplicate signal name {:?}; signal names must be unique",
+                    s.name
+                ),
             });
         }
         if !s.detector_path.is_file() {
@@ -576,14 +583,18 @@ signals:
     fn weight_on_a_gate_is_explained() {
         let text = GOOD.replace("    timeout: 500ms", "    weight: 1");
         let found = issues(&text);
-        assert!(found[0].message.contains("only allowed on soft"), "{found:?}");
+        assert!(
+            found[0].message.contains("only allowed on soft"),
+            "{found:?}"
+        );
     }
 
     #[test]
     fn duplicate_names_and_missing_detectors_are_located() {
-        let text = GOOD
-            .replace("name: soft-one", "name: gate")
-            .replace("    detector: d.wasm\n    config", "    detector: nope.wasm\n    config");
+        let text = GOOD.replace("name: soft-one", "name: gate").replace(
+            "    detector: d.wasm\n    config",
+            "    detector: nope.wasm\n    config",
+        );
         let found = issues(&text);
         assert_eq!(found.len(), 2, "{found:?}");
         assert_eq!(found[0].field, "/signals/1/name");
@@ -606,7 +617,10 @@ signals:
         let text = GOOD.replace("    timeout: 500ms", "    timeout: soon");
         let dir = skill_dir();
         let err = parse_in(dir.path(), &text).unwrap_err().to_string();
-        assert!(err.contains("critic.yaml:9:14: signals[0].timeout: must be a duration"), "{err}");
+        assert!(
+            err.contains("critic.yaml:9:14: signals[0].timeout: must be a duration"),
+            "{err}"
+        );
     }
 
     #[test]

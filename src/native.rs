@@ -54,7 +54,8 @@ impl NativeDetector {
         };
         // SAFETY: loading runs the library's initializers; the user vouched for
         // it with --allow-native.
-        let library = unsafe { Library::new(path) }.map_err(|e| err(format!("cannot load: {e}")))?;
+        let library =
+            unsafe { Library::new(path) }.map_err(|e| err(format!("cannot load: {e}")))?;
         // SAFETY: the symbol's type is fixed by the documented ABI.
         let version = unsafe {
             let f: Symbol<AbiVersionFn> = library
@@ -69,7 +70,8 @@ impl NativeDetector {
         }
         for sym in [&b"critic_detect\0"[..], b"critic_free\0"] {
             // SAFETY: only checks the symbol exists.
-            unsafe { library.get::<*const ()>(sym) }.map_err(|e| err(format!("missing symbol: {e}")))?;
+            unsafe { library.get::<*const ()>(sym) }
+                .map_err(|e| err(format!("missing symbol: {e}")))?;
         }
         Ok(NativeDetector {
             library: Arc::new(library),
@@ -78,7 +80,11 @@ impl NativeDetector {
     }
 
     /// Call `critic_detect`, giving up waiting at the timeout.
-    pub fn call(&self, input: &str, limits: &CallLimits) -> Result<(String, CallReport), DetectorError> {
+    pub fn call(
+        &self,
+        input: &str,
+        limits: &CallLimits,
+    ) -> Result<(String, CallReport), DetectorError> {
         let library = self.library.clone();
         let input = input.to_string();
         let (tx, rx) = std::sync::mpsc::channel();
@@ -115,13 +121,16 @@ fn invoke(library: &Library, input: &str) -> Result<(i32, String), String> {
     // SAFETY: symbol types follow the documented ABI; the output buffer is
     // owned by the library and returned to it through critic_free.
     unsafe {
-        let detect: Symbol<DetectFn> = library.get(b"critic_detect\0").map_err(|e| e.to_string())?;
+        let detect: Symbol<DetectFn> =
+            library.get(b"critic_detect\0").map_err(|e| e.to_string())?;
         let free: Symbol<FreeFn> = library.get(b"critic_free\0").map_err(|e| e.to_string())?;
         let mut out: *mut u8 = std::ptr::null_mut();
         let mut len: usize = 0;
         let status = detect(input.as_ptr(), input.len(), &mut out, &mut len);
         if out.is_null() {
-            return Err(format!("critic_detect returned status {status} and no output"));
+            return Err(format!(
+                "critic_detect returned status {status} and no output"
+            ));
         }
         let text = String::from_utf8_lossy(std::slice::from_raw_parts(out, len)).into_owned();
         free(out, len);

@@ -68,7 +68,10 @@ impl Workspace {
         if !dir.is_dir() {
             return Err(PatchError::Io {
                 path: dir.to_path_buf(),
-                source: std::io::Error::new(std::io::ErrorKind::NotFound, "workspace is not a directory"),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "workspace is not a directory",
+                ),
             });
         }
         let mut cmd = git::command(dir);
@@ -86,7 +89,8 @@ impl Workspace {
             return Err(PatchError::NotARepo(dir.to_path_buf()));
         };
         let root = PathBuf::from(root);
-        let head = resolve_commit(&root, "HEAD").map_err(|_| PatchError::NoCommits(root.clone()))?;
+        let head =
+            resolve_commit(&root, "HEAD").map_err(|_| PatchError::NoCommits(root.clone()))?;
         Ok(Workspace {
             root,
             git_dir: PathBuf::from(git_dir),
@@ -216,7 +220,10 @@ mod tests {
     use crate::manifest::DEFAULT_TEST_PATTERNS;
 
     fn defaults() -> TestClassifier {
-        let p: Vec<String> = DEFAULT_TEST_PATTERNS.iter().map(|s| s.to_string()).collect();
+        let p: Vec<String> = DEFAULT_TEST_PATTERNS
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         TestClassifier::new(&p).unwrap()
     }
 
@@ -234,7 +241,12 @@ mod tests {
         ] {
             assert!(c.is_test(t), "{t} should be a test");
         }
-        for s in ["src/calc.py", "testing.py", "pkg/contest.py", "lib/reproduction.py"] {
+        for s in [
+            "src/calc.py",
+            "testing.py",
+            "pkg/contest.py",
+            "lib/reproduction.py",
+        ] {
             assert!(!c.is_test(s), "{s} should be source");
         }
     }

@@ -291,17 +291,31 @@ fn check_header(path: &Path, bytes: &[u8]) -> Result<(), DetectorError> {
     }
 }
 
-fn detector_version(engine: &Engine, component: &Component, path: &Path) -> Result<String, DetectorError> {
+fn detector_version(
+    engine: &Engine,
+    component: &Component,
+    path: &Path,
+) -> Result<String, DetectorError> {
     let ty = component.component_type();
     let names: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_string()).collect();
-    let Some(found) = names.iter().find_map(|n| n.strip_prefix(DETECTOR_INTERFACE)) else {
+    let Some(found) = names
+        .iter()
+        .find_map(|n| n.strip_prefix(DETECTOR_INTERFACE))
+    else {
         return Err(DetectorError::NotDetector {
             path: path.to_path_buf(),
-            exports: if names.is_empty() { "none".into() } else { names.join(", ") },
+            exports: if names.is_empty() {
+                "none".into()
+            } else {
+                names.join(", ")
+            },
         });
     };
     let version = found.strip_prefix('@').unwrap_or("unversioned").to_string();
-    if !SUPPORTED_VERSIONS.iter().any(|v| version.strip_prefix(v).is_some_and(|r| r.starts_with('.'))) {
+    if !SUPPORTED_VERSIONS
+        .iter()
+        .any(|v| version.strip_prefix(v).is_some_and(|r| r.starts_with('.')))
+    {
         return Err(DetectorError::WrongVersion {
             path: path.to_path_buf(),
             found: version,
@@ -387,7 +401,10 @@ impl WasmDetector {
                 if store.data().limiter.hit {
                     return Err(DetectorError::OutOfMemory(limits.memory_bytes));
                 }
-                if matches!(e.downcast_ref::<wasmtime::Trap>(), Some(wasmtime::Trap::Interrupt)) {
+                if matches!(
+                    e.downcast_ref::<wasmtime::Trap>(),
+                    Some(wasmtime::Trap::Interrupt)
+                ) {
                     return Err(DetectorError::Timeout(limits.timeout));
                 }
                 Err(DetectorError::Trap {
@@ -410,7 +427,12 @@ struct MemoryCap {
 }
 
 impl ResourceLimiter for MemoryCap {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         if desired as u64 > self.limit {
             self.hit = true;
             wasmtime::bail!("memory limit of {} bytes reached", self.limit);
@@ -418,7 +440,12 @@ impl ResourceLimiter for MemoryCap {
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         // Tables hold function references; a million is far beyond any detector.
         Ok(desired <= 1_000_000)
     }
@@ -509,7 +536,11 @@ impl StdoutStream for CappedPipe {
 }
 
 impl tokio::io::AsyncWrite for CappedPipe {
-    fn poll_write(self: Pin<&mut Self>, _cx: &mut Context<'_>, data: &[u8]) -> Poll<std::io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
         let mut buf = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let room = buf.cap.saturating_sub(buf.bytes.len());
         let keep = room.min(data.len());

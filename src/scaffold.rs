@@ -25,7 +25,9 @@ pub fn bundled_sdk() -> Result<PathBuf, Error> {
 /// Whether `name` is a valid skill name (the manifest schema's pattern).
 fn valid_name(name: &str) -> bool {
     let mut chars = name.chars();
-    chars.next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
         && name.len() <= 64
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
 }
@@ -39,7 +41,10 @@ pub fn create(parent: &Path, name: &str, sdk: &Path) -> Result<PathBuf, Error> {
     }
     let dir = parent.join(name);
     if dir.exists() {
-        return Err(Error::Usage(format!("{} already exists; pick another name or remove it", dir.display())));
+        return Err(Error::Usage(format!(
+            "{} already exists; pick another name or remove it",
+            dir.display()
+        )));
     }
     let sdk = sdk
         .canonicalize()
@@ -60,9 +65,11 @@ pub fn create(parent: &Path, name: &str, sdk: &Path) -> Result<PathBuf, Error> {
     for (rel, text) in files {
         let path = dir.join(rel);
         if let Some(p) = path.parent() {
-            std::fs::create_dir_all(p).map_err(|e| Error::Usage(format!("{}: {e}", p.display())))?;
+            std::fs::create_dir_all(p)
+                .map_err(|e| Error::Usage(format!("{}: {e}", p.display())))?;
         }
-        std::fs::write(&path, text).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
+        std::fs::write(&path, text)
+            .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
     }
     Ok(dir)
 }

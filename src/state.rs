@@ -144,7 +144,8 @@ impl StateStore {
         let lock = lock(&lock_path, session, lock_timeout)?;
         let mut warnings = Vec::new();
         let harness_path = dir.join("harness.json");
-        let mut harness = read_json::<HarnessState>(&harness_path, &mut warnings)?.unwrap_or_default();
+        let mut harness =
+            read_json::<HarnessState>(&harness_path, &mut warnings)?.unwrap_or_default();
         let fresh = HarnessState {
             schema_version: STATE_SCHEMA_VERSION,
             skill: skill.to_string(),
@@ -153,7 +154,10 @@ impl StateStore {
             iteration: 0,
             rejections: 0,
         };
-        if harness.schema_version != STATE_SCHEMA_VERSION || harness.instance != instance || harness.session != session {
+        if harness.schema_version != STATE_SCHEMA_VERSION
+            || harness.instance != instance
+            || harness.session != session
+        {
             if harness.schema_version != 0 {
                 let msg = format!(
                     "state of session {session:?} was for another instance or schema; starting over"
@@ -183,7 +187,9 @@ impl Session {
         let path = self.signal_path(signal);
         let doc = read_json::<SignalState>(&path, &mut self.warnings)?;
         Ok(match doc {
-            Some(d) if d.instance == self.instance && d.schema_version == STATE_SCHEMA_VERSION => d.state,
+            Some(d) if d.instance == self.instance && d.schema_version == STATE_SCHEMA_VERSION => {
+                d.state
+            }
             _ => Value::Null,
         })
     }
@@ -221,7 +227,9 @@ impl Session {
 fn dir_name(id: &str) -> String {
     let plain = !id.is_empty()
         && id.len() <= 64
-        && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         && !id.starts_with('.');
     if plain {
         return id.to_string();
@@ -232,7 +240,10 @@ fn dir_name(id: &str) -> String {
         .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
         .take(32)
         .collect();
-    format!("{clean}-{}", &hex::encode(Sha256::digest(id.as_bytes()))[..16])
+    format!(
+        "{clean}-{}",
+        &hex::encode(Sha256::digest(id.as_bytes()))[..16]
+    )
 }
 
 fn lock(path: &Path, session: &str, timeout: Duration) -> Result<File, StateError> {
@@ -276,9 +287,15 @@ fn clear_signals(dir: &Path) -> Result<(), StateError> {
     };
     for entry in std::fs::read_dir(dir).map_err(io)? {
         let path = entry.map_err(io)?.path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
         if name.starts_with("signal-") && name.ends_with(".json") {
-            std::fs::remove_file(&path).map_err(|source| StateError::Io { path: path.clone(), source })?;
+            std::fs::remove_file(&path).map_err(|source| StateError::Io {
+                path: path.clone(),
+                source,
+            })?;
         }
     }
     Ok(())
@@ -286,7 +303,10 @@ fn clear_signals(dir: &Path) -> Result<(), StateError> {
 
 /// Read a JSON document; a missing file is `None`, a corrupt one is moved aside
 /// (with a warning) and also `None`.
-fn read_json<T: for<'de> Deserialize<'de>>(path: &Path, warnings: &mut Vec<String>) -> Result<Option<T>, StateError> {
+fn read_json<T: for<'de> Deserialize<'de>>(
+    path: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<Option<T>, StateError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -400,7 +420,10 @@ mod tests {
             .filter(|e| e.file_name().to_string_lossy().contains(".corrupt-"))
             .collect();
         assert_eq!(aside.len(), 1);
-        assert_eq!(std::fs::read_to_string(aside[0].path()).unwrap(), "{not json");
+        assert_eq!(
+            std::fs::read_to_string(aside[0].path()).unwrap(),
+            "{not json"
+        );
     }
 
     #[test]

@@ -104,7 +104,10 @@ impl Verdict {
                 SignalStatus::Error => "error",
                 SignalStatus::Skipped => "skipped",
             };
-            out.push_str(&format!("  - {:<24} {:<8} {:>7.1} ms", s.name, mark, s.duration_ms));
+            out.push_str(&format!(
+                "  - {:<24} {:<8} {:>7.1} ms",
+                s.name, mark, s.duration_ms
+            ));
             if let Some(e) = &s.error {
                 out.push_str(&format!("  {e}"));
             }

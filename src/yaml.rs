@@ -109,7 +109,9 @@ fn convert(node: &MarkedYaml, pointer: String, out: &mut Located) -> Result<Valu
         message,
     };
     Ok(match &node.data {
-        YamlData::Value(scalar) => scalar_to_json(scalar).ok_or_else(|| fail("number out of range".into()))?,
+        YamlData::Value(scalar) => {
+            scalar_to_json(scalar).ok_or_else(|| fail("number out of range".into()))?
+        }
         YamlData::Representation(text, _, _) => Value::String(text.to_string()),
         YamlData::Sequence(items) => Value::Array(
             items
@@ -172,8 +174,17 @@ mod tests {
             doc.value,
             json!({"name": "demo", "signals": [{"name": "a", "weight": 0.5}]})
         );
-        assert_eq!(doc.position("/signals/0/weight"), Position { line: 4, column: 13 });
-        assert_eq!(doc.key_position("/signals/0/weight"), Position { line: 4, column: 5 });
+        assert_eq!(
+            doc.position("/signals/0/weight"),
+            Position {
+                line: 4,
+                column: 13
+            }
+        );
+        assert_eq!(
+            doc.key_position("/signals/0/weight"),
+            Position { line: 4, column: 5 }
+        );
         assert_eq!(doc.position("/signals/0/missing").line, 3);
     }
 

@@ -11,7 +11,12 @@ fn pass_skill() -> tempfile::TempDir {
 
 fn fails_with(cmd: &mut std::process::Command, expect: &[&str]) {
     let out = run(cmd);
-    assert_eq!(out.status.code(), Some(2), "stdout: {}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     assert!(out.stdout.is_empty(), "no verdict on error");
     let err = stderr(&out);
     for e in expect {
@@ -50,10 +55,23 @@ fn schema_violations_name_line_column_and_field() {
 
 #[test]
 fn missing_detector_and_missing_manifest() {
-    let skill = temp_skill("name: t\nversion: 0.1.0\nsignals:\n  - {name: s, type: hard_gate, detector: gone.wasm}\n");
-    fails_with(critic().arg("validate").arg(skill.path()), &["critic.yaml:4:", "signals[0].detector", "gone.wasm", "does not exist"]);
+    let skill = temp_skill(
+        "name: t\nversion: 0.1.0\nsignals:\n  - {name: s, type: hard_gate, detector: gone.wasm}\n",
+    );
+    fails_with(
+        critic().arg("validate").arg(skill.path()),
+        &[
+            "critic.yaml:4:",
+            "signals[0].detector",
+            "gone.wasm",
+            "does not exist",
+        ],
+    );
     let empty = tempfile::tempdir().unwrap();
-    fails_with(critic().arg("validate").arg(empty.path()), &["critic.yaml: cannot read"]);
+    fails_with(
+        critic().arg("validate").arg(empty.path()),
+        &["critic.yaml: cannot read"],
+    );
 }
 
 #[test]
@@ -63,14 +81,32 @@ fn events_missing_empty_or_malformed() {
     let state = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("nope.jsonl");
-    fails_with(&mut check(skill.path(), repo.path(), &missing, state.path()), &["nope.jsonl: cannot read events"]);
+    fails_with(
+        &mut check(skill.path(), repo.path(), &missing, state.path()),
+        &["nope.jsonl: cannot read events"],
+    );
     let empty = dir.path().join("empty.jsonl");
     std::fs::write(&empty, "\n\n").unwrap();
-    fails_with(&mut check(skill.path(), repo.path(), &empty, state.path()), &["empty.jsonl: the events file is empty"]);
+    fails_with(
+        &mut check(skill.path(), repo.path(), &empty, state.path()),
+        &["empty.jsonl: the events file is empty"],
+    );
     let bad = dir.path().join("bad.jsonl");
-    let good_line = std::fs::read_to_string(demo_events(1)).unwrap().lines().next().unwrap().to_string();
-    std::fs::write(&bad, format!("{good_line}\n{good_line}\n{{\"kind\": \"MessageEvent\",\n")).unwrap();
-    fails_with(&mut check(skill.path(), repo.path(), &bad, state.path()), &["bad.jsonl:3:", "malformed JSON"]);
+    let good_line = std::fs::read_to_string(demo_events(1))
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    std::fs::write(
+        &bad,
+        format!("{good_line}\n{good_line}\n{{\"kind\": \"MessageEvent\",\n"),
+    )
+    .unwrap();
+    fails_with(
+        &mut check(skill.path(), repo.path(), &bad, state.path()),
+        &["bad.jsonl:3:", "malformed JSON"],
+    );
 }
 
 #[test]
@@ -78,10 +114,20 @@ fn workspace_must_be_a_repo_with_commits() {
     let skill = pass_skill();
     let state = tempfile::tempdir().unwrap();
     let plain = tempfile::tempdir().unwrap();
-    fails_with(&mut check(skill.path(), plain.path(), &demo_events(1), state.path()), &["not a git repository"]);
+    fails_with(
+        &mut check(skill.path(), plain.path(), &demo_events(1), state.path()),
+        &["not a git repository"],
+    );
     let fresh = tempfile::tempdir().unwrap();
-    std::process::Command::new("git").args(["init", "-q"]).current_dir(fresh.path()).status().unwrap();
-    fails_with(&mut check(skill.path(), fresh.path(), &demo_events(1), state.path()), &["has no commits"]);
+    std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(fresh.path())
+        .status()
+        .unwrap();
+    fails_with(
+        &mut check(skill.path(), fresh.path(), &demo_events(1), state.path()),
+        &["has no commits"],
+    );
 }
 
 #[test]
@@ -89,27 +135,54 @@ fn corrupt_state_is_moved_aside_with_a_warning() {
     let skill = temp_skill("name: t\nversion: 0.1.0\nsignals:\n  - {name: n, type: hard_gate, detector: {misbehave}, config: {mode: count}}\n");
     let repo = Repo::demo();
     let state = tempfile::tempdir().unwrap();
-    let out = run(&mut check(skill.path(), repo.path(), &demo_events(3), state.path()));
+    let out = run(&mut check(
+        skill.path(),
+        repo.path(),
+        &demo_events(3),
+        state.path(),
+    ));
     assert_eq!(json_out(&out)["signals"][0]["metadata"]["count"], 1);
     let file = state.path().join("t/default/signal-n.json");
-    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_schema("state.schema.json", &doc);
     assert_schema(
         "state.schema.json",
-        &serde_json::from_str(&std::fs::read_to_string(state.path().join("t/default/harness.json")).unwrap()).unwrap(),
+        &serde_json::from_str(
+            &std::fs::read_to_string(state.path().join("t/default/harness.json")).unwrap(),
+        )
+        .unwrap(),
     );
     std::fs::write(&file, "{\"schema_version\": 1, \"state\": ").unwrap();
-    let out = run(&mut check(skill.path(), repo.path(), &demo_events(3), state.path()));
+    let out = run(&mut check(
+        skill.path(),
+        repo.path(),
+        &demo_events(3),
+        state.path(),
+    ));
     let v = json_out(&out);
     assert_eq!(v["signals"][0]["metadata"]["count"], 1, "started fresh");
-    assert!(v["warnings"][0].as_str().unwrap().contains("corrupt state file"), "{v}");
+    assert!(
+        v["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("corrupt state file"),
+        "{v}"
+    );
     let aside: Vec<_> = std::fs::read_dir(state.path().join("t/default"))
         .unwrap()
         .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().starts_with("signal-n.json.corrupt-"))
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("signal-n.json.corrupt-")
+        })
         .collect();
     assert_eq!(aside.len(), 1);
-    assert_eq!(std::fs::read_to_string(aside[0].path()).unwrap(), "{\"schema_version\": 1, \"state\": ");
+    assert_eq!(
+        std::fs::read_to_string(aside[0].path()).unwrap(),
+        "{\"schema_version\": 1, \"state\": "
+    );
 }
 
 #[test]
@@ -134,7 +207,10 @@ fn concurrent_checks_on_one_session_run_in_turn() {
             let out = c.wait_with_output().unwrap();
             assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
             let v = json_out(&out);
-            (v["iteration"].as_u64().unwrap(), v["signals"][0]["metadata"]["count"].as_u64().unwrap())
+            (
+                v["iteration"].as_u64().unwrap(),
+                v["signals"][0]["metadata"]["count"].as_u64().unwrap(),
+            )
         })
         .collect();
     seen.sort();
@@ -143,7 +219,10 @@ fn concurrent_checks_on_one_session_run_in_turn() {
     let held = std::fs::File::open(state.path().join("t/default/.lock")).unwrap();
     held.lock().unwrap();
     third.args(["--lock-timeout", "0"]);
-    fails_with(&mut third, &["another `critic check` is running on session \"default\""]);
+    fails_with(
+        &mut third,
+        &["another `critic check` is running on session \"default\""],
+    );
 }
 
 #[test]
@@ -153,6 +232,15 @@ fn a_patch_file_that_is_not_a_diff() {
     let state = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("fix.patch");
-    std::fs::write(&p, "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n-a\n").unwrap();
-    fails_with(check(skill.path(), repo.path(), &demo_events(1), state.path()).arg("--patch").arg(&p), &["fix.patch: not a valid git diff at line 6"]);
+    std::fs::write(
+        &p,
+        "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n-a\n",
+    )
+    .unwrap();
+    fails_with(
+        check(skill.path(), repo.path(), &demo_events(1), state.path())
+            .arg("--patch")
+            .arg(&p),
+        &["fix.patch: not a valid git diff at line 6"],
+    );
 }

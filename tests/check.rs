@@ -21,10 +21,15 @@ fn demo_run_finishes_get_the_recorded_verdicts() {
         repo.git(&["checkout", "-q", "--", "."]);
         repo.git(&["clean", "-q", "-f", "-d"]);
         repo.apply(&demo_patch(n));
-        let out = run(check(&skill, repo.path(), &demo_events(n), state.path()).args(["--session", "demo"]));
+        let out =
+            run(check(&skill, repo.path(), &demo_events(n), state.path())
+                .args(["--session", "demo"]));
         let v = json_out(&out);
         assert_schema("verdict.schema.json", &v);
-        seen.push((out.status.code(), v["message"].as_str().unwrap().to_string()));
+        seen.push((
+            out.status.code(),
+            v["message"].as_str().unwrap().to_string(),
+        ));
         assert_eq!(v["iteration"], n);
     }
     assert_eq!(seen[0].0, Some(1), "{seen:?}");
@@ -42,11 +47,21 @@ fn first_triggered_gate_short_circuits() {
     ));
     let repo = Repo::demo();
     let state = tempfile::tempdir().unwrap();
-    let out = run(&mut check(skill.path(), repo.path(), &demo_events(3), state.path()));
+    let out = run(&mut check(
+        skill.path(),
+        repo.path(),
+        &demo_events(3),
+        state.path(),
+    ));
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let v = json_out(&out);
     assert_schema("verdict.schema.json", &v);
-    let status: Vec<&str> = v["signals"].as_array().unwrap().iter().map(|s| s["status"].as_str().unwrap()).collect();
+    let status: Vec<&str> = v["signals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["status"].as_str().unwrap())
+        .collect();
     assert_eq!(status, ["passed", "triggered", "skipped", "skipped"]);
     assert_eq!(v["score"], 0.0);
     assert_eq!(v["followup"], "stop here");
@@ -64,42 +79,79 @@ fn soft_weights_score_against_the_threshold() {
     let repo = Repo::demo();
     let state = tempfile::tempdir().unwrap();
     let high = skill(0.7);
-    let out = run(&mut check(high.path(), repo.path(), &demo_events(3), state.path()));
+    let out = run(&mut check(
+        high.path(),
+        repo.path(),
+        &demo_events(3),
+        state.path(),
+    ));
     let v = json_out(&out);
     assert_eq!(out.status.code(), Some(1));
     assert!((v["score"].as_f64().unwrap() - 0.6).abs() < 1e-9, "{v}");
     assert_eq!(v["followup"], "A\n\nC");
     let low = skill(0.6);
-    let out = run(&mut check(low.path(), repo.path(), &demo_events(3), state.path()));
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let out = run(&mut check(
+        low.path(),
+        repo.path(),
+        &demo_events(3),
+        state.path(),
+    ));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 #[test]
 fn rejection_budget_ends_the_loop() {
-    let skill = gates(&format!("  - {{name: g, type: hard_gate, detector: {}, config: {{mode: fire}}}}\n", misbehave_wasm().display()));
+    let skill = gates(&format!(
+        "  - {{name: g, type: hard_gate, detector: {}, config: {{mode: fire}}}}\n",
+        misbehave_wasm().display()
+    ));
     let repo = Repo::demo();
     let state = tempfile::tempdir().unwrap();
     let mut codes = Vec::new();
     let mut last = Value::Null;
     for _ in 0..3 {
-        let out = run(&mut check(skill.path(), repo.path(), &demo_events(3), state.path()));
+        let out = run(&mut check(
+            skill.path(),
+            repo.path(),
+            &demo_events(3),
+            state.path(),
+        ));
         codes.push(out.status.code().unwrap());
         last = json_out(&out);
     }
     assert_eq!(codes, [1, 1, 0]);
     assert_eq!(last["budget_exhausted"], true);
-    assert!(last["message"].as_str().unwrap().contains("rejection budget ran out"), "{last}");
+    assert!(
+        last["message"]
+            .as_str()
+            .unwrap()
+            .contains("rejection budget ran out"),
+        "{last}"
+    );
     assert!(last.get("followup").is_none());
 }
 
 #[test]
 fn detector_state_persists_per_session_and_resets_for_a_new_instance() {
-    let skill = gates(&format!("  - {{name: n, type: hard_gate, detector: {}, config: {{mode: count, until: 3}}}}\n", misbehave_wasm().display()));
+    let skill = gates(&format!(
+        "  - {{name: n, type: hard_gate, detector: {}, config: {{mode: count, until: 3}}}}\n",
+        misbehave_wasm().display()
+    ));
     let repo = Repo::demo();
     let state = tempfile::tempdir().unwrap();
     let count = |session: &str| {
-        let out = run(check(skill.path(), repo.path(), &demo_events(3), state.path()).args(["--session", session]));
-        json_out(&out)["signals"][0]["metadata"]["count"].as_u64().unwrap()
+        let out = run(
+            check(skill.path(), repo.path(), &demo_events(3), state.path())
+                .args(["--session", session]),
+        );
+        json_out(&out)["signals"][0]["metadata"]["count"]
+            .as_u64()
+            .unwrap()
     };
     assert_eq!(count("a"), 1);
     assert_eq!(count("a"), 2);
@@ -109,34 +161,60 @@ fn detector_state_persists_per_session_and_resets_for_a_new_instance() {
     repo.write("NOTES.md", "more\n");
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "-m", "next"]);
-    let out = run(check(skill.path(), repo.path(), &demo_events(3), state.path()).args(["--session", "a"]));
+    let out = run(
+        check(skill.path(), repo.path(), &demo_events(3), state.path()).args(["--session", "a"]),
+    );
     let v = json_out(&out);
     assert_eq!(v["signals"][0]["metadata"]["count"], 1);
     assert_eq!(v["iteration"], 1);
-    assert!(v["warnings"][0].as_str().unwrap().contains("starting over"), "{v}");
+    assert!(
+        v["warnings"][0].as_str().unwrap().contains("starting over"),
+        "{v}"
+    );
 }
 
 #[test]
 fn default_state_dir_is_inside_the_git_dir_and_stays_out_of_the_patch() {
-    let skill = gates(&format!("  - {{name: e, type: hard_gate, detector: {}, config: {{mode: echo}}}}\n", misbehave_wasm().display()));
+    let skill = gates(&format!(
+        "  - {{name: e, type: hard_gate, detector: {}, config: {{mode: echo}}}}\n",
+        misbehave_wasm().display()
+    ));
     let repo = Repo::demo();
     let mut cmd = critic();
-    cmd.args(["check", "--skill"]).arg(skill.path()).arg("--workspace").arg(repo.path()).arg("--events").arg(demo_events(1));
+    cmd.args(["check", "--skill"])
+        .arg(skill.path())
+        .arg("--workspace")
+        .arg(repo.path())
+        .arg("--events")
+        .arg(demo_events(1));
     for _ in 0..2 {
         let out = run(&mut cmd);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         let v = json_out(&out);
-        assert_eq!(v["signals"][0]["metadata"]["files"], serde_json::json!([]), "{v}");
+        assert_eq!(
+            v["signals"][0]["metadata"]["files"],
+            serde_json::json!([]),
+            "{v}"
+        );
     }
-    assert!(repo.path().join(".git/critic/state/t/default/harness.json").is_file());
+    assert!(repo
+        .path()
+        .join(".git/critic/state/t/default/harness.json")
+        .is_file());
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
 }
 
 #[test]
 fn patch_includes_untracked_files_and_leaves_the_index_alone() {
-    let skill = gates(&format!("  - {{name: e, type: hard_gate, detector: {}, config: {{mode: echo}}}}\n", misbehave_wasm().display()));
+    let skill = gates(&format!(
+        "  - {{name: e, type: hard_gate, detector: {}, config: {{mode: echo}}}}\n",
+        misbehave_wasm().display()
+    ));
     let repo = Repo::demo();
-    repo.write("intervals/merge.py", "def merge(intervals):\n    return []\n");
+    repo.write(
+        "intervals/merge.py",
+        "def merge(intervals):\n    return []\n",
+    );
     repo.write("tests/test_new.py", "def test_x():\n    assert True\n");
     repo.write("scratch.pyc", "ignored by .gitignore");
     std::fs::remove_file(repo.path().join("README.md")).unwrap();
@@ -145,36 +223,62 @@ fn patch_includes_untracked_files_and_leaves_the_index_alone() {
     let index_before = std::fs::read(repo.path().join(".git/index")).unwrap();
     let status_before = repo.git(&["status", "--porcelain"]);
     let state = tempfile::tempdir().unwrap();
-    let out = run(&mut check(skill.path(), repo.path(), &demo_events(1), state.path()));
+    let out = run(&mut check(
+        skill.path(),
+        repo.path(),
+        &demo_events(1),
+        state.path(),
+    ));
     let v = json_out(&out);
-    let files = v["signals"][0]["metadata"]["files"].as_array().unwrap().clone();
+    let files = v["signals"][0]["metadata"]["files"]
+        .as_array()
+        .unwrap()
+        .clone();
     let find = |p: &str| files.iter().find(|f| f["path"] == p).cloned();
     assert_eq!(find("intervals/merge.py").unwrap()["status"], "modified");
     let t = find("tests/test_new.py").expect("untracked test included");
-    assert_eq!((t["status"].as_str(), t["is_test"].as_bool()), (Some("added"), Some(true)));
+    assert_eq!(
+        (t["status"].as_str(), t["is_test"].as_bool()),
+        (Some("added"), Some(true))
+    );
     assert_eq!(find("README.md").unwrap()["status"], "deleted");
     assert_eq!(find("staged.txt").unwrap()["status"], "added");
     assert!(find("scratch.pyc").is_none(), "ignored files stay out");
-    assert_eq!(std::fs::read(repo.path().join(".git/index")).unwrap(), index_before);
+    assert_eq!(
+        std::fs::read(repo.path().join(".git/index")).unwrap(),
+        index_before
+    );
     assert_eq!(repo.git(&["status", "--porcelain"]), status_before);
 }
 
 #[test]
 fn base_revision_can_be_chosen() {
-    let skill = gates(&format!("  - {{name: e, type: hard_gate, detector: {}, config: {{mode: echo}}}}\n", misbehave_wasm().display()));
+    let skill = gates(&format!(
+        "  - {{name: e, type: hard_gate, detector: {}, config: {{mode: echo}}}}\n",
+        misbehave_wasm().display()
+    ));
     let repo = Repo::demo();
     let base = repo.git(&["rev-parse", "HEAD"]).trim().to_string();
     repo.write("extra.py", "x = 1\n");
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "-m", "agent commit"]);
     let state = tempfile::tempdir().unwrap();
-    let out = run(check(skill.path(), repo.path(), &demo_events(1), state.path()).args(["--base", &base]));
+    let out = run(
+        check(skill.path(), repo.path(), &demo_events(1), state.path()).args(["--base", &base]),
+    );
     let v = json_out(&out);
     assert_eq!(v["signals"][0]["metadata"]["base"], base);
     assert_eq!(v["signals"][0]["metadata"]["files"][0]["path"], "extra.py");
-    let out = run(check(skill.path(), repo.path(), &demo_events(1), state.path()).args(["--base", "no-such-rev"]));
+    let out = run(
+        check(skill.path(), repo.path(), &demo_events(1), state.path())
+            .args(["--base", "no-such-rev"]),
+    );
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("--base \"no-such-rev\" is not a commit"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--base \"no-such-rev\" is not a commit"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -182,7 +286,8 @@ fn text_output_is_readable() {
     let skill = root().join("examples/demo-skill");
     let repo = Repo::demo();
     let state = tempfile::tempdir().unwrap();
-    let out = run(check(&skill, repo.path(), &demo_events(1), state.path()).args(["--output", "text"]));
+    let out =
+        run(check(&skill, repo.path(), &demo_events(1), state.path()).args(["--output", "text"]));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.starts_with("REJECT demo-bugfix-gates"), "{text}");
     assert!(text.contains("follow-up for the agent:"), "{text}");

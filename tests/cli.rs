@@ -9,9 +9,17 @@ fn demo_replays_the_recorded_run() {
     let out = run(critic().arg("demo"));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
-    let verdicts: Vec<&str> = text.lines().filter(|l| l.starts_with("ACCEPT") || l.starts_with("REJECT")).collect();
+    let verdicts: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("ACCEPT") || l.starts_with("REJECT"))
+        .collect();
     assert_eq!(verdicts.len(), 3, "{text}");
-    assert!(verdicts[0].starts_with("REJECT") && verdicts[1].starts_with("REJECT") && verdicts[2].starts_with("ACCEPT"), "{text}");
+    assert!(
+        verdicts[0].starts_with("REJECT")
+            && verdicts[1].starts_with("REJECT")
+            && verdicts[2].starts_with("ACCEPT"),
+        "{text}"
+    );
     assert!(text.contains("rejected by hard gate empty-patch"), "{text}");
     assert!(text.contains("rejected by hard gate ran-tests"), "{text}");
 }
@@ -24,7 +32,10 @@ fn new_skill_builds_validates_and_passes_its_test() {
     let skill = dir.path().join("my-gate");
     // Share a target dir across runs so the guest dependencies compile once.
     let target = root().join("target/scaffold-test");
-    let out = run(critic().arg("build").arg(&skill).env("CARGO_TARGET_DIR", &target));
+    let out = run(critic()
+        .arg("build")
+        .arg(&skill)
+        .env("CARGO_TARGET_DIR", &target));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(skill.join("my_gate.wasm").is_file());
     let out = run(critic().arg("validate").arg(&skill));
@@ -36,13 +47,25 @@ fn new_skill_builds_validates_and_passes_its_test() {
         .env("CARGO_TARGET_DIR", &target)
         .output()
         .unwrap();
-    assert!(test.status.success(), "{}", String::from_utf8_lossy(&test.stderr));
+    assert!(
+        test.status.success(),
+        "{}",
+        String::from_utf8_lossy(&test.stderr)
+    );
     // And it judges a real finish.
     let repo = Repo::demo();
     let state = tempfile::tempdir().unwrap();
-    let out = run(&mut check(&skill, repo.path(), &demo_events(1), state.path()));
+    let out = run(&mut check(
+        &skill,
+        repo.path(),
+        &demo_events(1),
+        state.path(),
+    ));
     assert_eq!(out.status.code(), Some(1));
-    assert!(json_out(&out)["followup"].as_str().unwrap().contains("at least 1"));
+    assert!(json_out(&out)["followup"]
+        .as_str()
+        .unwrap()
+        .contains("at least 1"));
     let again = run(critic().args(["new", "my-gate", "--dir"]).arg(dir.path()));
     assert_eq!(again.status.code(), Some(2));
     assert!(stderr(&again).contains("already exists"));
@@ -50,10 +73,19 @@ fn new_skill_builds_validates_and_passes_its_test() {
 
 #[test]
 fn shipped_skills_validate() {
-    for name in ["agent-finished", "empty-patch", "clean-patch", "structural-validity", "test-only", "ran-tests"] {
+    for name in [
+        "agent-finished",
+        "empty-patch",
+        "clean-patch",
+        "structural-validity",
+        "test-only",
+        "ran-tests",
+    ] {
         let out = run(critic().arg("validate").arg(skill(name)));
         assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
     }
-    let out = run(critic().arg("validate").arg(root().join("examples/demo-skill")));
+    let out = run(critic()
+        .arg("validate")
+        .arg(root().join("examples/demo-skill")));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }

@@ -16,7 +16,11 @@ fn echo(events: &std::path::Path, format: Option<&str>) -> (i32, Value, String) 
     }
     let out = run(&mut cmd);
     let code = out.status.code().unwrap();
-    let v = if code == 2 { Value::Null } else { json_out(&out)["signals"][0]["metadata"].clone() };
+    let v = if code == 2 {
+        Value::Null
+    } else {
+        json_out(&out)["signals"][0]["metadata"].clone()
+    };
     (code, v, stderr(&out))
 }
 
@@ -28,8 +32,16 @@ fn openhands_sdk_layouts_agree() {
     let (_, jsonl, _) = echo(&demo_events(3), None);
     assert_eq!(dir["kinds"], array["kinds"]);
     assert_eq!(dir["kinds"], jsonl["kinds"]);
-    assert_eq!(dir["kinds"], conv["kinds"], "a conversation dir holding events/ works too");
-    let kinds: Vec<&str> = dir["kinds"].as_array().unwrap().iter().map(|k| k.as_str().unwrap()).collect();
+    assert_eq!(
+        dir["kinds"], conv["kinds"],
+        "a conversation dir holding events/ works too"
+    );
+    let kinds: Vec<&str> = dir["kinds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap())
+        .collect();
     assert_eq!(kinds[0], "system");
     assert_eq!(kinds[1], "message");
     assert!(kinds.contains(&"action") && kinds.contains(&"observation"));
@@ -46,10 +58,17 @@ fn forced_format_and_unknown_shapes() {
     std::fs::write(&odd, "{\"type\": \"something\"}\n").unwrap();
     let (code, _, err) = echo(&odd, None);
     assert_eq!(code, 2);
-    assert!(err.contains("cannot tell the event format; pass --events-format"), "{err}");
+    assert!(
+        err.contains("cannot tell the event format; pass --events-format"),
+        "{err}"
+    );
     let (code, v, _) = echo(&odd, Some("openhands"));
     assert_eq!(code, 0);
-    assert_eq!(v["kinds"], serde_json::json!(["other"]), "unknown kinds are kept");
+    assert_eq!(
+        v["kinds"],
+        serde_json::json!(["other"]),
+        "unknown kinds are kept"
+    );
 }
 
 #[test]
@@ -60,17 +79,37 @@ fn openhands_v0_record_and_bare_history_agree() {
     assert_eq!(record["kinds"], bare["kinds"]);
     assert_eq!(
         record["kinds"],
-        serde_json::json!(["message", "action", "observation", "action", "observation", "action", "observation", "finish"])
+        serde_json::json!([
+            "message",
+            "action",
+            "observation",
+            "action",
+            "observation",
+            "action",
+            "observation",
+            "finish"
+        ])
     );
-    assert_eq!(record["last_finish"], "Touching intervals now merge; the tests pass.");
+    assert_eq!(
+        record["last_finish"],
+        "Touching intervals now merge; the tests pass."
+    );
     // The trajectory gate reads V0 exit codes and edits too.
     let repo = Repo::demo();
     let state = tempfile::tempdir().unwrap();
-    let out = run(&mut check(&skill("ran-tests"), repo.path(), &fixture("openhands-v0/output.jsonl"), state.path()));
+    let out = run(&mut check(
+        &skill("ran-tests"),
+        repo.path(),
+        &fixture("openhands-v0/output.jsonl"),
+        state.path(),
+    ));
     let v = json_out(&out);
     assert_eq!(out.status.code(), Some(0), "{v}");
     assert_eq!(v["signals"][0]["metadata"]["last_edit_event"], 3);
-    assert_eq!(v["signals"][0]["metadata"]["test_runs_after_edit"][0]["exit_code"], 0);
+    assert_eq!(
+        v["signals"][0]["metadata"]["test_runs_after_edit"][0]["exit_code"],
+        0
+    );
 }
 
 #[test]
@@ -81,5 +120,8 @@ fn several_v0_records_need_one_instance() {
     std::fs::write(&two, format!("{line}{line}")).unwrap();
     let (code, _, err) = echo(&two, None);
     assert_eq!(code, 2);
-    assert!(err.contains("holds 2 output.jsonl records (line 2 and on)"), "{err}");
+    assert!(
+        err.contains("holds 2 output.jsonl records (line 2 and on)"),
+        "{err}"
+    );
 }

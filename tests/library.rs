@@ -27,11 +27,21 @@ fn skill_critic_evaluates_in_process() {
     let skill = manifest::load(&root().join("examples/demo-skill")).unwrap();
     let runtime = Runtime::new(Some(&cache_dir())).unwrap();
     let state = tempfile::tempdir().unwrap();
-    let critic = SkillCritic::new(skill, &runtime, StateStore::new(state.path()).without_fsync(), &HarnessOptions::default()).unwrap();
+    let critic = SkillCritic::new(
+        skill,
+        &runtime,
+        StateStore::new(state.path()).without_fsync(),
+        &HarnessOptions::default(),
+    )
+    .unwrap();
     let repo = Repo::demo();
     let v = decide(&critic, &finish(&repo, 1)).unwrap();
     assert!(!v.accepted);
-    assert!(v.followup.as_deref().unwrap().starts_with("The critic reviewed your finish"));
+    assert!(v
+        .followup
+        .as_deref()
+        .unwrap()
+        .starts_with("The critic reviewed your finish"));
     repo.apply(&demo_patch(3));
     let v = decide(&critic, &finish(&repo, 3)).unwrap();
     assert!(v.accepted, "{}", v.to_text());
@@ -46,9 +56,18 @@ impl Critic for NoTodo {
         let skill = manifest::load(&skill("empty-patch"))?;
         let runtime = Runtime::new(None).map_err(|e| Error::Internal(e.to_string()))?;
         let dir = tempfile::tempdir().map_err(|e| Error::Internal(e.to_string()))?;
-        let inner = SkillCritic::new(skill, &runtime, StateStore::new(dir.path()), &HarnessOptions::default())?;
+        let inner = SkillCritic::new(
+            skill,
+            &runtime,
+            StateStore::new(dir.path()),
+            &HarnessOptions::default(),
+        )?;
         let mut v = inner.evaluate(finish)?;
-        if finish.patch.added_lines().any(|(_, _, text)| text.contains("TODO")) {
+        if finish
+            .patch
+            .added_lines()
+            .any(|(_, _, text)| text.contains("TODO"))
+        {
             v.accepted = false;
             v.score = 0.0;
         }
@@ -56,7 +75,10 @@ impl Critic for NoTodo {
     }
 
     fn followup(&self, verdict: &Verdict) -> String {
-        format!("Finish {}: remove the TODOs before you finish.", verdict.iteration)
+        format!(
+            "Finish {}: remove the TODOs before you finish.",
+            verdict.iteration
+        )
     }
 }
 
@@ -66,5 +88,8 @@ fn a_trait_critic_overrides_the_followup() {
     repo.write("intervals/merge.py", "# TODO: fix\n");
     let v = decide(&NoTodo, &finish(&repo, 3)).unwrap();
     assert!(!v.accepted);
-    assert_eq!(v.followup.as_deref(), Some("Finish 1: remove the TODOs before you finish."));
+    assert_eq!(
+        v.followup.as_deref(),
+        Some("Finish 1: remove the TODOs before you finish.")
+    );
 }

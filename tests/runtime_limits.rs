@@ -34,7 +34,10 @@ fn a_trap_is_a_clear_error_and_fail_closed_rejects() {
     assert_eq!(s["status"], "error");
     let e = s["error"].as_str().unwrap();
     assert!(e.contains("crashed"), "{e}");
-    assert!(e.contains("deliberate panic"), "stderr tail is in the error: {e}");
+    assert!(
+        e.contains("deliberate panic"),
+        "stderr tail is in the error: {e}"
+    );
     assert!(v["followup"].as_str().unwrap().contains("could not run"));
 }
 
@@ -66,7 +69,10 @@ fn memory_blow_up_hits_the_cap() {
 
 #[test]
 fn huge_output_is_refused() {
-    let (_, v, _) = verdict(&one("{mode: huge, size: 300000}", "limits: {output_kb: 100}\n"), &[]);
+    let (_, v, _) = verdict(
+        &one("{mode: huge, size: 300000}", "limits: {output_kb: 100}\n"),
+        &[],
+    );
     let e = v["signals"][0]["error"].as_str().unwrap();
     assert!(e.contains("more than the 100 KiB output limit"), "{e}");
 }
@@ -75,21 +81,30 @@ fn huge_output_is_refused() {
 fn detector_stdio_is_captured_not_mixed_into_the_verdict() {
     let (code, v, err) = verdict(&one("{mode: print, lines: 20000}", ""), &[]);
     assert_eq!(code, 0, "{v}");
-    assert!(!err.contains("stdout line"), "detector output leaked to stderr");
+    assert!(
+        !err.contains("stdout line"),
+        "detector output leaked to stderr"
+    );
     assert_eq!(v["signals"][0]["status"], "passed");
 }
 
 #[test]
 fn detector_reported_errors_are_kept() {
     let (_, v, _) = verdict(&one("{mode: error, text: config makes no sense}", ""), &[]);
-    assert!(v["signals"][0]["error"].as_str().unwrap().contains("reported an error: config makes no sense"));
+    assert!(v["signals"][0]["error"]
+        .as_str()
+        .unwrap()
+        .contains("reported an error: config makes no sense"));
 }
 
 #[test]
 fn read_file_reads_the_workspace_only() {
     let (code, v, _) = verdict(&one("{mode: read, path: intervals/merge.py}", ""), &[]);
     assert_eq!(code, 0, "{v}");
-    assert!(v["signals"][0]["metadata"]["text"].as_str().unwrap().contains("def merge"));
+    assert!(v["signals"][0]["metadata"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("def merge"));
     for (path, why) in [("../etc/passwd", "'..'"), ("/etc/passwd", "absolute")] {
         let (_, v, _) = verdict(&one(&format!("{{mode: read, path: \"{path}\"}}"), ""), &[]);
         let e = v["signals"][0]["metadata"]["error"].as_str().unwrap();
@@ -105,7 +120,10 @@ fn capabilities_are_denied_by_default_and_by_flag() {
     let (_, v, _) = verdict(&undeclared, &[]);
     let e = v["signals"][0]["metadata"]["error"].as_str().unwrap();
     assert!(e.contains("capability 'read-file' is not declared"), "{e}");
-    let (_, v, _) = verdict(&one("{mode: read, path: README.md}", ""), &["--deny", "read-file"]);
+    let (_, v, _) = verdict(
+        &one("{mode: read, path: README.md}", ""),
+        &["--deny", "read-file"],
+    );
     let e = v["signals"][0]["metadata"]["error"].as_str().unwrap();
     assert!(e.contains("denied by the user (--deny read-file)"), "{e}");
     assert_eq!(v["metadata"]["capabilities"], serde_json::json!(["log"]));
@@ -120,7 +138,10 @@ fn second_run_uses_the_compile_cache() {
     let skill = one("{mode: pass}", "");
     let outcome = || {
         let (_, v, _) = verdict(&skill, &["--cache-dir", cache.path().to_str().unwrap()]);
-        v["signals"][0]["compile_cache"].as_str().unwrap().to_string()
+        v["signals"][0]["compile_cache"]
+            .as_str()
+            .unwrap()
+            .to_string()
     };
     assert_eq!(outcome(), "compiled");
     assert_eq!(outcome(), "hit");
@@ -133,11 +154,17 @@ fn wrong_world_version_and_non_components_are_refused() {
     let future = fixture("skills/future/future_detector.wasm");
     let core = fixture("core-module.wasm");
     for (path, expect) in [
-        (future, "built for critic:detector@0.2.0, but this host supports critic:detector@0.1.x"),
+        (
+            future,
+            "built for critic:detector@0.2.0, but this host supports critic:detector@0.1.x",
+        ),
         (core, "a core WebAssembly module, not a component"),
         (root().join("Cargo.toml"), "not a WebAssembly file"),
     ] {
-        let skill = temp_skill(&format!("name: t\nversion: 0.1.0\nsignals:\n  - {{name: s, type: hard_gate, detector: {}}}\n", path.display()));
+        let skill = temp_skill(&format!(
+            "name: t\nversion: 0.1.0\nsignals:\n  - {{name: s, type: hard_gate, detector: {}}}\n",
+            path.display()
+        ));
         let (code, _, err) = verdict(&skill, &[]);
         assert_eq!(code, 2, "{err}");
         assert!(err.contains(expect), "{err}");
@@ -160,7 +187,10 @@ fn native_detectors_need_opt_in() {
         .status()
         .unwrap();
     assert!(built.success());
-    let skill = temp_skill(&format!("name: t\nversion: 0.1.0\nsignals:\n  - {{name: n, type: hard_gate, detector: {}}}\n", lib.display()));
+    let skill = temp_skill(&format!(
+        "name: t\nversion: 0.1.0\nsignals:\n  - {{name: n, type: hard_gate, detector: {}}}\n",
+        lib.display()
+    ));
     let (code, _, err) = verdict(&skill, &[]);
     assert_eq!(code, 2);
     assert!(err.contains("load only with --allow-native"), "{err}");

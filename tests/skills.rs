@@ -26,7 +26,10 @@ fn empty_patch_and_agent_finished_match_openhands() {
     // Cut the stream before the last finish: the agent did not finish.
     let text = std::fs::read_to_string(demo_events(2)).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    let cut = lines.iter().rposition(|l| l.contains("\"FinishAction\"")).unwrap();
+    let cut = lines
+        .iter()
+        .rposition(|l| l.contains("\"FinishAction\""))
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let partial = dir.path().join("partial.jsonl");
     std::fs::write(&partial, lines[..cut].join("\n")).unwrap();
@@ -41,10 +44,19 @@ fn ran_tests_needs_a_test_run_after_the_last_edit() {
     repo.apply(&demo_patch(2));
     let (code, v) = verdict("ran-tests", &repo, &demo_events(2), &[]);
     assert_eq!(code, 1);
-    assert!(v["followup"].as_str().unwrap().contains("after your last file edit"), "{v}");
+    assert!(
+        v["followup"]
+            .as_str()
+            .unwrap()
+            .contains("after your last file edit"),
+        "{v}"
+    );
     let (code, v) = verdict("ran-tests", &repo, &demo_events(3), &[]);
     assert_eq!(code, 0, "{v}");
-    assert_eq!(v["signals"][0]["metadata"]["test_runs_after_edit"][0]["exit_code"], 0);
+    assert_eq!(
+        v["signals"][0]["metadata"]["test_runs_after_edit"][0]["exit_code"],
+        0
+    );
 }
 
 #[test]
@@ -56,18 +68,30 @@ fn test_only_and_clean_patch_reject_source_edits() {
     repo.write("intervals/merge.py", "def merge(x):\n    return x\n");
     let (code, v) = verdict("test-only", &repo, &demo_events(1), &[]);
     assert_eq!(code, 1);
-    assert_eq!(v["signals"][0]["metadata"]["non_test_files"], serde_json::json!(["intervals/merge.py"]));
+    assert_eq!(
+        v["signals"][0]["metadata"]["non_test_files"],
+        serde_json::json!(["intervals/merge.py"])
+    );
     let (code, v) = verdict("clean-patch", &repo, &demo_events(1), &[]);
     assert_eq!(code, 1);
-    assert!(v["followup"].as_str().unwrap().contains("intervals/merge.py"));
+    assert!(v["followup"]
+        .as_str()
+        .unwrap()
+        .contains("intervals/merge.py"));
 }
 
 #[test]
 fn structural_validity_catches_broken_python_and_bad_patches() {
     let repo = Repo::demo();
     repo.apply(&demo_patch(3));
-    assert_eq!(verdict("structural-validity", &repo, &demo_events(3), &[]).0, 0);
-    repo.write("intervals/merge.py", "def merge(intervals:\n    return []\n");
+    assert_eq!(
+        verdict("structural-validity", &repo, &demo_events(3), &[]).0,
+        0
+    );
+    repo.write(
+        "intervals/merge.py",
+        "def merge(intervals:\n    return []\n",
+    );
     let (code, v) = verdict("structural-validity", &repo, &demo_events(3), &[]);
     assert_eq!(code, 1);
     let p = &v["signals"][0]["metadata"]["problems"][0];
@@ -76,13 +100,29 @@ fn structural_validity_catches_broken_python_and_bad_patches() {
 
     // A --patch that does not apply to the base is refused.
     let clean = Repo::demo();
-    let (code, _) = verdict("structural-validity", &clean, &demo_events(3), &["--patch", demo_patch(3).to_str().unwrap()]);
+    let (code, _) = verdict(
+        "structural-validity",
+        &clean,
+        &demo_events(3),
+        &["--patch", demo_patch(3).to_str().unwrap()],
+    );
     assert_eq!(code, 0);
-    let stale = std::fs::read_to_string(demo_patch(3)).unwrap().replace("-        if merged and start <", "-        if merged and begin <");
+    let stale = std::fs::read_to_string(demo_patch(3)).unwrap().replace(
+        "-        if merged and start <",
+        "-        if merged and begin <",
+    );
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("stale.patch");
     std::fs::write(&p, stale).unwrap();
-    let (code, v) = verdict("structural-validity", &clean, &demo_events(3), &["--patch", p.to_str().unwrap()]);
+    let (code, v) = verdict(
+        "structural-validity",
+        &clean,
+        &demo_events(3),
+        &["--patch", p.to_str().unwrap()],
+    );
     assert_eq!(code, 1);
-    assert_eq!(v["signals"][0]["metadata"]["problems"][0]["kind"], "does-not-apply");
+    assert_eq!(
+        v["signals"][0]["metadata"]["problems"][0]["kind"],
+        "does-not-apply"
+    );
 }

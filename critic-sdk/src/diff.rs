@@ -59,9 +59,17 @@ fn strip_eol(line: &str) -> &str {
         .unwrap_or(line)
 }
 
-fn parse_file(lines: &[&str], start: usize, header: &str) -> Result<(FileChange, usize), DiffError> {
-    let (mut old_path, mut new_path) = split_git_header(header)
-        .ok_or_else(|| err(start, format!("cannot read the paths in 'diff --git {header}'")))?;
+fn parse_file(
+    lines: &[&str],
+    start: usize,
+    header: &str,
+) -> Result<(FileChange, usize), DiffError> {
+    let (mut old_path, mut new_path) = split_git_header(header).ok_or_else(|| {
+        err(
+            start,
+            format!("cannot read the paths in 'diff --git {header}'"),
+        )
+    })?;
     let mut status = FileStatus::Modified;
     let mut binary = false;
     let mut i = start + 1;
@@ -226,7 +234,11 @@ fn side_path(field: &str, prefix: &str) -> Option<String> {
         return None;
     }
     let path = unquote(field);
-    Some(path.strip_prefix(prefix).map(str::to_string).unwrap_or(path))
+    Some(
+        path.strip_prefix(prefix)
+            .map(str::to_string)
+            .unwrap_or(path),
+    )
 }
 
 /// Paths of `diff --git a/X b/Y`. Unquoted paths may contain spaces, so when
@@ -545,7 +557,10 @@ new file mode 100644
         let files = parse(MODIFY).unwrap();
         let old = "def add(a, b):\n    return a - b\n\nprint(add(1, 2))\n";
         let new = apply(old, &files[0].hunks).unwrap();
-        assert_eq!(new, "def add(a, b):\n    return a + b\n\nprint(add(1, 2))\n");
+        assert_eq!(
+            new,
+            "def add(a, b):\n    return a + b\n\nprint(add(1, 2))\n"
+        );
         let back: Vec<Hunk> = files[0].hunks.iter().map(Hunk::reversed).collect();
         assert_eq!(apply(&new, &back).unwrap(), old);
     }

@@ -116,7 +116,11 @@ pub fn is_file_edit(event: &Event) -> bool {
 
 /// Index of the last event that edited a file.
 pub fn last_file_edit(events: &[Event]) -> Option<usize> {
-    events.iter().rev().find(|e| is_file_edit(e)).map(|e| e.index)
+    events
+        .iter()
+        .rev()
+        .find(|e| is_file_edit(e))
+        .map(|e| e.index)
 }
 
 impl Patch {

@@ -121,7 +121,7 @@ macro_rules! export_detector {
                     $crate::run_detector(&input, $detect)
                 }
             }
-            $crate::bindings::export!(CriticDetector with_types_in $crate::bindings);
+    $crate::bindings::export!(CriticDetector with_types_in $crate::bindings);
         };
     };
 }

@@ -112,8 +112,14 @@ mod tests {
     fn declared_is_allowed_until_the_user_denies_it() {
         let g = Grants::new(&[Capability::ReadFile, Capability::Log], &[]);
         assert!(g.check(Capability::ReadFile).is_ok());
-        let g = Grants::new(&[Capability::ReadFile, Capability::Log], &[Capability::ReadFile]);
-        assert!(g.check(Capability::ReadFile).unwrap_err().contains("--deny read-file"));
+        let g = Grants::new(
+            &[Capability::ReadFile, Capability::Log],
+            &[Capability::ReadFile],
+        );
+        assert!(g
+            .check(Capability::ReadFile)
+            .unwrap_err()
+            .contains("--deny read-file"));
         assert_eq!(g.effective(), vec![Capability::Log]);
     }
 
@@ -122,6 +128,9 @@ mod tests {
         for c in Capability::ALL {
             assert_eq!(c.name().parse::<Capability>().unwrap(), *c);
         }
-        assert!("network".parse::<Capability>().unwrap_err().contains("known: log, read-file"));
+        assert!("network"
+            .parse::<Capability>()
+            .unwrap_err()
+            .contains("known: log, read-file"));
     }
 }

@@ -41,17 +41,23 @@ fn resolve(root: &Path, rel: &str) -> Result<PathBuf, String> {
         match part {
             Component::Normal(_) | Component::CurDir => {}
             Component::ParentDir => {
-                return Err(format!("{rel}: '..' is not allowed; paths are relative to the workspace root"))
+                return Err(format!(
+                    "{rel}: '..' is not allowed; paths are relative to the workspace root"
+                ))
             }
             Component::RootDir | Component::Prefix(_) => {
-                return Err(format!("{rel}: absolute paths are not allowed; use a workspace-relative path"))
+                return Err(format!(
+                    "{rel}: absolute paths are not allowed; use a workspace-relative path"
+                ))
             }
         }
     }
     let joined = root.join(path);
     let real = joined.canonicalize().map_err(|e| format!("{rel}: {e}"))?;
     if !real.starts_with(root) {
-        return Err(format!("{rel}: resolves outside the workspace (symlink escape refused)"));
+        return Err(format!(
+            "{rel}: resolves outside the workspace (symlink escape refused)"
+        ));
     }
     Ok(real)
 }
@@ -82,10 +88,16 @@ mod tests {
         let (d, root) = workspace();
         assert!(read(&root, "../secret.txt").unwrap_err().contains("'..'"));
         let abs = d.path().join("secret.txt");
-        assert!(read(&root, abs.to_str().unwrap()).unwrap_err().contains("absolute"));
+        assert!(read(&root, abs.to_str().unwrap())
+            .unwrap_err()
+            .contains("absolute"));
         std::os::unix::fs::symlink(d.path().join("secret.txt"), root.join("link")).unwrap();
-        assert!(read(&root, "link").unwrap_err().contains("outside the workspace"));
-        assert!(read(&root, "src").unwrap_err().contains("not a regular file"));
+        assert!(read(&root, "link")
+            .unwrap_err()
+            .contains("outside the workspace"));
+        assert!(read(&root, "src")
+            .unwrap_err()
+            .contains("not a regular file"));
         assert!(read(&root, "missing.py").is_err());
     }
 }

@@ -123,8 +123,13 @@ fn read_records(path: &Path, text: &str) -> Result<Vec<Record>, EventsError> {
         return items
             .into_iter()
             .map(|raw| {
-                let value = serde_json::from_str(raw.get()).map_err(|e| malformed(e, offset_line))?;
-                Ok(Record { line: 0, raw, value })
+                let value =
+                    serde_json::from_str(raw.get()).map_err(|e| malformed(e, offset_line))?;
+                Ok(Record {
+                    line: 0,
+                    raw,
+                    value,
+                })
             })
             .collect();
     }
@@ -172,7 +177,9 @@ fn detect(path: &Path, records: &[Record]) -> Result<EventsFormat, EventsError> 
     if v.get("kind").is_some_and(Value::is_string) {
         return Ok(EventsFormat::Openhands);
     }
-    if v.get("action").is_some_and(Value::is_string) || v.get("observation").is_some_and(Value::is_string) {
+    if v.get("action").is_some_and(Value::is_string)
+        || v.get("observation").is_some_and(Value::is_string)
+    {
         return Ok(EventsFormat::OpenhandsV0);
     }
     Err(EventsError::Unknown(path.to_path_buf()))
@@ -247,7 +254,12 @@ mod tests {
 
     #[test]
     fn missing_file_is_an_io_error_with_the_path() {
-        let e = load(Path::new("/nonexistent/events.jsonl"), None).unwrap_err().to_string();
-        assert!(e.starts_with("/nonexistent/events.jsonl: cannot read events"), "{e}");
+        let e = load(Path::new("/nonexistent/events.jsonl"), None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("/nonexistent/events.jsonl: cannot read events"),
+            "{e}"
+        );
     }
 }

@@ -45,7 +45,11 @@ pub(super) fn read_dir(dir: &Path) -> Result<Vec<Record>, EventsError> {
             };
             let raw: Box<RawValue> = serde_json::from_str(text.trim()).map_err(malformed)?;
             let value = serde_json::from_str(raw.get()).map_err(malformed)?;
-            Ok(Record { line: 1, raw, value })
+            Ok(Record {
+                line: 1,
+                raw,
+                value,
+            })
         })
         .collect()
 }
@@ -72,12 +76,17 @@ fn convert(index: usize, record: Record) -> Event {
             e.text = content_text(v.pointer("/llm_message/content"));
         }
         "SystemPromptEvent" => {
-            e.text = v.pointer("/system_prompt/text").and_then(Value::as_str).map(str::to_string);
+            e.text = v
+                .pointer("/system_prompt/text")
+                .and_then(Value::as_str)
+                .map(str::to_string);
         }
         "ActionEvent" => {
             e.arguments = arguments(v);
             e.text = if e.kind == EventKind::Finish {
-                v.pointer("/action/message").and_then(Value::as_str).map(str::to_string)
+                v.pointer("/action/message")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
             } else {
                 content_text(v.get("thought")).filter(|t| !t.is_empty())
             };

@@ -59,7 +59,9 @@ fn convert(index: usize, raw: Box<RawValue>, v: &Value) -> Event {
     let kind = match (action.as_deref(), observation.as_deref()) {
         (Some("message"), _) => EventKind::Message,
         (Some("finish"), _) => EventKind::Finish,
-        (Some("system"), _) | (Some("change_agent_state"), _) | (Some("recall"), _) => EventKind::System,
+        (Some("system"), _) | (Some("change_agent_state"), _) | (Some("recall"), _) => {
+            EventKind::System
+        }
         (Some(_), _) => EventKind::Action,
         (_, Some("error")) => EventKind::Error,
         (_, Some("agent_state_changed")) | (_, Some("recall")) => EventKind::System,
@@ -91,7 +93,9 @@ fn convert(index: usize, raw: Box<RawValue>, v: &Value) -> Event {
                 .or(action);
             e.call_id = v.get("id").map(id_string);
             e.arguments = args.cloned();
-            e.text = args.and_then(|a| str_field(a, "thought")).filter(|t| !t.is_empty());
+            e.text = args
+                .and_then(|a| str_field(a, "thought"))
+                .filter(|t| !t.is_empty());
         }
         EventKind::Observation | EventKind::Error => {
             e.call_id = v.get("cause").map(id_string);

@@ -34,7 +34,8 @@ pub fn cache_dir() -> PathBuf {
 /// `critic` with the shared cache and quiet logs.
 pub fn critic() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_critic"));
-    cmd.env("CRITIC_CACHE_DIR", cache_dir()).env_remove("CRITIC_LOG");
+    cmd.env("CRITIC_CACHE_DIR", cache_dir())
+        .env_remove("CRITIC_LOG");
     cmd
 }
 
@@ -101,12 +102,23 @@ impl Repo {
 
     pub fn git(&self, args: &[&str]) -> String {
         let out = Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "commit.gpgsign=false"])
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@localhost",
+                "-c",
+                "commit.gpgsign=false",
+            ])
             .args(args)
             .current_dir(self.path())
             .output()
             .unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -169,6 +181,12 @@ pub fn assert_schema(schema: &str, value: &Value) {
     let text = std::fs::read_to_string(root().join("schemas").join(schema)).unwrap();
     let schema: Value = serde_json::from_str(&text).unwrap();
     let v = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = v.iter_errors(value).map(|e| format!("{}: {e}", e.instance_path().as_str())).collect();
-    assert!(errors.is_empty(), "{schema} violations: {errors:#?}\n{value:#}");
+    let errors: Vec<String> = v
+        .iter_errors(value)
+        .map(|e| format!("{}: {e}", e.instance_path().as_str()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{schema} violations: {errors:#?}\n{value:#}"
+    );
 }

@@ -13,9 +13,12 @@ pub extern "C" fn critic_native_abi_version() -> u32 {
 
 fn detect(input: &DetectorInput) -> Result<DetectorOutput, String> {
     if input.patch.raw.trim().is_empty() {
-        return Ok(DetectorOutput::fire("The patch is empty (native detector)."));
+        return Ok(DetectorOutput::fire(
+            "The patch is empty (native detector).",
+        ));
     }
-    Ok(DetectorOutput::pass().with_metadata(serde_json::json!({ "files": input.patch.files.len() })))
+    Ok(DetectorOutput::pass()
+        .with_metadata(serde_json::json!({ "files": input.patch.files.len() })))
 }
 
 /// Run the detector on `input` (DetectorInput JSON); the result is written to

@@ -21,7 +21,10 @@ pub fn detect(input: &DetectorInput) -> Result<DetectorOutput, String> {
         )
         .with_metadata(json!({ "reason": "no finish action" })));
     }
-    Ok(DetectorOutput::pass().with_metadata(json!({ "reason": "finished with a non-empty patch" })))
+    Ok(
+        DetectorOutput::pass()
+            .with_metadata(json!({ "reason": "finished with a non-empty patch" })),
+    )
 }
 
 critic_sdk::export_detector!(detect);

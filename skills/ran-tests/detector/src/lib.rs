@@ -38,7 +38,12 @@ pub fn detect(input: &DetectorInput) -> Result<DetectorOutput, String> {
     }
     let last_edit = last_file_edit(&input.events);
     let runs = commands(&input.events);
-    let is_test = |cmd: &str| config.test_commands.iter().any(|t| cmd.contains(t.as_str()));
+    let is_test = |cmd: &str| {
+        config
+            .test_commands
+            .iter()
+            .any(|t| cmd.contains(t.as_str()))
+    };
     let after_edit = runs
         .iter()
         .filter(|r| last_edit.is_none_or(|e| r.index > e))
@@ -65,7 +70,9 @@ pub fn detect(input: &DetectorInput) -> Result<DetectorOutput, String> {
     if config.require_pass && last_run.exit_code != Some(0) {
         let code = last_run
             .exit_code
-            .map_or("an unknown status".to_string(), |c| format!("exit code {c}"));
+            .map_or("an unknown status".to_string(), |c| {
+                format!("exit code {c}")
+            });
         return Ok(DetectorOutput::fire(format!(
             "Your last test run (`{}`) ended with {code}. Make the tests pass, then finish again.",
             last_run.command

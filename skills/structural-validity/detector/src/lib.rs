@@ -88,7 +88,12 @@ pub fn detect(input: &DetectorInput) -> Result<DetectorOutput, String> {
     for file in &input.patch.files {
         match new_content(file, input.patch.origin) {
             Err(p) => problems.push(p),
-            Ok(Some(text)) if config.python_suffixes.iter().any(|s| file.path.ends_with(s)) => {
+            Ok(Some(text))
+                if config
+                    .python_suffixes
+                    .iter()
+                    .any(|s| file.path.ends_with(s)) =>
+            {
                 if let Some(detail) = python_error(&text) {
                     problems.push(Problem {
                         path: file.path.clone(),
