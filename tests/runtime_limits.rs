@@ -79,7 +79,10 @@ fn huge_output_is_refused() {
 
 #[test]
 fn detector_stdio_is_captured_not_mixed_into_the_verdict() {
-    let (code, v, err) = verdict(&one("{mode: print, lines: 20000}", ""), &[]);
+    let skill = temp_skill(
+        "name: t\nversion: 0.1.0\nsignals:\n  - {name: s, type: hard_gate, detector: {misbehave}, timeout: 20s, config: {mode: print, lines: 5000}}\n",
+    );
+    let (code, v, err) = verdict(&skill, &[]);
     assert_eq!(code, 0, "{v}");
     assert!(
         !err.contains("stdout line"),
