@@ -74,23 +74,39 @@ impl Workspace {
                 ),
             });
         }
+        // One git process answers all three questions when HEAD exists; only
+        // the error path pays for a second one to tell the failures apart.
         let mut cmd = git::command(dir);
-        cmd.args(["rev-parse", "--show-toplevel", "--absolute-git-dir"]);
-        let out = git::run(cmd).map_err(|e| {
-            if e.message.contains("not a git repository") {
-                PatchError::NotARepo(dir.to_path_buf())
-            } else {
-                PatchError::Git(e)
+        cmd.args([
+            "rev-parse",
+            "--show-toplevel",
+            "--absolute-git-dir",
+            "HEAD^{commit}",
+        ]);
+        let out = match git::run(cmd) {
+            Ok(out) => out,
+            Err(e) if e.message.contains("not a git repository") => {
+                return Err(PatchError::NotARepo(dir.to_path_buf()))
             }
-        })?;
+            Err(e) => {
+                let mut probe = git::command(dir);
+                probe.args(["rev-parse", "--show-toplevel"]);
+                return Err(match git::run(probe) {
+                    Ok(root) => {
+                        PatchError::NoCommits(PathBuf::from(String::from_utf8_lossy(&root).trim()))
+                    }
+                    Err(_) => PatchError::Git(e),
+                });
+            }
+        };
         let text = String::from_utf8_lossy(&out);
         let mut lines = text.lines();
-        let (Some(root), Some(git_dir)) = (lines.next(), lines.next()) else {
+        let (Some(root), Some(git_dir), Some(head)) = (lines.next(), lines.next(), lines.next())
+        else {
             return Err(PatchError::NotARepo(dir.to_path_buf()));
         };
         let root = PathBuf::from(root);
-        let head =
-            resolve_commit(&root, "HEAD").map_err(|_| PatchError::NoCommits(root.clone()))?;
+        let head = head.to_string();
         Ok(Workspace {
             root,
             git_dir: PathBuf::from(git_dir),

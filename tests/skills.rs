@@ -97,7 +97,13 @@ fn structural_validity_catches_broken_python_and_bad_patches() {
     let p = &v["signals"][0]["metadata"]["problems"][0];
     assert_eq!(p["kind"], "python-syntax");
     // Ruff reports the missing ')' where the next statement starts.
-    assert!(p["detail"].as_str().unwrap().starts_with("line 2, column 5"), "{p}");
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("line 2, column 5"),
+        "{p}"
+    );
 
     // A --patch that does not apply to the base is refused.
     let clean = Repo::demo();
