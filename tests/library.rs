@@ -93,3 +93,14 @@ fn a_trait_critic_overrides_the_followup() {
         Some("Finish 1: remove the TODOs before you finish.")
     );
 }
+
+#[test]
+fn normalized_events_match_their_schema() {
+    for path in [demo_events(3), fixture("openhands-v0/output.jsonl"), fixture("openhands/events")] {
+        let events = events::load(&path, None).unwrap();
+        assert!(!events.is_empty());
+        for e in &events {
+            assert_schema("event.schema.json", &serde_json::to_value(e).unwrap());
+        }
+    }
+}
