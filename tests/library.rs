@@ -96,7 +96,11 @@ fn a_trait_critic_overrides_the_followup() {
 
 #[test]
 fn normalized_events_match_their_schema() {
-    for path in [demo_events(3), fixture("openhands-v0/output.jsonl"), fixture("openhands/events")] {
+    for path in [
+        demo_events(3),
+        fixture("openhands-v0/output.jsonl"),
+        fixture("openhands/events"),
+    ] {
         let events = events::load(&path, None).unwrap();
         assert!(!events.is_empty());
         for e in &events {
