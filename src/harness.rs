@@ -194,20 +194,20 @@ impl Critic for SkillCritic {
                         new_states.push((signal.name.clone(), s));
                     }
                     SignalResult {
-                        name: signal.name.clone(),
-                        kind: signal.kind,
-                        weight: signal.weight,
-                        status: if out.triggered {
-                            SignalStatus::Triggered
-                        } else {
-                            SignalStatus::Passed
-                        },
-                        triggered: out.triggered,
                         followup_text: out.followup_text.filter(|_| out.triggered),
                         metadata: out.metadata,
-                        error: None,
                         duration_ms,
                         compile_cache: detector.cache_outcome(),
+                        ..SignalResult::new(
+                            &signal.name,
+                            signal.kind,
+                            signal.weight,
+                            if out.triggered {
+                                SignalStatus::Triggered
+                            } else {
+                                SignalStatus::Passed
+                            },
+                        )
                     }
                 }
                 Err(e) => {
@@ -215,17 +215,18 @@ impl Critic for SkillCritic {
                     tracing::warn!("{error}");
                     let triggered = signal.on_error == OnError::FailClosed;
                     SignalResult {
-                        name: signal.name.clone(),
-                        kind: signal.kind,
-                        weight: signal.weight,
-                        status: SignalStatus::Error,
                         triggered,
                         followup_text: triggered
                             .then(|| error_followup(&signal.name, &e.to_string())),
-                        metadata: Value::Null,
                         error: Some(error),
                         duration_ms,
                         compile_cache: detector.cache_outcome(),
+                        ..SignalResult::new(
+                            &signal.name,
+                            signal.kind,
+                            signal.weight,
+                            SignalStatus::Error,
+                        )
                     }
                 }
             };
@@ -316,18 +317,12 @@ impl SkillCritic {
 }
 
 fn skipped(signal: &Signal) -> SignalResult {
-    SignalResult {
-        name: signal.name.clone(),
-        kind: signal.kind,
-        weight: signal.weight,
-        status: SignalStatus::Skipped,
-        triggered: false,
-        followup_text: None,
-        metadata: Value::Null,
-        error: None,
-        duration_ms: 0.0,
-        compile_cache: None,
-    }
+    SignalResult::new(
+        &signal.name,
+        signal.kind,
+        signal.weight,
+        SignalStatus::Skipped,
+    )
 }
 
 /// 0 when a gate fired; else 1 minus the fired share of soft weight.
@@ -388,22 +383,12 @@ mod tests {
     use super::*;
 
     fn result(kind: SignalKind, weight: f64, triggered: bool) -> SignalResult {
-        SignalResult {
-            name: "s".into(),
-            kind,
-            weight,
-            status: if triggered {
-                SignalStatus::Triggered
-            } else {
-                SignalStatus::Passed
-            },
-            triggered,
-            followup_text: None,
-            metadata: Value::Null,
-            error: None,
-            duration_ms: 0.0,
-            compile_cache: None,
-        }
+        let status = if triggered {
+            SignalStatus::Triggered
+        } else {
+            SignalStatus::Passed
+        };
+        SignalResult::new("s", kind, weight, status)
     }
 
     #[test]

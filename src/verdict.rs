@@ -51,6 +51,24 @@ pub struct SignalResult {
     pub compile_cache: Option<CacheOutcome>,
 }
 
+impl SignalResult {
+    /// A result with no evidence yet; `triggered` follows `status`.
+    pub fn new(name: &str, kind: SignalKind, weight: f64, status: SignalStatus) -> SignalResult {
+        SignalResult {
+            name: name.to_string(),
+            kind,
+            weight,
+            status,
+            triggered: status == SignalStatus::Triggered,
+            followup_text: None,
+            metadata: Value::Null,
+            error: None,
+            duration_ms: 0.0,
+            compile_cache: None,
+        }
+    }
+}
+
 /// The decision on one finish.
 #[derive(Debug, Clone, Serialize)]
 pub struct Verdict {
