@@ -35,13 +35,7 @@ fn git(dir: &Path, args: &[&str]) {
 /// The demo repo with the recorded finish-3 patch applied (a fix and a new test).
 fn repo() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let cp = Command::new("cp")
-        .arg("-r")
-        .arg(root().join("examples/demo-repo/."))
-        .arg(dir.path())
-        .status()
-        .unwrap();
-    assert!(cp.success());
+    pluggable_critic::demo::copy_tree(&root().join("examples/demo-repo"), dir.path()).unwrap();
     git(dir.path(), &["init", "-q"]);
     git(dir.path(), &["add", "-A"]);
     git(dir.path(), &["commit", "-q", "-m", "base"]);

@@ -48,7 +48,8 @@ fn io_err(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::Usage(format!("{}: {e}", path.display()))
 }
 
-fn copy_tree(from: &Path, to: &Path) -> Result<(), Error> {
+/// Copy a directory tree of regular files (the demo repo, test fixtures).
+pub fn copy_tree(from: &Path, to: &Path) -> Result<(), Error> {
     std::fs::create_dir_all(to).map_err(|e| io_err(to, e))?;
     for entry in std::fs::read_dir(from).map_err(|e| io_err(from, e))? {
         let entry = entry.map_err(|e| io_err(from, e))?;

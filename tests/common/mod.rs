@@ -82,7 +82,7 @@ impl Repo {
     /// A repo with the demo package as base.
     pub fn demo() -> Repo {
         let dir = tempfile::tempdir().unwrap();
-        copy_tree(&root().join("examples/demo-repo"), dir.path());
+        pluggable_critic::demo::copy_tree(&root().join("examples/demo-repo"), dir.path()).unwrap();
         let repo = Repo { dir };
         repo.git(&["init", "-q", "-b", "main"]);
         repo.git(&["add", "-A"]);
@@ -126,19 +126,6 @@ impl Repo {
     pub fn apply(&self, patch: &Path) {
         if std::fs::metadata(patch).unwrap().len() > 0 {
             self.git(&["apply", patch.to_str().unwrap()]);
-        }
-    }
-}
-
-pub fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dst = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &dst);
-        } else {
-            std::fs::copy(e.path(), dst).unwrap();
         }
     }
 }
