@@ -192,7 +192,9 @@ fn bench_library(c: &mut Criterion) {
     let ws = Workspace::open(ws_dir.path()).unwrap();
     let classifier = TestClassifier::new(&["tests/**".to_string()]).unwrap();
     let finish = Finish {
-        events: events::load(&root().join("examples/demo-run/finish-3.jsonl"), None).unwrap(),
+        events: events::load(&root().join("examples/demo-run/finish-3.jsonl"), None)
+            .unwrap()
+            .into(),
         patch: ws.worktree_patch(&ws.head, &classifier).unwrap(),
         workspace: ws.root.canonicalize().unwrap(),
         session: "bench".into(),

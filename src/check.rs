@@ -6,7 +6,7 @@
 use crate::capabilities::Capability;
 use crate::critic::{decide, Finish};
 use crate::events::{self, EventsFormat};
-use crate::harness::{HarnessOptions, SkillCritic};
+use crate::harness::{load_detectors, HarnessOptions, SkillCritic};
 use crate::manifest;
 use crate::patch::{self, TestClassifier, Workspace};
 use crate::runtime::Runtime;
@@ -15,7 +15,7 @@ use crate::verdict::Verdict;
 use crate::Error;
 use critic_sdk::{Patch, PatchOrigin};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Session id used when none is given.
 pub const DEFAULT_SESSION: &str = "default";
@@ -51,7 +51,10 @@ pub struct CheckOptions {
 
 /// Run one check.
 pub fn run(opts: &CheckOptions) -> Result<Verdict, Error> {
-    let skill = manifest::load(&opts.skill)?;
+    let started = Instant::now();
+    let memo = opts.cache_dir.as_ref().map(|d| d.join("manifests"));
+    let skill = manifest::load_with_memo(&opts.skill, memo.as_deref())?;
+    tracing::debug!(ms = ms(started), "manifest loaded and validated");
     let classifier = TestClassifier::new(&skill.manifest.test_patterns).map_err(|e| {
         Error::Usage(format!(
             "{}: test_patterns: {e}",
@@ -60,25 +63,40 @@ pub fn run(opts: &CheckOptions) -> Result<Verdict, Error> {
     })?;
     let (workspace, patch, critic, events) = std::thread::scope(|s| {
         let git = s.spawn(|| -> Result<(Workspace, Patch), Error> {
-            let ws = Workspace::open(&opts.workspace)?;
-            let base = match &opts.base {
-                Some(rev) => ws.resolve(rev)?,
-                None => ws.head.clone(),
+            let (ws, patch) = match &opts.patch_file {
+                Some(file) => {
+                    let ws = Workspace::open(&opts.workspace)?;
+                    let base = match &opts.base {
+                        Some(rev) => ws.resolve(rev)?,
+                        None => ws.head.clone(),
+                    };
+                    let patch = read_patch_file(file, &base, &classifier)?;
+                    (ws, patch)
+                }
+                None => {
+                    Workspace::open_with_patch(&opts.workspace, opts.base.as_deref(), &classifier)?
+                }
             };
-            let patch = match &opts.patch_file {
-                Some(file) => read_patch_file(file, &base, &classifier)?,
-                None => ws.worktree_patch(&base, &classifier)?,
-            };
+            tracing::debug!(
+                ms = ms(started),
+                files = patch.files.len(),
+                "patch computed"
+            );
             Ok((ws, patch))
         });
-        let loader = s.spawn(|| -> Result<(Runtime, Vec<critic_sdk::Event>), Error> {
+        let loader = s.spawn(move || -> Result<_, Error> {
             let runtime = Runtime::new(opts.cache_dir.as_deref())
                 .map_err(|e| Error::Internal(e.to_string()))?;
-            let events = events::load(&opts.events, opts.events_format)?;
-            Ok((runtime, events))
+            tracing::debug!(ms = ms(started), "engine ready");
+            let detectors = load_detectors(&skill, &runtime, opts.allow_native)?;
+            tracing::debug!(ms = ms(started), "detectors loaded");
+            Ok((skill, detectors))
         });
+        let events = events::load(&opts.events, opts.events_format);
+        tracing::debug!(ms = ms(started), "events loaded");
         let (ws, patch) = join(git)?;
-        let (runtime, events) = join(loader)?;
+        let (skill, detectors) = join(loader)?;
+        let events = events?;
         let state_root = opts
             .state_dir
             .clone()
@@ -88,7 +106,8 @@ pub fn run(opts: &CheckOptions) -> Result<Verdict, Error> {
             allow_native: opts.allow_native,
             lock_timeout: opts.lock_timeout,
         };
-        let critic = SkillCritic::new(skill, &runtime, StateStore::new(state_root), &options)?;
+        let critic =
+            SkillCritic::with_detectors(skill, detectors, StateStore::new(state_root), &options);
         Ok::<_, Error>((ws, patch, critic, events))
     })?;
     let root = workspace
@@ -99,12 +118,19 @@ pub fn run(opts: &CheckOptions) -> Result<Verdict, Error> {
             source,
         })?;
     let finish = Finish {
-        events,
+        events: events.into(),
         patch,
         workspace: root,
         session: opts.session.clone(),
     };
-    decide(&critic, &finish)
+    let verdict = decide(&critic, &finish);
+    tracing::debug!(ms = ms(started), "evaluated");
+    verdict
+}
+
+/// Milliseconds since `t`, for phase timings in the debug log.
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1000.0
 }
 
 fn join<T>(handle: std::thread::ScopedJoinHandle<'_, Result<T, Error>>) -> Result<T, Error> {

@@ -5,6 +5,7 @@ use crate::verdict::Verdict;
 use crate::Error;
 use critic_sdk::{Event, Patch};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// The follow-up used when a critic rejects without saying why.
 pub const GENERIC_FOLLOWUP: &str =
@@ -13,8 +14,9 @@ pub const GENERIC_FOLLOWUP: &str =
 /// Everything known at the agent's finish.
 #[derive(Debug, Clone)]
 pub struct Finish {
-    /// The agent's normalized events.
-    pub events: Vec<Event>,
+    /// The agent's normalized events (shared with detector calls; build it
+    /// from a `Vec<Event>` with `.into()`).
+    pub events: Arc<[Event]>,
     /// The working-tree patch (or the one given with `--patch`).
     pub patch: Patch,
     /// The work tree's root (canonical).

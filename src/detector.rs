@@ -43,6 +43,11 @@ impl Detector {
         }
     }
 
+    /// Whether this is a native library (which gets its input's events inline).
+    pub fn is_native(&self) -> bool {
+        matches!(self, Detector::Native(_))
+    }
+
     /// Whether the compiled component came from the cache (`None` for native).
     pub fn cache_outcome(&self) -> Option<CacheOutcome> {
         match self {

@@ -7,9 +7,10 @@
 //! `max_iterations` rejections are spent, the next finish is accepted with
 //! `budget_exhausted`, so the agent loop always ends.
 
-use crate::capabilities::{Capability, Grants};
+use crate::capabilities::{self, log::LogLine, Capability, Grants};
 use crate::critic::{Critic, Finish};
 use crate::detector::Detector;
+use crate::events::feed::EventFeed;
 use crate::manifest::{OnError, Signal, SignalKind, Skill};
 use crate::runtime::{CallContext, CallLimits, DetectorError, Runtime};
 use crate::state::{StateStore, DEFAULT_LOCK_TIMEOUT};
@@ -18,6 +19,8 @@ use crate::Error;
 use critic_sdk::{DetectorOutput, SkillInfo, API_VERSION};
 use serde::Serialize;
 use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Options for building a [`SkillCritic`].
@@ -51,13 +54,16 @@ pub struct SkillCritic {
 }
 
 /// The part of a detector's input shared by all signals, serialized once.
+/// WebAssembly detectors fetch events through a host function instead
+/// (`events: None`); native ones, which cannot call the host, get them inline.
 #[derive(Serialize)]
 struct SharedInput<'a> {
     api_version: &'a str,
     skill: &'a SkillInfo,
     iteration: u32,
     session: &'a str,
-    events: &'a [critic_sdk::Event],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    events: Option<&'a [critic_sdk::Event]>,
     patch: &'a critic_sdk::Patch,
 }
 
@@ -76,29 +82,28 @@ impl SkillCritic {
         state: StateStore,
         options: &HarnessOptions,
     ) -> Result<SkillCritic, Error> {
-        let detectors = skill
-            .manifest
-            .signals
-            .iter()
-            .map(|s| {
-                Detector::load(runtime, &s.detector_path, options.allow_native).map_err(|source| {
-                    Error::Detector {
-                        manifest: skill.manifest_path.clone(),
-                        line: s.position.line,
-                        signal: s.name.clone(),
-                        source,
-                    }
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let detectors = load_detectors(&skill, runtime, options.allow_native)?;
+        Ok(SkillCritic::with_detectors(
+            skill, detectors, state, options,
+        ))
+    }
+
+    /// A critic from detectors already loaded with [`load_detectors`] (which
+    /// lets a caller load them while it prepares other inputs).
+    pub fn with_detectors(
+        skill: Skill,
+        detectors: Vec<Detector>,
+        state: StateStore,
+        options: &HarnessOptions,
+    ) -> SkillCritic {
         let grants = Grants::new(&skill.manifest.capabilities, &options.deny);
-        Ok(SkillCritic {
+        SkillCritic {
             skill,
             detectors,
             grants,
             state,
             lock_timeout: options.lock_timeout,
-        })
+        }
     }
 
     /// The loaded skill.
@@ -113,6 +118,18 @@ impl SkillCritic {
         }
     }
 
+    /// Whether signals may run ahead of the gates before them, all at once:
+    /// only when every detector is a sandboxed component and the skill holds
+    /// no capability with effects outside the call. The harness still walks
+    /// the results in manifest order, so a signal after a fired gate is
+    /// reported skipped and its state, output and log lines are discarded:
+    /// the verdict is the one a sequential run gives, only sooner.
+    fn speculative(&self) -> bool {
+        self.detectors.len() > 1
+            && !self.detectors.iter().any(Detector::is_native)
+            && self.grants.effective().iter().all(|c| c.is_pure())
+    }
+
     fn limits(&self, signal: &Signal) -> CallLimits {
         let l = self.skill.manifest.limits;
         CallLimits {
@@ -122,6 +139,67 @@ impl SkillCritic {
             stdio_bytes: l.stdio_bytes,
         }
     }
+}
+
+/// One detector call's outcome, kept until the harness walks the signals in
+/// manifest order. `outcome` is `None` only after it was taken.
+#[derive(Default)]
+struct Call {
+    outcome: Option<Result<DetectorOutput, DetectorError>>,
+    duration_ms: f64,
+    logs: Vec<LogLine>,
+}
+
+/// Run `call(0..n)` on up to one thread per core, results in index order.
+fn run_parallel<F>(n: usize, call: F) -> Vec<Call>
+where
+    F: Fn(usize) -> Call + Sync,
+{
+    let workers = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(n);
+    let next = AtomicUsize::new(0);
+    let slots: Vec<Mutex<Call>> = (0..n).map(|_| Mutex::default()).collect();
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                let done = call(i);
+                *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = done;
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
+        .collect()
+}
+
+/// Load the detector of every signal of `skill`, in manifest order; errors
+/// name the signal and its line.
+pub fn load_detectors(
+    skill: &Skill,
+    runtime: &Runtime,
+    allow_native: bool,
+) -> Result<Vec<Detector>, Error> {
+    skill
+        .manifest
+        .signals
+        .iter()
+        .map(|s| {
+            Detector::load(runtime, &s.detector_path, allow_native).map_err(|source| {
+                Error::Detector {
+                    manifest: skill.manifest_path.clone(),
+                    line: s.position.line,
+                    signal: s.name.clone(),
+                    source,
+                }
+            })
+        })
+        .collect()
 }
 
 /// Error text shown to the agent when a fail-closed signal could not run.
@@ -144,27 +222,28 @@ impl Critic for SkillCritic {
             self.lock_timeout,
         )?;
         let iteration = session.harness.iteration + 1;
-        let shared = serde_json::to_string(&SharedInput {
-            api_version: API_VERSION,
-            skill: &info,
-            iteration,
-            session: &finish.session,
-            events: &finish.events,
-            patch: &finish.patch,
-        })
-        .map_err(|e| Error::Internal(format!("cannot encode detector input: {e}")))?;
-        // `shared` is a JSON object; each signal's fields are spliced in before
-        // its closing brace, so the events are encoded once for all signals.
-        let prefix = &shared[..shared.len() - 1];
-
-        let mut results = Vec::with_capacity(m.signals.len());
-        let mut new_states = Vec::new();
-        let mut gate_fired = false;
+        let shared = |events| {
+            serde_json::to_string(&SharedInput {
+                api_version: API_VERSION,
+                skill: &info,
+                iteration,
+                session: &finish.session,
+                events,
+                patch: &finish.patch,
+            })
+            .map_err(|e| Error::Internal(format!("cannot encode detector input: {e}")))
+        };
+        // Each is a JSON object; a signal's own fields are spliced in before its
+        // closing brace, so the shared part is encoded once for all signals.
+        let wasm_shared = shared(None)?;
+        let native_shared = if self.detectors.iter().any(Detector::is_native) {
+            shared(Some(&finish.events))?
+        } else {
+            String::new()
+        };
+        let feed = Arc::new(EventFeed::new(finish.events.clone()));
+        let mut inputs = Vec::with_capacity(m.signals.len());
         for (signal, detector) in m.signals.iter().zip(&self.detectors) {
-            if gate_fired {
-                results.push(skipped(signal));
-                continue;
-            }
             let state = session.signal_state(&signal.name)?;
             let tail = serde_json::to_string(&SignalInput {
                 signal: &signal.name,
@@ -172,22 +251,61 @@ impl Critic for SkillCritic {
                 state: &state,
             })
             .map_err(|e| Error::Internal(format!("cannot encode detector input: {e}")))?;
-            let input = format!("{prefix},{}", &tail[1..]);
+            let shared = if detector.is_native() {
+                &native_shared
+            } else {
+                &wasm_shared
+            };
+            inputs.push(format!("{},{}", &shared[..shared.len() - 1], &tail[1..]));
+        }
+        let call = |i: usize| -> Call {
+            let (signal, detector) = (&m.signals[i], &self.detectors[i]);
             let ctx = CallContext {
                 skill: m.name.clone(),
                 signal: signal.name.clone(),
                 grants: self.grants.clone(),
                 workspace: finish.workspace.clone(),
+                events: feed.clone(),
+                logs: Default::default(),
             };
             let call_started = Instant::now();
-            let outcome =
-                detector
-                    .call(&input, &self.limits(signal), &ctx)
-                    .and_then(|(json, _report)| {
-                        serde_json::from_str::<DetectorOutput>(&json)
-                            .map_err(|e| DetectorError::BadOutput(e.to_string()))
-                    });
-            let duration_ms = call_started.elapsed().as_secs_f64() * 1000.0;
+            let outcome = detector
+                .call(&inputs[i], &self.limits(signal), &ctx)
+                .and_then(|(json, _report)| {
+                    serde_json::from_str::<DetectorOutput>(&json)
+                        .map_err(|e| DetectorError::BadOutput(e.to_string()))
+                });
+            Call {
+                outcome: Some(outcome),
+                duration_ms: call_started.elapsed().as_secs_f64() * 1000.0,
+                logs: ctx.take_logs(),
+            }
+        };
+        let mut calls = if self.speculative() {
+            run_parallel(m.signals.len(), call)
+        } else {
+            Vec::new()
+        };
+
+        let mut results = Vec::with_capacity(m.signals.len());
+        let mut new_states = Vec::new();
+        let mut gate_fired = false;
+        for (i, (signal, detector)) in m.signals.iter().zip(&self.detectors).enumerate() {
+            if gate_fired {
+                results.push(skipped(signal));
+                continue;
+            }
+            let done = match calls.get_mut(i) {
+                Some(done) => std::mem::take(done),
+                None => call(i),
+            };
+            for line in &done.logs {
+                capabilities::log::emit(&m.name, &signal.name, line.level, &line.message);
+            }
+            let duration_ms = done.duration_ms;
+            let outcome = done
+                .outcome
+                .unwrap_or_else(|| Err(DetectorError::Reported("the detector was not run".into())));
             let result = match outcome {
                 Ok(out) => {
                     if let Some(s) = out.state {

@@ -21,6 +21,7 @@ pub mod git;
 pub mod harness;
 pub mod manifest;
 pub mod native;
+pub mod new_file_diff;
 pub mod patch;
 pub mod runtime;
 pub mod scaffold;

@@ -364,12 +364,30 @@ fn describe(error: &jsonschema::ValidationError, pointer: &str) -> String {
 
 /// Load and validate `dir/critic.yaml`.
 pub fn load(dir: &Path) -> Result<Skill, ManifestError> {
+    load_with_memo(dir, None)
+}
+
+/// [`load`], remembering under `memo_dir` which manifest texts already passed
+/// the JSON Schema, so a skill checked on every finish compiles the schema
+/// only the first time. The typed and semantic checks run every time (they
+/// depend on the skill directory, and are cheap).
+pub fn load_with_memo(dir: &Path, memo_dir: Option<&Path>) -> Result<Skill, ManifestError> {
     let manifest_path = dir.join(MANIFEST_FILE);
     let text = std::fs::read_to_string(&manifest_path).map_err(|source| ManifestError::Io {
         path: manifest_path.clone(),
         source,
     })?;
-    let manifest = parse(&text, dir, &manifest_path)?;
+    let memo = memo_dir.map(|d| d.join(memo_name(&text)));
+    let known_valid = memo.as_ref().is_some_and(|m| m.is_file());
+    let manifest = parse_inner(&text, dir, &manifest_path, !known_valid)?;
+    if let Some(memo) = memo.filter(|_| !known_valid) {
+        // A lost memo only costs a schema check next time.
+        let _ = memo
+            .parent()
+            .map(std::fs::create_dir_all)
+            .transpose()
+            .and_then(|_| std::fs::write(&memo, b""));
+    }
     Ok(Skill {
         dir: dir.to_path_buf(),
         manifest_path,
@@ -377,8 +395,27 @@ pub fn load(dir: &Path) -> Result<Skill, ManifestError> {
     })
 }
 
+/// The memo file for a manifest text that passed this binary's schema.
+fn memo_name(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(SCHEMA.as_bytes());
+    h.update([0]);
+    h.update(text.as_bytes());
+    format!("{}.valid", hex::encode(&h.finalize()[..16]))
+}
+
 /// Validate manifest text; `dir` resolves detector paths, `path` names the file in errors.
 pub fn parse(text: &str, dir: &Path, path: &Path) -> Result<Manifest, ManifestError> {
+    parse_inner(text, dir, path, true)
+}
+
+fn parse_inner(
+    text: &str,
+    dir: &Path,
+    path: &Path,
+    check_schema: bool,
+) -> Result<Manifest, ManifestError> {
     let doc = yaml::parse(text).map_err(|e| ManifestError::Yaml {
         path: path.to_path_buf(),
         position: e.position,
@@ -388,9 +425,11 @@ pub fn parse(text: &str, dir: &Path, path: &Path) -> Result<Manifest, ManifestEr
         path: path.to_path_buf(),
         issues,
     };
-    let issues = schema_issues(&doc);
-    if !issues.is_empty() {
-        return Err(invalid(issues));
+    if check_schema {
+        let issues = schema_issues(&doc);
+        if !issues.is_empty() {
+            return Err(invalid(issues));
+        }
     }
     let raw: RawManifest = serde_json::from_value(doc.value.clone()).map_err(|e| {
         invalid(vec![Issue {

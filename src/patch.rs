@@ -7,6 +7,7 @@
 //! stay untouched (intent-to-add writes no blobs).
 
 use crate::git::{self, GitError};
+use crate::new_file_diff;
 use critic_sdk::{FileChange, Patch, PatchOrigin};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use std::path::{Path, PathBuf};
@@ -125,42 +126,195 @@ impl Workspace {
 
     /// The diff from `base` to the working tree, untracked files included.
     pub fn worktree_patch(&self, base: &str, tests: &TestClassifier) -> Result<Patch, PatchError> {
-        let index = tempfile::Builder::new()
-            .prefix("critic-index-")
-            .tempfile()
-            .map_err(|source| PatchError::Io {
-                path: std::env::temp_dir(),
-                source,
-            })?;
-        let user_index = self.git_dir.join("index");
-        // Starting from the user's index keeps git's stat cache, which is what
-        // makes the diff fast on large trees.
-        if user_index.is_file() {
-            std::fs::copy(&user_index, index.path()).map_err(|source| PatchError::Io {
-                path: user_index.clone(),
-                source,
-            })?;
-        }
-        let mut add = git::command(&self.root);
-        add.env("GIT_INDEX_FILE", index.path())
-            .args(["add", "--intent-to-add", "--", "."]);
-        git::run(add)?;
-        let mut diff = git::command(&self.root);
-        diff.env("GIT_INDEX_FILE", index.path()).args([
-            "diff",
-            "--binary",
-            "--no-color",
-            "--no-ext-diff",
-            "--no-textconv",
-            "-M",
-            "--src-prefix=a/",
-            "--dst-prefix=b/",
-            base,
-            "--",
-        ]);
-        let raw = String::from_utf8_lossy(&git::run(diff)?).into_owned();
+        let raw = worktree_diff(&self.root, &self.git_dir, base)?;
         parse_patch(raw, base, PatchOrigin::Worktree, "git diff", tests)
     }
+
+    /// Open the work tree containing `dir` and compute its patch against
+    /// `base` (HEAD when `None`).
+    ///
+    /// The common case costs two git processes: the work tree, git directory
+    /// and HEAD commit are found the way git finds them (the nearest `.git`,
+    /// its `HEAD` and refs) without running git. Anything unusual (a named
+    /// `--base`, a linked worktree, an unreadable ref) or any failure takes
+    /// the path through `git rev-parse`, which also produces the error
+    /// messages, so the result is always what [`Workspace::open`] plus
+    /// [`Workspace::worktree_patch`] give.
+    pub fn open_with_patch(
+        dir: &Path,
+        base: Option<&str>,
+        tests: &TestClassifier,
+    ) -> Result<(Workspace, Patch), PatchError> {
+        if base.is_none() {
+            if let Some(ws) = find_workspace(dir) {
+                if let Ok(raw) = worktree_diff(&ws.root, &ws.git_dir, &ws.head) {
+                    let patch =
+                        parse_patch(raw, &ws.head, PatchOrigin::Worktree, "git diff", tests)?;
+                    return Ok((ws, patch));
+                }
+            }
+        }
+        let ws = Workspace::open(dir)?;
+        let base = match base {
+            Some(rev) => ws.resolve(rev)?,
+            None => ws.head.clone(),
+        };
+        let patch = ws.worktree_patch(&base, tests)?;
+        Ok((ws, patch))
+    }
+}
+
+/// The work tree containing `dir`, found as git finds it by default (the
+/// nearest `.git` directory above it, its `HEAD`, loose or packed refs), or
+/// `None` whenever that is not plain; the caller then asks git.
+fn find_workspace(dir: &Path) -> Option<Workspace> {
+    let start = dir.canonicalize().ok()?;
+    let root = start.ancestors().find(|d| d.join(".git").exists())?;
+    let git_dir = root.join(".git");
+    // Linked worktrees and submodules keep refs elsewhere: leave them to git.
+    if !git_dir.is_dir() || git_dir.join("commondir").exists() {
+        return None;
+    }
+    let head = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
+    let head = head.trim_end();
+    let commit = match head.strip_prefix("ref: ") {
+        Some(name) => resolve_ref(&git_dir, name)?,
+        None => head.to_string(),
+    };
+    is_object_id(&commit).then(|| Workspace {
+        root: root.to_path_buf(),
+        git_dir,
+        head: commit,
+    })
+}
+
+/// A branch's commit from its loose ref file or `packed-refs`.
+fn resolve_ref(git_dir: &Path, name: &str) -> Option<String> {
+    if !name.starts_with("refs/") || name.split('/').any(|p| p.is_empty() || p == "..") {
+        return None;
+    }
+    if let Ok(text) = std::fs::read_to_string(git_dir.join(name)) {
+        return Some(text.trim_end().to_string());
+    }
+    let packed = std::fs::read_to_string(git_dir.join("packed-refs")).ok()?;
+    packed.lines().find_map(|line| {
+        let (id, refname) = line.split_once(' ')?;
+        (refname == name).then(|| id.to_string())
+    })
+}
+
+/// A full SHA-1 or SHA-256 object id in lowercase hex.
+fn is_object_id(s: &str) -> bool {
+    matches!(s.len(), 40 | 64) && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// `git diff <rev>` of the work tree at `root`, untracked files included.
+///
+/// Runs on a copy of the user's index (git may refresh the index it diffs
+/// with, and the user's must stay untouched). The listing of untracked files
+/// and the diff of tracked ones run side by side; the untracked files'
+/// sections are then written by [`new_file_diff`]. When that cannot match
+/// git byte for byte (a deletion that git could pair with a new file as a
+/// rename, a binary or executable file, attributes that may filter content),
+/// the untracked files are marked intent-to-add and git writes everything.
+fn worktree_diff(root: &Path, git_dir: &Path, rev: &str) -> Result<String, PatchError> {
+    diff_with(root, git_dir, rev, true)
+}
+
+/// [`worktree_diff`]; `native: false` always lets git write the untracked
+/// files' sections (the reference the native ones are tested against).
+fn diff_with(root: &Path, git_dir: &Path, rev: &str, native: bool) -> Result<String, PatchError> {
+    let index = tempfile::Builder::new()
+        .prefix("critic-index-")
+        .tempfile()
+        .map_err(|source| PatchError::Io {
+            path: std::env::temp_dir(),
+            source,
+        })?;
+    let user_index = git_dir.join("index");
+    // Starting from the user's index keeps git's stat cache, which is what
+    // makes the diff fast on large trees.
+    if user_index.is_file() {
+        std::fs::copy(&user_index, index.path()).map_err(|source| PatchError::Io {
+            path: user_index.clone(),
+            source,
+        })?;
+    }
+    let git = |args: &[&str]| {
+        let mut cmd = git::command(root);
+        cmd.env("GIT_INDEX_FILE", index.path()).args(args);
+        git::run(cmd).map(|out| String::from_utf8_lossy(&out).into_owned())
+    };
+    let diff = || git(&diff_args(rev));
+    let (tracked, untracked) = std::thread::scope(|s| {
+        let listing = s.spawn(|| git(&["ls-files", "-z", "--others", "--exclude-standard"]));
+        let tracked = diff();
+        let untracked = listing.join().map_err(|_| GitError {
+            args: "ls-files".into(),
+            dir: root.display().to_string(),
+            message: "the listing thread panicked".into(),
+        });
+        (tracked, untracked)
+    });
+    let (tracked, untracked) = (tracked?, untracked??);
+    let untracked: Vec<&str> = untracked.split('\0').filter(|p| !p.is_empty()).collect();
+    if untracked.is_empty() {
+        return Ok(tracked);
+    }
+    if native {
+        if let Some(merged) = with_new_files(root, &tracked, &untracked) {
+            return Ok(merged);
+        }
+    }
+    git(&["add", "--intent-to-add", "--", "."])?;
+    Ok(diff()?)
+}
+
+fn diff_args(rev: &str) -> [&str; 12] {
+    [
+        "diff",
+        "--binary",
+        "--full-index",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        "-M",
+        "--src-prefix=a/",
+        "--dst-prefix=b/",
+        "--end-of-options",
+        rev,
+        "--",
+    ]
+}
+
+/// The tracked diff with the untracked files' sections in git's order, or
+/// `None` when git must write them (see [`worktree_diff`]).
+fn with_new_files(root: &Path, tracked: &str, untracked: &[&str]) -> Option<String> {
+    let attributes = root.join(".gitattributes").exists()
+        || untracked.iter().any(|p| {
+            Path::new(p)
+                .ancestors()
+                .skip(1)
+                .any(|d| root.join(d).join(".gitattributes").exists())
+        });
+    if attributes {
+        return None;
+    }
+    let mut sections: Vec<(&str, String)> = Vec::new();
+    for section in new_file_diff::split_sections(tracked) {
+        let path = new_file_diff::section_path(section)?;
+        // A deleted file could pair with a new one as a rename.
+        if section.contains("\ndeleted file mode ") {
+            return None;
+        }
+        sections.push((path, section.to_string()));
+    }
+    for path in untracked {
+        sections.push((path, new_file_diff::section(root, path)?));
+    }
+    // git orders files by path, bytewise (index order).
+    sections.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    Some(sections.into_iter().map(|(_, s)| s).collect())
 }
 
 fn resolve_commit(dir: &Path, rev: &str) -> Result<String, GitError> {
@@ -241,6 +395,65 @@ mod tests {
             .map(|s| s.to_string())
             .collect();
         TestClassifier::new(&p).unwrap()
+    }
+
+    fn git(dir: &Path, args: &[&str]) {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@localhost"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+
+    #[test]
+    fn native_untracked_sections_match_git_byte_for_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let write = |p: &str, text: &[u8]| {
+            let path = root.join(p);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write("a.py", b"x = 1\n");
+        write("m/z.py", b"z = 1\n");
+        write(".gitignore", b"*.log\n");
+        git(&root, &["init", "-q"]);
+        git(&root, &["add", "-A"]);
+        git(&root, &["commit", "-qm", "base"]);
+        write("a.py", b"x = 2\n");
+        write("m/z.py", b"z = 1\nzz = 2\n");
+        write("a/b.py", b"def f():\n    return 1\n");
+        write("a-b.py", b"no newline at end");
+        write("one.py", b"single\n");
+        write("empty.py", b"");
+        write(
+            "with space/t\u{e9}st \u{e9}.py",
+            "caf\u{e9} = 1\n".as_bytes(),
+        );
+        write(
+            "tests/test_new.py",
+            b"import a\n\n\ndef test_x():\n    assert a.x == 2\n",
+        );
+        write("debug.log", b"ignored\n");
+        let git_dir = root.join(".git");
+        let head = Workspace::open(&root).unwrap().head;
+        let native = diff_with(&root, &git_dir, &head, true).unwrap();
+        let reference = diff_with(&root, &git_dir, &head, false).unwrap();
+        assert!(
+            native.contains("+++ b/with space/t\u{e9}st \u{e9}.py"),
+            "{native}"
+        );
+        assert!(native.contains("\\ No newline at end of file"), "{native}");
+        assert!(!native.contains("debug.log"));
+        assert_eq!(native, reference);
+        // A deletion next to a new file may be a rename: git decides.
+        write("m/z.py", b"z = 1\n");
+        std::fs::rename(root.join("m/z.py"), root.join("m/moved.py")).unwrap();
+        let native = diff_with(&root, &git_dir, &head, true).unwrap();
+        assert!(native.contains("rename from m/z.py"), "{native}");
+        assert_eq!(native, diff_with(&root, &git_dir, &head, false).unwrap());
     }
 
     #[test]

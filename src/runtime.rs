@@ -10,7 +10,9 @@
 //! `critic:detector/host` functions.
 
 use crate::cache::{CacheOutcome, ComponentCache};
-use crate::capabilities::{self, log::Level, Capability, Grants};
+use crate::capabilities::log::{Level, LogBuffer, LogLine};
+use crate::capabilities::{Capability, Grants};
+use crate::events::feed::EventFeed;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -164,6 +166,19 @@ pub struct CallContext {
     pub grants: Grants,
     /// Canonical workspace root for `read-file`.
     pub workspace: PathBuf,
+    /// The finish's events, for the `events` and `event-raw` host functions.
+    pub events: Arc<EventFeed>,
+    /// Where the `log` capability puts this call's lines (the harness emits
+    /// them once it knows the call counts).
+    pub logs: Arc<Mutex<LogBuffer>>,
+}
+
+impl CallContext {
+    /// The lines logged so far, leaving the buffer empty.
+    pub fn take_logs(&self) -> Vec<LogLine> {
+        let mut buf = self.logs.lock().unwrap_or_else(|p| p.into_inner());
+        std::mem::take(&mut *buf).into_lines()
+    }
 }
 
 /// What a successful call produced besides the output JSON.
@@ -480,12 +495,24 @@ impl critic::detector::host::Host for HostState {
             LogLevel::Warn => Level::Warn,
             LogLevel::Error => Level::Error,
         };
-        capabilities::log::emit(&self.ctx.skill, &self.ctx.signal, level, &message);
+        self.ctx
+            .logs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(level, &message);
     }
 
     fn read_file(&mut self, path: String) -> Result<Vec<u8>, String> {
         self.ctx.grants.check(Capability::ReadFile)?;
-        capabilities::read_file::read(&self.ctx.workspace, &path)
+        crate::capabilities::read_file::read(&self.ctx.workspace, &path)
+    }
+
+    fn events(&mut self) -> String {
+        self.ctx.events.lean_json().to_string()
+    }
+
+    fn event_raw(&mut self, index: u32) -> Option<String> {
+        self.ctx.events.raw(index as usize)
     }
 }
 

@@ -47,6 +47,32 @@ fn openhands_sdk_layouts_agree() {
     assert!(kinds.contains(&"action") && kinds.contains(&"observation"));
     assert_eq!(kinds.iter().filter(|k| **k == "finish").count(), 3);
     assert_eq!(dir["last_finish"], "Fixed and verified: all tests pass.");
+    assert_eq!(
+        dir["last_raw_kind"], "ObservationEvent",
+        "the guest fetched the event's original JSON through event-raw"
+    );
+}
+
+#[test]
+fn ill_typed_fields_are_dropped_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let odd = dir.path().join("odd.jsonl");
+    std::fs::write(
+        &odd,
+        concat!(
+            "{\"kind\": \"MessageEvent\", \"source\": 7, \"llm_message\": {\"content\": [{\"text\": \"hi\"}]}}\n",
+            "{\"kind\": \"ObservationEvent\", \"observation\": \"not an object\"}\n",
+            "{\"kind\": \"ActionEvent\", \"action\": {\"kind\": \"FinishAction\", \"message\": \"done\"}}\n",
+        ),
+    )
+    .unwrap();
+    let (code, v, err) = echo(&odd, None);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        v["kinds"],
+        serde_json::json!(["message", "other", "finish"])
+    );
+    assert_eq!(v["last_finish"], "done");
 }
 
 #[test]

@@ -15,7 +15,7 @@ fn finish(repo: &Repo, n: usize) -> Finish {
     let ws = Workspace::open(repo.path()).unwrap();
     let classifier = TestClassifier::new(&["tests/**".to_string()]).unwrap();
     Finish {
-        events: events::load(&demo_events(n), None).unwrap(),
+        events: events::load(&demo_events(n), None).unwrap().into(),
         patch: ws.worktree_patch(&ws.head, &classifier).unwrap(),
         workspace: ws.root.canonicalize().unwrap(),
         session: "lib".into(),

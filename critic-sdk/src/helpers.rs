@@ -171,7 +171,6 @@ mod tests {
     use super::*;
     use crate::protocol::{FileStatus, Hunk, Line};
     use serde_json::json;
-    use serde_json::value::RawValue;
 
     fn ev(index: usize, kind: EventKind) -> Event {
         Event {
@@ -186,7 +185,7 @@ mod tests {
             output: None,
             exit_code: None,
             timestamp: None,
-            raw: RawValue::from_string("{}".into()).unwrap(),
+            raw: None,
         }
     }
 

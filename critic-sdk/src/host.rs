@@ -37,6 +37,17 @@ pub fn read_file_string(path: &str) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| format!("{path}: not valid UTF-8"))
 }
 
+/// The normalized event stream as JSON (without each event's `raw`). Not a
+/// capability: it is the detector's own input. Use [`crate::DetectorInput::events`].
+pub(crate) fn events() -> Result<String, String> {
+    imp::events()
+}
+
+/// The original JSON of event `index`, `None` when there is no such event.
+pub(crate) fn event_raw(index: usize) -> Option<String> {
+    imp::event_raw(index)
+}
+
 #[cfg(target_arch = "wasm32")]
 mod imp {
     use super::LogLevel;
@@ -56,6 +67,14 @@ mod imp {
     pub fn read_file(path: &str) -> Result<Vec<u8>, String> {
         host::read_file(path)
     }
+
+    pub fn events() -> Result<String, String> {
+        Ok(host::events())
+    }
+
+    pub fn event_raw(index: usize) -> Option<String> {
+        host::event_raw(u32::try_from(index).ok()?)
+    }
 }
 
 #[cfg(not(target_arch = "wasm32"))]
@@ -68,5 +87,14 @@ mod imp {
 
     pub fn read_file(path: &str) -> Result<Vec<u8>, String> {
         std::fs::read(path).map_err(|e| format!("{path}: {e}"))
+    }
+
+    // Off wasm there is no host to ask: inputs carry their events inline.
+    pub fn events() -> Result<String, String> {
+        Err("no events in the input, and no host to fetch them from (pass `events` inline when testing natively)".into())
+    }
+
+    pub fn event_raw(_index: usize) -> Option<String> {
+        None
     }
 }

@@ -42,6 +42,22 @@ pub mod bindings {
 }
 
 impl DetectorInput {
+    /// The agent's normalized event stream, oldest first. Fetched from the host
+    /// on the first call (and kept), unless the input carried it inline.
+    pub fn events(&self) -> Result<&[Event], String> {
+        if let Some(events) = &self.inline_events {
+            return Ok(events);
+        }
+        self.fetched_events
+            .get_or_init(|| {
+                let json = host::events()?;
+                serde_json::from_str(&json)
+                    .map_err(|e| format!("cannot decode the event stream from the host: {e}"))
+            })
+            .as_deref()
+            .map_err(Clone::clone)
+    }
+
     /// The signal's `config`, deserialized; `null` config becomes `T::default()`
     /// through serde defaults when `T` allows it.
     pub fn config_as<T: DeserializeOwned>(&self) -> Result<T, String> {

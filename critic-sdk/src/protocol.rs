@@ -13,6 +13,13 @@ use serde_json::Value;
 pub const API_VERSION: &str = "0.1.0";
 
 /// Everything a detector sees on one finish call.
+///
+/// The event stream is not part of the JSON the host passes to a WebAssembly
+/// detector: [`DetectorInput::events`] fetches it from the host on first use
+/// (without each event's original JSON, which [`Event::raw_value`] fetches per
+/// event). A detector that never looks at the events never pays for them, which
+/// matters for multi-megabyte trajectories. Native detectors and tests get the
+/// events inline under `events`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DetectorInput {
     /// The WIT package version the host speaks.
@@ -32,10 +39,14 @@ pub struct DetectorInput {
     pub iteration: u32,
     /// The session id the host was given (or derived).
     pub session: String,
-    /// The agent's normalized event stream, oldest first.
-    pub events: Vec<Event>,
     /// The working-tree diff at finish time, computed once by the host.
     pub patch: Patch,
+    /// Events passed inline (native detectors, tests); read them through
+    /// [`DetectorInput::events`].
+    #[serde(default, rename = "events", skip_serializing_if = "Option::is_none")]
+    pub(crate) inline_events: Option<Vec<Event>>,
+    #[serde(skip)]
+    pub(crate) fetched_events: std::sync::OnceLock<Result<Vec<Event>, String>>,
 }
 
 /// Name and version of the running skill.
@@ -118,14 +129,40 @@ pub struct Event {
     /// Timestamp as the source wrote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<String>,
-    /// The original JSON of the event.
-    pub raw: Box<RawValue>,
+    /// The original JSON of the event. The host always has it; a WebAssembly
+    /// detector gets `None` here and [`Event::raw_value`] fetches it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<Box<RawValue>>,
 }
 
 impl Event {
-    /// Parse the original JSON of the event.
+    /// The original JSON of the event, fetched from the host when it was not
+    /// passed inline; `Null` when it cannot be had.
     pub fn raw_value(&self) -> Value {
-        serde_json::from_str(self.raw.get()).unwrap_or(Value::Null)
+        match &self.raw {
+            Some(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
+            None => crate::host::event_raw(self.index)
+                .and_then(|text| serde_json::from_str(&text).ok())
+                .unwrap_or(Value::Null),
+        }
+    }
+
+    /// The event as detectors receive it from the host: every field but `raw`,
+    /// serialized without copying the event.
+    pub fn lean(&self) -> LeanEvent<'_> {
+        LeanEvent {
+            index: self.index,
+            kind: self.kind,
+            original_kind: &self.original_kind,
+            source: &self.source,
+            tool: &self.tool,
+            call_id: &self.call_id,
+            arguments: &self.arguments,
+            text: &self.text,
+            output: &self.output,
+            exit_code: self.exit_code,
+            timestamp: &self.timestamp,
+        }
     }
 
     /// The shell command of a terminal/bash action, if this is one.
@@ -138,6 +175,36 @@ impl Event {
             .or_else(|| args.get("cmd"))
             .and_then(Value::as_str)
     }
+}
+
+/// An [`Event`] without its original JSON, borrowed for serialization (see
+/// [`Event::lean`]). Serializes exactly like the event with `raw: None`.
+#[derive(Debug, Serialize)]
+pub struct LeanEvent<'a> {
+    index: usize,
+    kind: EventKind,
+    #[serde(skip_serializing_if = "absent")]
+    original_kind: &'a Option<String>,
+    #[serde(skip_serializing_if = "absent")]
+    source: &'a Option<String>,
+    #[serde(skip_serializing_if = "absent")]
+    tool: &'a Option<String>,
+    #[serde(skip_serializing_if = "absent")]
+    call_id: &'a Option<String>,
+    #[serde(skip_serializing_if = "absent")]
+    arguments: &'a Option<Value>,
+    #[serde(skip_serializing_if = "absent")]
+    text: &'a Option<String>,
+    #[serde(skip_serializing_if = "absent")]
+    output: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exit_code: Option<i64>,
+    #[serde(skip_serializing_if = "absent")]
+    timestamp: &'a Option<String>,
+}
+
+fn absent<T>(v: &&Option<T>) -> bool {
+    v.is_none()
 }
 
 /// The working-tree diff at finish time.

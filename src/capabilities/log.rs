@@ -19,6 +19,52 @@ pub enum Level {
     Error,
 }
 
+/// Most lines kept from one detector call; later ones are counted, not kept.
+pub const MAX_LINES_PER_CALL: usize = 1000;
+
+/// A line a detector logged, held until the harness knows the call counts
+/// (a call made ahead of a gate that then fires is discarded with its lines).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogLine {
+    /// Severity.
+    pub level: Level,
+    /// The text, already capped at [`MAX_LINE_BYTES`].
+    pub message: String,
+}
+
+/// The lines of one call, capped at [`MAX_LINES_PER_CALL`].
+#[derive(Debug, Default)]
+pub struct LogBuffer {
+    lines: Vec<LogLine>,
+    dropped: usize,
+}
+
+impl LogBuffer {
+    /// Keep a line (or count it once the buffer is full).
+    pub fn push(&mut self, level: Level, message: &str) {
+        if self.lines.len() < MAX_LINES_PER_CALL {
+            self.lines.push(LogLine {
+                level,
+                message: truncate(message, MAX_LINE_BYTES),
+            });
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    /// The kept lines, plus a warning line when some were dropped.
+    pub fn into_lines(self) -> Vec<LogLine> {
+        let mut lines = self.lines;
+        if self.dropped > 0 {
+            lines.push(LogLine {
+                level: Level::Warn,
+                message: format!("{} more log lines dropped", self.dropped),
+            });
+        }
+        lines
+    }
+}
+
 /// Emit one detector log line through `tracing`.
 pub fn emit(skill: &str, signal: &str, level: Level, message: &str) {
     let line = truncate(message, MAX_LINE_BYTES);

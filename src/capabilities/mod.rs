@@ -33,6 +33,14 @@ impl Capability {
         }
     }
 
+    /// Whether a call has no effect outside the detector call itself (so the
+    /// harness may run the call speculatively and discard it).
+    pub fn is_pure(self) -> bool {
+        match self {
+            Capability::Log | Capability::ReadFile => true,
+        }
+    }
+
     /// Parse a name as written in a manifest or `--deny`.
     pub fn from_name(name: &str) -> Option<Capability> {
         Self::ALL.iter().copied().find(|c| c.name() == name)

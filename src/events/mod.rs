@@ -5,6 +5,8 @@
 //! forces one. Event kinds an adapter does not know are kept as
 //! [`EventKind::Other`] with their original JSON, never dropped.
 
+pub mod feed;
+mod lenient;
 mod openhands;
 mod openhands_v0;
 
@@ -71,11 +73,11 @@ pub enum EventsError {
     Unknown(PathBuf),
 }
 
-/// One JSON record of a stream with its 1-based source line.
+/// One JSON record of a stream with its 1-based source line. Only its extent
+/// is known at this point; each adapter parses the fields it needs, once.
 struct Record {
     line: usize,
     raw: Box<RawValue>,
-    value: Value,
 }
 
 /// Read and normalize an event stream.
@@ -120,42 +122,82 @@ fn read_records(path: &Path, text: &str) -> Result<Vec<Record>, EventsError> {
     if trimmed.starts_with('[') {
         let items: Vec<Box<RawValue>> =
             serde_json::from_str(trimmed).map_err(|e| malformed(e, offset_line))?;
-        return items
+        return Ok(items
             .into_iter()
-            .map(|raw| {
-                let value =
-                    serde_json::from_str(raw.get()).map_err(|e| malformed(e, offset_line))?;
-                Ok(Record {
-                    line: 0,
-                    raw,
-                    value,
-                })
-            })
-            .collect();
+            .map(|raw| Record { line: 0, raw })
+            .collect());
     }
     // A single pretty-printed object (e.g. one V0 record) or JSONL.
     if let Ok(raw) = serde_json::from_str::<Box<RawValue>>(trimmed) {
-        let value = serde_json::from_str(raw.get()).map_err(|e| malformed(e, offset_line))?;
         return Ok(vec![Record {
             line: offset_line + 1,
             raw,
-            value,
         }]);
     }
-    let mut records = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
+    let lines: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .collect();
+    parallel_map(lines, |_, (i, line)| {
         let raw: Box<RawValue> = serde_json::from_str(line).map_err(|e| malformed(e, i))?;
-        let value = serde_json::from_str(raw.get()).map_err(|e| malformed(e, i))?;
-        records.push(Record {
-            line: i + 1,
-            raw,
-            value,
-        });
+        Ok(Record { line: i + 1, raw })
+    })
+    .into_iter()
+    .collect()
+}
+
+/// `convert(index, item)` for every item, on up to one thread per core (in
+/// chunks big enough to be worth a thread), results in order. Events parse
+/// independently of each other, so large streams split across the cores.
+fn parallel_map<T, U, F>(items: Vec<T>, convert: F) -> Vec<U>
+where
+    T: Send,
+    U: Send,
+    F: Fn(usize, T) -> U + Sync,
+{
+    const MIN_CHUNK: usize = 2048;
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(items.len() / MIN_CHUNK)
+        .max(1);
+    if threads == 1 {
+        return items
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| convert(i, r))
+            .collect();
     }
-    Ok(records)
+    let chunk = items.len().div_ceil(threads);
+    let records = items;
+    let mut chunks: Vec<Vec<T>> = Vec::with_capacity(threads);
+    let mut rest = records;
+    while rest.len() > chunk {
+        let tail = rest.split_off(chunk);
+        chunks.push(rest);
+        rest = tail;
+    }
+    chunks.push(rest);
+    std::thread::scope(|s| {
+        let convert = &convert;
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .enumerate()
+            .map(|(c, records)| {
+                s.spawn(move || {
+                    records
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, r)| convert(c * chunk + i, r))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
 }
 
 /// serde_json appends " at line L column C"; the error already carries those.
@@ -166,19 +208,31 @@ fn strip_position(message: &str) -> String {
     }
 }
 
+/// The top-level fields that tell the formats apart; everything else is
+/// skipped unparsed (a V0 record's `history` can be megabytes).
+#[derive(serde::Deserialize)]
+struct Probe {
+    history: Option<serde::de::IgnoredAny>,
+    kind: Option<Value>,
+    action: Option<Value>,
+    observation: Option<Value>,
+}
+
 fn detect(path: &Path, records: &[Record]) -> Result<EventsFormat, EventsError> {
     let Some(first) = records.first() else {
         return Err(EventsError::Empty(path.to_path_buf()));
     };
-    let v = &first.value;
-    if v.get("history").is_some() {
+    let Ok(probe) = serde_json::from_str::<Probe>(first.raw.get()) else {
+        return Err(EventsError::Unknown(path.to_path_buf()));
+    };
+    if probe.history.is_some() {
         return Ok(EventsFormat::OpenhandsV0);
     }
-    if v.get("kind").is_some_and(Value::is_string) {
+    if probe.kind.as_ref().is_some_and(Value::is_string) {
         return Ok(EventsFormat::Openhands);
     }
-    if v.get("action").is_some_and(Value::is_string)
-        || v.get("observation").is_some_and(Value::is_string)
+    if probe.action.as_ref().is_some_and(Value::is_string)
+        || probe.observation.as_ref().is_some_and(Value::is_string)
     {
         return Ok(EventsFormat::OpenhandsV0);
     }
@@ -199,27 +253,12 @@ fn event(index: usize, kind: EventKind, raw: Box<RawValue>) -> Event {
         output: None,
         exit_code: None,
         timestamp: None,
-        raw,
+        raw: Some(raw),
     }
 }
 
 fn str_field(v: &Value, key: &str) -> Option<String> {
     v.get(key).and_then(Value::as_str).map(str::to_string)
-}
-
-/// Join the text parts of an OpenHands content list (`[{type: text, text}]`).
-fn content_text(v: Option<&Value>) -> Option<String> {
-    match v? {
-        Value::String(s) => Some(s.clone()),
-        Value::Array(parts) => {
-            let texts: Vec<&str> = parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect();
-            (!texts.is_empty()).then(|| texts.join("\n"))
-        }
-        _ => None,
-    }
 }
 
 #[cfg(test)]

@@ -2,11 +2,16 @@
 //! `kind` names its class (`ActionEvent`, `ObservationEvent`, `MessageEvent`, ...).
 //! The SDK persists a conversation as `events/event-NNNNN-<id>.json`, one file per
 //! event; the zero-padded number orders them.
+//!
+//! Each event is deserialized once into [`SdkEvent`], which names only the
+//! fields the normalized form uses; the rest of the JSON is skipped unparsed.
 
-use super::{content_text, event, str_field, EventsError, Record};
+use super::lenient::{OptI64, OptStr, Text};
+use super::{event, EventsError, Record};
 use critic_sdk::{Event, EventKind};
+use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::path::Path;
 
 /// Read a persisted events directory (or a conversation directory holding one).
@@ -44,75 +49,125 @@ pub(super) fn read_dir(dir: &Path) -> Result<Vec<Record>, EventsError> {
                 message: super::strip_position(&e.to_string()),
             };
             let raw: Box<RawValue> = serde_json::from_str(text.trim()).map_err(malformed)?;
-            let value = serde_json::from_str(raw.get()).map_err(malformed)?;
-            Ok(Record {
-                line: 1,
-                raw,
-                value,
-            })
+            Ok(Record { line: 1, raw })
         })
         .collect()
 }
 
 /// Normalize SDK events.
 pub(super) fn normalize(records: Vec<Record>) -> Vec<Event> {
-    records
-        .into_iter()
-        .enumerate()
-        .map(|(i, r)| convert(i, r))
-        .collect()
+    super::parallel_map(records, convert)
+}
+
+/// The fields of an SDK event the normalized form uses.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct SdkEvent {
+    kind: OptStr,
+    source: OptStr,
+    timestamp: OptStr,
+    tool_name: OptStr,
+    tool_call_id: OptStr,
+    llm_message: Option<Content>,
+    system_prompt: Option<SystemPrompt>,
+    action: Option<Map<String, Value>>,
+    thought: Text,
+    observation: Option<Observation>,
+    error: OptStr,
+    rejection_reason: OptStr,
+    tool_call: Option<ToolCall>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Content {
+    content: Text,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct SystemPrompt {
+    text: OptStr,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Observation {
+    content: Text,
+    exit_code: OptI64,
+    metadata: Option<ObservationMetadata>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ObservationMetadata {
+    exit_code: OptI64,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ToolCall {
+    arguments: OptStr,
 }
 
 fn convert(index: usize, record: Record) -> Event {
-    let v = &record.value;
-    let class = str_field(v, "kind").unwrap_or_default();
-    let mut e = event(index, kind_of(&class, v), record.raw);
-    e.source = str_field(v, "source");
-    e.timestamp = str_field(v, "timestamp");
-    e.tool = str_field(v, "tool_name");
-    e.call_id = str_field(v, "tool_call_id");
+    // Leaf fields tolerate any JSON type; only a structurally foreign event
+    // (say, `observation` as a string) fails here, and it is kept as `other`.
+    let v: SdkEvent = match serde_json::from_str(record.raw.get()) {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::warn!(
+                index,
+                "event does not look like an OpenHands SDK event ({e}); kept as `other`"
+            );
+            return event(index, EventKind::Other, record.raw);
+        }
+    };
+    let class = v.kind.0.unwrap_or_default();
+    let action_kind = v
+        .action
+        .as_ref()
+        .and_then(|a| a.get("kind"))
+        .and_then(Value::as_str);
+    let mut e = event(index, kind_of(&class, action_kind), record.raw);
+    e.source = v.source.0;
+    e.timestamp = v.timestamp.0;
+    e.tool = v.tool_name.0;
+    e.call_id = v.tool_call_id.0;
     match class.as_str() {
-        "MessageEvent" => {
-            e.text = content_text(v.pointer("/llm_message/content"));
-        }
-        "SystemPromptEvent" => {
-            e.text = v
-                .pointer("/system_prompt/text")
-                .and_then(Value::as_str)
-                .map(str::to_string);
-        }
+        "MessageEvent" => e.text = v.llm_message.and_then(|m| m.content.0),
+        "SystemPromptEvent" => e.text = v.system_prompt.and_then(|p| p.text.0),
         "ActionEvent" => {
-            e.arguments = arguments(v);
             e.text = if e.kind == EventKind::Finish {
-                v.pointer("/action/message")
+                v.action
+                    .as_ref()
+                    .and_then(|a| a.get("message"))
                     .and_then(Value::as_str)
                     .map(str::to_string)
             } else {
-                content_text(v.get("thought")).filter(|t| !t.is_empty())
+                v.thought.0.filter(|t| !t.is_empty())
             };
+            e.arguments = arguments(v.action, v.tool_call);
         }
         "ObservationEvent" => {
-            let obs = v.get("observation");
-            e.output = obs.and_then(|o| content_text(o.get("content")));
-            e.exit_code = obs.and_then(|o| {
-                o.get("exit_code")
-                    .or_else(|| o.pointer("/metadata/exit_code"))
-                    .and_then(Value::as_i64)
-            });
+            if let Some(obs) = v.observation {
+                e.output = obs.content.0;
+                e.exit_code = obs.exit_code.0.or(obs.metadata.and_then(|m| m.exit_code.0));
+            }
         }
-        "AgentErrorEvent" => e.text = str_field(v, "error"),
-        "UserRejectObservation" => e.output = str_field(v, "rejection_reason"),
+        "AgentErrorEvent" => e.text = v.error.0,
+        "UserRejectObservation" => e.output = v.rejection_reason.0,
         _ => {}
     }
     e.original_kind = Some(class);
     e
 }
 
-fn kind_of(class: &str, v: &Value) -> EventKind {
+fn kind_of(class: &str, action_kind: Option<&str>) -> EventKind {
     match class {
         "MessageEvent" => EventKind::Message,
         "ActionEvent" => {
-            if v.pointer("/action/kind").and_then(Value::as_str) == Some("FinishAction") {
+            if action_kind == Some("FinishAction") {
                 EventKind::Finish
             } else {
                 EventKind::Action
@@ -130,14 +185,14 @@ fn kind_of(class: &str, v: &Value) -> EventKind {
     }
 }
 
-/// The validated action (minus its class tag), or the raw tool-call arguments.
-fn arguments(v: &Value) -> Option<Value> {
-    if let Some(Value::Object(action)) = v.get("action") {
-        let mut args = action.clone();
+/// The validated action (minus its class tag and null fields), or the raw
+/// tool-call arguments.
+fn arguments(action: Option<Map<String, Value>>, tool_call: Option<ToolCall>) -> Option<Value> {
+    if let Some(mut args) = action {
         args.remove("kind");
         args.retain(|_, x| !x.is_null());
         return Some(Value::Object(args));
     }
-    let text = v.pointer("/tool_call/arguments")?.as_str()?;
-    serde_json::from_str(text).ok()
+    let text = tool_call?.arguments.0?;
+    serde_json::from_str(&text).ok()
 }

@@ -12,8 +12,8 @@ use std::path::Path;
 /// Normalize V0 records: either one `output.jsonl` record with `history`, or
 /// history entries.
 pub(super) fn normalize(path: &Path, records: Vec<Record>) -> Result<Vec<Event>, EventsError> {
-    let entries: Vec<(Box<RawValue>, Value)> = match records.first() {
-        Some(first) if first.value.get("history").is_some() => {
+    let entries: Vec<Box<RawValue>> = match records.first() {
+        Some(first) if first.raw.get().contains("\"history\"") && is_record(&first.raw) => {
             if records.len() > 1 {
                 return Err(EventsError::Shape {
                     path: path.to_path_buf(),
@@ -24,28 +24,33 @@ pub(super) fn normalize(path: &Path, records: Vec<Record>) -> Result<Vec<Event>,
                     ),
                 });
             }
-            let history = first.raw.get();
-            let parsed: Vec<Box<RawValue>> = serde_json::from_str::<HistoryRecord>(history)
+            serde_json::from_str::<HistoryRecord>(first.raw.get())
                 .map(|h| h.history)
                 .map_err(|e| EventsError::Shape {
                     path: path.to_path_buf(),
                     message: format!("`history` is not a list of events: {e}"),
-                })?;
-            parsed
-                .into_iter()
-                .map(|raw| {
-                    let value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
-                    (raw, value)
-                })
-                .collect()
+                })?
         }
-        _ => records.into_iter().map(|r| (r.raw, r.value)).collect(),
+        _ => records.into_iter().map(|r| r.raw).collect(),
     };
     Ok(entries
         .into_iter()
         .enumerate()
-        .map(|(i, (raw, v))| convert(i, raw, &v))
+        .map(|(i, raw)| {
+            let value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+            convert(i, raw, &value)
+        })
         .collect())
+}
+
+/// Whether `raw` is an `output.jsonl` record (an object with a `history` key)
+/// rather than a history entry; the history itself is skipped unparsed.
+fn is_record(raw: &RawValue) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        history: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_str::<Probe>(raw.get()).is_ok_and(|p| p.history.is_some())
 }
 
 #[derive(serde::Deserialize)]

@@ -14,7 +14,7 @@ pub fn detect(input: &DetectorInput) -> Result<DetectorOutput, String> {
         )
         .with_metadata(json!({ "reason": "empty patch" })));
     }
-    if !finished(&input.events) {
+    if !finished(input.events()?) {
         return Ok(DetectorOutput::fire(
             "Your last action was not a finish: the run stopped before you declared the task \
              done. Complete the task and end with the finish tool.",

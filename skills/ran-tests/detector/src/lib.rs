@@ -36,8 +36,9 @@ pub fn detect(input: &DetectorInput) -> Result<DetectorOutput, String> {
     if config.test_commands.iter().any(|c| c.trim().is_empty()) {
         return Err("config.test_commands has an empty entry".into());
     }
-    let last_edit = last_file_edit(&input.events);
-    let runs = commands(&input.events);
+    let events = input.events()?;
+    let last_edit = last_file_edit(events);
+    let runs = commands(events);
     let is_test = |cmd: &str| {
         config
             .test_commands
