@@ -47,6 +47,8 @@ pub struct CheckOptions {
     pub allow_native: bool,
     /// Wait this long for a concurrent check on the same session.
     pub lock_timeout: Duration,
+    /// Commands the `run` capabilities run at once.
+    pub jobs: usize,
 }
 
 /// Run one check.
@@ -105,6 +107,7 @@ pub fn run(opts: &CheckOptions) -> Result<Verdict, Error> {
             deny: opts.deny.clone(),
             allow_native: opts.allow_native,
             lock_timeout: opts.lock_timeout,
+            jobs: opts.jobs,
         };
         let critic =
             SkillCritic::with_detectors(skill, detectors, StateStore::new(state_root), &options);

@@ -135,6 +135,7 @@ pub fn run(examples: &Path, out: &mut dyn Write) -> Result<(), Error> {
             deny: Vec::new(),
             allow_native: false,
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            jobs: crate::harness::default_jobs(),
         })?;
         w(out, verdict.to_text())?;
     }

@@ -7,6 +7,7 @@
 //! `max_iterations` rejections are spent, the next finish is accepted with
 //! `budget_exhausted`, so the agent loop always ends.
 
+use crate::capabilities::run::Runner;
 use crate::capabilities::{self, log::LogLine, Capability, Grants};
 use crate::critic::{Critic, Finish};
 use crate::detector::Detector;
@@ -32,6 +33,13 @@ pub struct HarnessOptions {
     pub allow_native: bool,
     /// How long to wait for a concurrent check on the same session.
     pub lock_timeout: Duration,
+    /// Commands the `run` capabilities run at once (default: one per core).
+    pub jobs: usize,
+}
+
+/// One job per core.
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
 }
 
 impl Default for HarnessOptions {
@@ -40,6 +48,7 @@ impl Default for HarnessOptions {
             deny: Vec::new(),
             allow_native: false,
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            jobs: default_jobs(),
         }
     }
 }
@@ -51,6 +60,7 @@ pub struct SkillCritic {
     grants: Grants,
     state: StateStore,
     lock_timeout: Duration,
+    jobs: usize,
 }
 
 /// The part of a detector's input shared by all signals, serialized once.
@@ -103,6 +113,7 @@ impl SkillCritic {
             grants,
             state,
             lock_timeout: options.lock_timeout,
+            jobs: options.jobs.max(1),
         }
     }
 
@@ -242,6 +253,11 @@ impl Critic for SkillCritic {
             String::new()
         };
         let feed = Arc::new(EventFeed::new(finish.events.clone()));
+        let runner = Arc::new(Runner::new(
+            finish.workspace.clone(),
+            finish.patch.base.clone(),
+            self.jobs,
+        ));
         let mut inputs = Vec::with_capacity(m.signals.len());
         for (signal, detector) in m.signals.iter().zip(&self.detectors) {
             let state = session.signal_state(&signal.name)?;
@@ -267,6 +283,8 @@ impl Critic for SkillCritic {
                 workspace: finish.workspace.clone(),
                 events: feed.clone(),
                 logs: Default::default(),
+                runner: runner.clone(),
+                deadline: Instant::now() + signal.timeout,
             };
             let call_started = Instant::now();
             let outcome = detector

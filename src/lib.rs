@@ -24,6 +24,7 @@ pub mod native;
 pub mod new_file_diff;
 pub mod patch;
 pub mod runtime;
+pub mod sandbox;
 pub mod scaffold;
 
 pub mod state;

@@ -5,7 +5,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use pluggable_critic::capabilities::Capability;
 use pluggable_critic::check::{self, CheckOptions, DEFAULT_SESSION};
 use pluggable_critic::events::EventsFormat;
-use pluggable_critic::{build, cache, demo, manifest, runtime, scaffold, state};
+use pluggable_critic::{build, cache, demo, harness, manifest, runtime, scaffold, state};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -80,6 +80,9 @@ enum Command {
         /// Seconds to wait for another check on the same session.
         #[arg(long, default_value_t = state::DEFAULT_LOCK_TIMEOUT.as_secs())]
         lock_timeout: u64,
+        /// Commands the `run` capabilities run at once (default: one per core).
+        #[arg(long)]
+        jobs: Option<usize>,
         /// Verdict format on stdout.
         #[arg(long, value_enum, default_value = "json")]
         output: Output,
@@ -163,6 +166,7 @@ fn run(command: Command) -> anyhow::Result<u8> {
             deny,
             allow_native,
             lock_timeout,
+            jobs,
             output,
         } => {
             let opts = CheckOptions {
@@ -178,6 +182,7 @@ fn run(command: Command) -> anyhow::Result<u8> {
                 deny,
                 allow_native,
                 lock_timeout: Duration::from_secs(lock_timeout),
+                jobs: jobs.unwrap_or_else(harness::default_jobs),
             };
             let verdict = check::run(&opts)?;
             match output {

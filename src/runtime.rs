@@ -11,6 +11,7 @@
 
 use crate::cache::{CacheOutcome, ComponentCache};
 use crate::capabilities::log::{Level, LogBuffer, LogLine};
+use crate::capabilities::run::Runner;
 use crate::capabilities::{Capability, Grants};
 use crate::events::feed::EventFeed;
 use std::path::{Path, PathBuf};
@@ -19,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{Config, Engine, ResourceLimiter, Store};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
@@ -171,6 +172,10 @@ pub struct CallContext {
     /// Where the `log` capability puts this call's lines (the harness emits
     /// them once it knows the call counts).
     pub logs: Arc<Mutex<LogBuffer>>,
+    /// Scratch copies for the `run` capabilities, shared by the check.
+    pub runner: Arc<Runner>,
+    /// When the call's time is up; host calls never run past it.
+    pub deadline: Instant,
 }
 
 impl CallContext {
@@ -505,6 +510,16 @@ impl critic::detector::host::Host for HostState {
     fn read_file(&mut self, path: String) -> Result<Vec<u8>, String> {
         self.ctx.grants.check(Capability::ReadFile)?;
         crate::capabilities::read_file::read(&self.ctx.workspace, &path)
+    }
+
+    fn run(&mut self, request: String) -> Result<String, String> {
+        self.ctx.grants.check(Capability::Run)?;
+        self.ctx.runner.run(&request, self.ctx.deadline)
+    }
+
+    fn run_matrix(&mut self, requests: String) -> Result<String, String> {
+        self.ctx.grants.check(Capability::RunMatrix)?;
+        self.ctx.runner.run_matrix(&requests, self.ctx.deadline)
     }
 
     fn events(&mut self) -> String {

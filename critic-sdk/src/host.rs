@@ -5,6 +5,8 @@
 //! the current directory and stderr, so detector logic can be tested without
 //! the host.
 
+use crate::protocol::{RunRequest, RunResult};
+
 /// Severity of a log line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogLevel {
@@ -35,6 +37,22 @@ pub fn read_file(path: &str) -> Result<Vec<u8>, String> {
 pub fn read_file_string(path: &str) -> Result<String, String> {
     let bytes = read_file(path)?;
     String::from_utf8(bytes).map_err(|_| format!("{path}: not valid UTF-8"))
+}
+
+/// Capability `run`: apply a patch in a scratch copy of the workspace and run
+/// a command there (see [`RunRequest`]).
+pub fn run(request: &RunRequest) -> Result<RunResult, String> {
+    let json = serde_json::to_string(request).map_err(|e| e.to_string())?;
+    let out = imp::run(&json)?;
+    serde_json::from_str(&out).map_err(|e| format!("cannot decode the run result: {e}"))
+}
+
+/// Capability `run-matrix`: many [`RunRequest`]s, run in parallel by the host
+/// (each in its own scratch copy); results in request order.
+pub fn run_matrix(requests: &[RunRequest]) -> Result<Vec<RunResult>, String> {
+    let json = serde_json::to_string(requests).map_err(|e| e.to_string())?;
+    let out = imp::run_matrix(&json)?;
+    serde_json::from_str(&out).map_err(|e| format!("cannot decode the run results: {e}"))
 }
 
 /// The normalized event stream as JSON (without each event's `raw`). Not a
@@ -72,6 +90,14 @@ mod imp {
         Ok(host::events())
     }
 
+    pub fn run(request: &str) -> Result<String, String> {
+        host::run(request)
+    }
+
+    pub fn run_matrix(requests: &str) -> Result<String, String> {
+        host::run_matrix(requests)
+    }
+
     pub fn event_raw(index: usize) -> Option<String> {
         host::event_raw(u32::try_from(index).ok()?)
     }
@@ -96,5 +122,15 @@ mod imp {
 
     pub fn event_raw(_index: usize) -> Option<String> {
         None
+    }
+
+    const NO_HOST: &str = "runs need the critic host; this native build has none";
+
+    pub fn run(_request: &str) -> Result<String, String> {
+        Err(NO_HOST.into())
+    }
+
+    pub fn run_matrix(_requests: &str) -> Result<String, String> {
+        Err(NO_HOST.into())
     }
 }

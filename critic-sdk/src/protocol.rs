@@ -314,3 +314,72 @@ pub enum PatchOrigin {
     /// Given by the user (`--patch`): the workspace holds the base files.
     File,
 }
+
+/// A command to run in a scratch copy of the workspace at the patch's base
+/// commit (capabilities `run` and `run-matrix`). The host applies `patch`,
+/// then writes `files`, then runs `argv` with `cwd` as working directory. The
+/// user's workspace is never touched.
+///
+/// `{scratch}` in `argv`, `env` values and `cwd` is replaced by the scratch
+/// copy's absolute path (e.g. `PYTHONPATH={scratch}/src`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RunRequest {
+    /// A unified diff against the base commit, applied first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<String>,
+    /// Files to write after the patch (workspace-relative path to content);
+    /// `None` deletes the file.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub files: std::collections::BTreeMap<String, Option<String>>,
+    /// The program and its arguments.
+    pub argv: Vec<String>,
+    /// Extra environment variables (the host passes only a small base set).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub env: std::collections::BTreeMap<String, String>,
+    /// Working directory, relative to the scratch copy's root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Kill the command's whole process group after this long (default 60 s;
+    /// never past the signal's own deadline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Keep at most this many bytes of stdout and of stderr each (default
+    /// 64 KiB): the head and the tail, with a marker between.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_bytes: Option<usize>,
+}
+
+/// What one [`RunRequest`] did.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RunResult {
+    /// Exit status, when the command exited on its own.
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, if one did.
+    #[serde(default)]
+    pub signal: Option<i32>,
+    /// Whether the host killed it at its timeout.
+    #[serde(default)]
+    pub timed_out: bool,
+    /// Captured standard output (capped).
+    #[serde(default)]
+    pub stdout: String,
+    /// Captured standard error (capped).
+    #[serde(default)]
+    pub stderr: String,
+    /// Wall time of the command, milliseconds (0 when it did not start).
+    #[serde(default)]
+    pub duration_ms: f64,
+    /// Set when the command could not run: the patch did not apply, a path
+    /// was refused, the program was not found. The other fields are empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl RunResult {
+    /// Whether the command ran and exited 0.
+    pub fn passed(&self) -> bool {
+        self.error.is_none() && !self.timed_out && self.exit_code == Some(0)
+    }
+}

@@ -7,6 +7,7 @@
 
 pub mod log;
 pub mod read_file;
+pub mod run;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -19,17 +20,28 @@ pub enum Capability {
     Log,
     /// Read workspace files, read-only.
     ReadFile,
+    /// Run a command in a scratch copy of the workspace.
+    Run,
+    /// Run many commands in parallel, each in a scratch copy.
+    RunMatrix,
 }
 
 impl Capability {
     /// Every capability this host offers, in schema order.
-    pub const ALL: &'static [Capability] = &[Capability::Log, Capability::ReadFile];
+    pub const ALL: &'static [Capability] = &[
+        Capability::Log,
+        Capability::ReadFile,
+        Capability::Run,
+        Capability::RunMatrix,
+    ];
 
     /// The name used in manifests and on the command line.
     pub fn name(self) -> &'static str {
         match self {
             Capability::Log => "log",
             Capability::ReadFile => "read-file",
+            Capability::Run => "run",
+            Capability::RunMatrix => "run-matrix",
         }
     }
 
@@ -38,6 +50,7 @@ impl Capability {
     pub fn is_pure(self) -> bool {
         match self {
             Capability::Log | Capability::ReadFile => true,
+            Capability::Run | Capability::RunMatrix => false,
         }
     }
 
@@ -139,6 +152,6 @@ mod tests {
         assert!("network"
             .parse::<Capability>()
             .unwrap_err()
-            .contains("known: log, read-file"));
+            .contains("known: log, read-file, run, run-matrix"));
     }
 }

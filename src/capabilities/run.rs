@@ -1,0 +1,81 @@
+//! Capabilities `run` and `run-matrix`: a detector has the host apply a patch
+//! to the base commit in a scratch copy of the workspace and run a command
+//! there (see [`crate::sandbox`]). `run-matrix` runs many such requests in
+//! parallel, one scratch copy per job.
+//!
+//! Commands run with the user's privileges (outside the WebAssembly sandbox),
+//! so a skill gets these only by declaring them, and the user can deny them.
+//! What is contained is the *workspace*: commands never see it, only copies.
+
+use crate::sandbox::{self, ScratchPool};
+use critic_sdk::RunRequest;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+/// The runs of one check: the scratch pool is made on the first request and
+/// removed when the check ends.
+pub struct Runner {
+    workspace: PathBuf,
+    base: String,
+    jobs: usize,
+    pool: OnceLock<Result<ScratchPool, String>>,
+}
+
+impl std::fmt::Debug for Runner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runner")
+            .field("workspace", &self.workspace)
+            .field("base", &self.base)
+            .field("jobs", &self.jobs)
+            .field(
+                "pool",
+                &self.pool.get().map(|p| p.as_ref().map(|p| p.path())),
+            )
+            .finish()
+    }
+}
+
+impl Runner {
+    /// Runs against commit `base` of the repository at `workspace`, up to
+    /// `jobs` at a time.
+    pub fn new(workspace: PathBuf, base: String, jobs: usize) -> Runner {
+        Runner {
+            workspace,
+            base,
+            jobs,
+            pool: OnceLock::new(),
+        }
+    }
+
+    fn pool(&self) -> Result<&ScratchPool, String> {
+        self.pool
+            .get_or_init(|| {
+                ScratchPool::new(&self.workspace, &self.base, self.jobs)
+                    .map_err(|e| format!("cannot make scratch copies of the workspace: {e}"))
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// Capability `run`: one JSON `RunRequest` in, one JSON `RunResult` out.
+    pub fn run(&self, request: &str, deadline: Instant) -> Result<String, String> {
+        let request: RunRequest =
+            serde_json::from_str(request).map_err(|e| format!("invalid run request: {e}"))?;
+        sandbox::check_requests(std::slice::from_ref(&request))?;
+        let result = self.pool()?.run(&request, deadline);
+        serde_json::to_string(&result).map_err(|e| e.to_string())
+    }
+
+    /// Capability `run-matrix`: a JSON array of requests, run in parallel.
+    pub fn run_matrix(&self, requests: &str, deadline: Instant) -> Result<String, String> {
+        let requests: Vec<RunRequest> = serde_json::from_str(requests)
+            .map_err(|e| format!("invalid run-matrix request: {e}"))?;
+        sandbox::check_requests(&requests)?;
+        if requests.is_empty() {
+            return Ok("[]".into());
+        }
+        let results = self.pool()?.run_all(&requests, deadline);
+        serde_json::to_string(&results).map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,255 @@
+//! The `run` and `run-matrix` capabilities on real git repos with real
+//! commands: patches applied in scratch copies, never in the workspace.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Every file under `dir` (the git dir included) with its bytes.
+fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().display().to_string();
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// The merge fix from the recorded demo run (source half only).
+fn fix_patch() -> String {
+    let text = std::fs::read_to_string(demo_patch(3)).unwrap();
+    let end = text.find("diff --git a/tests/").unwrap();
+    text[..end].to_string()
+}
+
+const REPRO: &str = "import sys\nfrom intervals import merge\nsys.exit(1 if merge([(1, 3), (3, 5)]) != [(1, 5)] else 0)\n";
+
+/// Run the misbehave detector in `run` mode with `config` and return the
+/// run results, the verdict and the temp dir the host used.
+struct Outcome {
+    results: Vec<Value>,
+    verdict: Value,
+    tmp: tempfile::TempDir,
+}
+
+fn run_requests(repo: &Repo, config: Value, caps: &str, extra: &[&str]) -> Outcome {
+    let skill = temp_skill(&format!(
+        "name: t\nversion: 0.1.0\ncapabilities: [{caps}]\nsignals:\n  - {{name: r, type: hard_gate, detector: {{misbehave}}, timeout: 60s, config: {config}}}\n"
+    ));
+    let state = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cmd = check(skill.path(), repo.path(), &demo_events(3), state.path());
+    cmd.env("TMPDIR", tmp.path())
+        .env("OPENAI_API_KEY", "secret-key")
+        .args(extra);
+    let out = run(&mut cmd);
+    let verdict = json_out(&out);
+    let results = verdict["signals"][0]["metadata"]["results"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    Outcome {
+        results,
+        verdict,
+        tmp,
+    }
+}
+
+fn scratch_dirs(tmp: &Path) -> Vec<String> {
+    std::fs::read_dir(tmp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("critic-scratch-"))
+        .collect()
+}
+
+#[test]
+fn runs_apply_patches_in_scratch_copies_and_never_touch_the_workspace() {
+    let repo = Repo::demo();
+    // A dirty workspace: the runs must see the base, not this.
+    repo.write(
+        "intervals/merge.py",
+        "raise SystemExit('the workspace was imported')\n",
+    );
+    repo.write("notes.txt", "untracked\n");
+    let before = snapshot(repo.path());
+    let py = |code: &str| json!(["python3", "-c", code]);
+    let config = json!({"mode": "run", "requests": [
+        {"files": {"repro.py": REPRO}, "argv": ["python3", "repro.py"]},
+        {"patch": fix_patch(), "files": {"repro.py": REPRO}, "argv": ["python3", "repro.py"]},
+        {"argv": py("import os; print(os.environ.get('OPENAI_API_KEY'), os.environ.get('PYTHONDONTWRITEBYTECODE'), os.path.exists('notes.txt'))")},
+        {"patch": "diff --git a/intervals/merge.py b/intervals/merge.py\n--- a/intervals/merge.py\n+++ b/intervals/merge.py\n@@ -1,1 +1,1 @@\n-no such line\n+x\n", "argv": ["true"]},
+        {"argv": ["no-such-command-for-critic"]},
+        {"argv": py("print('x' * 100000)"), "output_bytes": 1000},
+    ]});
+    let o = run_requests(&repo, config, "run-matrix", &[]);
+    assert_eq!(o.verdict["accepted"], true, "{:#}", o.verdict);
+    let r = &o.results;
+    assert_eq!(r.len(), 6);
+    assert_eq!(
+        r[0]["exit_code"], 1,
+        "the bug reproduces on the base: {:#}",
+        r[0]
+    );
+    assert_eq!(
+        r[1]["exit_code"], 0,
+        "the fix applies and passes: {:#}",
+        r[1]
+    );
+    assert_eq!(
+        r[2]["stdout"], "None 1 False\n",
+        "no host secrets, no workspace files"
+    );
+    assert!(
+        r[3]["error"].as_str().unwrap().contains("does not apply"),
+        "{:#}",
+        r[3]
+    );
+    assert!(
+        r[4]["error"]
+            .as_str()
+            .unwrap()
+            .contains("command not found"),
+        "{:#}",
+        r[4]
+    );
+    let out = r[5]["stdout"].as_str().unwrap();
+    assert!(
+        out.len() < 1100 && out.contains("bytes cut"),
+        "{}",
+        out.len()
+    );
+    assert_eq!(
+        snapshot(repo.path()),
+        before,
+        "the workspace is byte-identical"
+    );
+    assert!(
+        scratch_dirs(o.tmp.path()).is_empty(),
+        "scratch copies are removed"
+    );
+}
+
+#[test]
+fn a_reused_scratch_copy_is_reset_between_runs() {
+    let repo = Repo::demo();
+    let config = json!({"mode": "run", "requests": [
+        {"argv": ["sh", "-c", "echo left > leftover.txt && mkdir -p new/dir && echo junk >> intervals/merge.py && rm tests/test_merge.py"]},
+        {"argv": ["sh", "-c", "test ! -e leftover.txt && test ! -e new && ! grep -q junk intervals/merge.py && test -f tests/test_merge.py"]},
+    ]});
+    let o = run_requests(&repo, config, "run-matrix", &["--jobs", "1"]);
+    assert_eq!(o.results[0]["exit_code"], 0, "{:#}", o.results[0]);
+    assert_eq!(
+        o.results[1]["exit_code"], 0,
+        "the second run saw a clean base: {:#}",
+        o.results[1]
+    );
+}
+
+#[test]
+fn a_timeout_kills_the_whole_process_group() {
+    let repo = Repo::demo();
+    let pidfile = tempfile::NamedTempFile::new().unwrap();
+    let config = json!({"mode": "run", "request": {
+        "argv": ["sh", "-c", "sleep 30 & echo $! > \"$PIDFILE\"; wait"],
+        "env": {"PIDFILE": pidfile.path()},
+        "timeout_ms": 300,
+    }});
+    let started = std::time::Instant::now();
+    let o = run_requests(&repo, config, "run", &[]);
+    assert!(started.elapsed().as_secs() < 10);
+    assert_eq!(o.results[0]["timed_out"], true, "{:#}", o.results[0]);
+    let pid: i32 = std::fs::read_to_string(pidfile.path())
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // Dead means gone, or a zombie waiting for init to reap it.
+    let running = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
+        })
+    };
+    assert!(
+        !running(),
+        "the background child {pid} was killed with its group"
+    );
+}
+
+#[test]
+fn an_editable_install_of_the_workspace_does_not_leak_into_runs() {
+    let repo = Repo::demo();
+    repo.write(
+        "tools/where.py",
+        "import intervals\nprint(intervals.__file__)\n",
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "tool"]);
+    // A venv with the workspace installed in editable mode: the `.pth` path
+    // entry is what `pip install -e` writes for a path-based editable install.
+    let venv = tempfile::tempdir().unwrap();
+    let ok = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(venv.path())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    let site = std::fs::read_dir(venv.path().join("lib"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join("site-packages");
+    std::fs::write(
+        site.join("__editable__.intervals-0.1.0.pth"),
+        format!("{}\n", repo.path().display()),
+    )
+    .unwrap();
+    let python = venv.path().join("bin/python");
+    let leak = std::process::Command::new(&python)
+        .arg(repo.path().join("tools/where.py"))
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&leak.stdout).starts_with(&repo.path().display().to_string()),
+        "outside the critic the editable install points at the workspace"
+    );
+    let config = json!({"mode": "run", "request": {"argv": [python, "tools/where.py"]}});
+    let o = run_requests(&repo, config, "run", &[]);
+    let file = o.results[0]["stdout"].as_str().unwrap();
+    assert!(
+        file.contains("critic-scratch-"),
+        "imported from the scratch copy: {:#}",
+        o.results[0]
+    );
+}
+
+#[test]
+fn runs_need_the_capability() {
+    let repo = Repo::demo();
+    let config = json!({"mode": "run", "requests": [{"argv": ["true"]}]});
+    let o = run_requests(&repo, config.clone(), "log", &[]);
+    let err = o.verdict["signals"][0]["error"].as_str().unwrap();
+    assert!(
+        err.contains("capability 'run-matrix' is not declared"),
+        "{err}"
+    );
+    let o = run_requests(&repo, config, "run-matrix", &["--deny", "run-matrix"]);
+    let err = o.verdict["signals"][0]["error"].as_str().unwrap();
+    assert!(err.contains("denied by the user"), "{err}");
+}
