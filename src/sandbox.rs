@@ -1,20 +1,25 @@
 //! Scratch copies of the workspace for the `run` capabilities.
 //!
-//! A [`ScratchPool`] checks the base commit out once into a pristine
-//! *template* (through a temporary index, so the user's index and files are
-//! never touched), then copies it into one *slot* per parallel job. A run takes
-//! a free slot, applies its patch and files, runs the command in its own
-//! process group, and gives the slot back after a reset: every file is
-//! compared with the stamp taken when the slot was made, changed or missing
-//! files are copied back from the template and new ones removed. Slots are
-//! reused for the life of the pool; everything lives under one temp directory
-//! that is removed when the pool is dropped, and directories left behind by a
-//! killed host are swept by the next pool.
+//! A [`ScratchPool`] has git check the base commit out into one *slot* per
+//! parallel job (through a temporary index, so the user's index and files are
+//! never touched). A run takes a free slot, applies its patch and files, runs
+//! the command in its own process group, and gives the slot back after a
+//! reset: every entry is compared with the stamp taken when the slot was made,
+//! changed or missing files are rewritten from the base commit's blobs (read
+//! from git once, then cached) and new ones removed. Slots are reused for the
+//! life of the pool.
+//!
+//! Everything lives under one directory, on tmpfs (`/dev/shm`) when the
+//! machine has it, since creating thousands of files on a disk file system
+//! can cost seconds (`CRITIC_SCRATCH_DIR` overrides the place). It is removed
+//! when the pool is dropped, and directories left behind by a killed host are
+//! swept by the next pool.
 
 use crate::git;
 use critic_sdk::{RunRequest, RunResult};
 use std::collections::HashMap;
 use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Condvar, Mutex};
@@ -53,72 +58,106 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SandboxError + '_ {
     }
 }
 
-/// What a file looked like when its slot was made.
+/// What an entry looked like when its slot was made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Stamp {
     dir: bool,
+    link: bool,
     len: u64,
     modified: Option<SystemTime>,
-    #[cfg(unix)]
     ino: u64,
+    mode: u32,
 }
 
 fn stamp(meta: &std::fs::Metadata) -> Stamp {
+    use std::os::unix::fs::MetadataExt;
     Stamp {
         dir: meta.is_dir(),
+        link: meta.file_type().is_symlink(),
         len: meta.len(),
         modified: meta.modified().ok(),
-        #[cfg(unix)]
-        ino: std::os::unix::fs::MetadataExt::ino(meta),
+        ino: meta.ino(),
+        mode: meta.mode() & 0o7777,
     }
 }
 
 struct Slot {
     dir: PathBuf,
     tmp: PathBuf,
-    stamps: HashMap<PathBuf, Stamp>,
+    /// Reports what runs touch, so a reset need not stat every file; `None`
+    /// when inotify is unavailable or out of watches (then reset walks).
+    watch: Option<Watch>,
+    /// Keyed by the relative path's bytes (hashing bytes is much cheaper than
+    /// hashing a `Path` component by component, and reset looks up every entry).
+    stamps: HashMap<Vec<u8>, Stamp>,
+}
+
+fn key(rel: &Path) -> &[u8] {
+    rel.as_os_str().as_bytes()
+}
+
+fn path_of(key: &[u8]) -> &Path {
+    Path::new(std::ffi::OsStr::from_bytes(key))
 }
 
 /// Scratch copies of one workspace at one base commit.
 pub struct ScratchPool {
     root: tempfile::TempDir,
-    template: PathBuf,
+    workspace: PathBuf,
+    base: String,
     jobs: usize,
     free: Mutex<Vec<Slot>>,
     made: Mutex<usize>,
     returned: Condvar,
+    blobs: Mutex<HashMap<PathBuf, Blob>>,
+}
+
+/// A file's content at the base commit, shared by the slots that restore it.
+type Blob = std::sync::Arc<Vec<u8>>;
+
+/// Where pools go: `CRITIC_SCRATCH_DIR`, else tmpfs when there is one, else
+/// the temp dir.
+pub fn scratch_root() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CRITIC_SCRATCH_DIR") {
+        return PathBuf::from(dir);
+    }
+    let shm = Path::new("/dev/shm");
+    let writable = shm.is_dir()
+        && tempfile::Builder::new()
+            .prefix(".critic-probe-")
+            .tempfile_in(shm)
+            .is_ok();
+    if writable {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
 }
 
 impl ScratchPool {
-    /// Check `base` of the repository at `workspace` out into a new pool with
-    /// up to `jobs` slots (made on demand).
+    /// A pool for commit `base` of the repository at `workspace`, with up to
+    /// `jobs` slots (checked out on demand, in parallel).
     pub fn new(workspace: &Path, base: &str, jobs: usize) -> Result<ScratchPool, SandboxError> {
-        sweep_stale();
+        let place = scratch_root();
+        sweep_stale(&place);
         let root = tempfile::Builder::new()
             .prefix(&format!("{POOL_PREFIX}{}-", std::process::id()))
-            .tempdir()
-            .map_err(io(&std::env::temp_dir()))?;
-        let template = root.path().join("template");
-        std::fs::create_dir(&template).map_err(io(&template))?;
-        let index = root.path().join("index");
-        let mut read = git::command(workspace);
-        read.env("GIT_INDEX_FILE", &index)
-            .args(["read-tree", "--end-of-options", base]);
-        git::run(read)?;
-        let mut checkout = git::command(workspace);
-        let prefix = format!("{}/", template.display());
-        checkout
-            .env("GIT_INDEX_FILE", &index)
-            .args(["checkout-index", "--all", "--force"])
-            .arg(format!("--prefix={prefix}"));
-        git::run(checkout)?;
+            .tempdir_in(&place)
+            .map_err(io(&place))?;
+        // Resolve once: every slot gets the same commit even if a branch moves.
+        let mut rev = git::command(workspace);
+        rev.args(["rev-parse", "--verify", "--end-of-options"])
+            .arg(format!("{base}^{{commit}}"));
+        let base = String::from_utf8_lossy(&git::run(rev)?).trim().to_string();
         Ok(ScratchPool {
             root,
-            template,
+            workspace: workspace.to_path_buf(),
+            base,
             jobs: jobs.max(1),
             free: Mutex::new(Vec::new()),
             made: Mutex::new(0),
             returned: Condvar::new(),
+            blobs: Mutex::new(HashMap::new()),
         })
     }
 
@@ -139,7 +178,7 @@ impl ScratchPool {
             Err(message) => failed(message),
         };
         let mut slot = slot;
-        match reset(&mut slot, &self.template) {
+        match reset(&mut slot, &|rel| self.blob(rel)) {
             Ok(()) => self.give_back(slot),
             Err(e) => {
                 // A slot that cannot be put back is dropped; a new one replaces it.
@@ -207,15 +246,54 @@ impl ScratchPool {
     fn make_slot(&self, n: usize) -> Result<Slot, SandboxError> {
         let dir = self.root.path().join(format!("slot-{n}"));
         let tmp = self.root.path().join(format!("tmp-{n}"));
+        let index = self.root.path().join(format!("index-{n}"));
         let _ = std::fs::remove_dir_all(&dir);
-        copy_tree(&self.template, &dir)?;
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
         std::fs::create_dir_all(&tmp).map_err(io(&tmp))?;
+        let mut read = git::command(&self.workspace);
+        read.env("GIT_INDEX_FILE", &index)
+            .args(["read-tree", &self.base]);
+        git::run(read)?;
+        let mut checkout = git::command(&self.workspace);
+        checkout
+            .env("GIT_INDEX_FILE", &index)
+            .args(["checkout-index", "--all", "--force"])
+            .arg(format!("--prefix={}/", dir.display()));
+        git::run(checkout)?;
+        let _ = std::fs::remove_file(&index);
         let mut stamps = HashMap::new();
         walk(&dir, &dir, &mut |rel, meta| {
-            stamps.insert(rel.to_path_buf(), stamp(meta));
+            stamps.insert(key(rel).to_vec(), stamp(meta));
         })
         .map_err(io(&dir))?;
-        Ok(Slot { dir, tmp, stamps })
+        let watch = Watch::new(&dir, &stamps);
+        Ok(Slot {
+            dir,
+            tmp,
+            watch,
+            stamps,
+        })
+    }
+
+    /// The base commit's content of `rel`, from git once, then from memory.
+    fn blob(&self, rel: &Path) -> Result<Blob, SandboxError> {
+        if let Some(b) = self
+            .blobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(rel)
+        {
+            return Ok(b.clone());
+        }
+        let mut show = git::command(&self.workspace);
+        show.args(["cat-file", "blob"])
+            .arg(format!("{}:{}", self.base, rel.display()));
+        let bytes = std::sync::Arc::new(git::run(show)?);
+        self.blobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(rel.to_path_buf(), bytes.clone());
+        Ok(bytes)
     }
 }
 
@@ -228,8 +306,8 @@ fn failed(message: String) -> RunResult {
 
 /// Remove pool directories whose host process is gone (killed before its
 /// pool could clean up).
-fn sweep_stale() {
-    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+fn sweep_stale(place: &Path) {
+    let Ok(entries) = std::fs::read_dir(place) else {
         return;
     };
     for entry in entries.flatten() {
@@ -329,67 +407,222 @@ fn apply_patch(dir: &Path, patch: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Put a slot back to its stamps: copy changed or missing files from the
-/// template, remove what the run added.
-fn reset(slot: &mut Slot, template: &Path) -> Result<(), SandboxError> {
-    let mut seen = std::collections::HashSet::new();
+/// Put a slot back to its stamps: rewrite changed or missing files from the
+/// base commit, recreate missing directories, remove what the run added.
+fn reset(
+    slot: &mut Slot,
+    blob: &dyn Fn(&Path) -> Result<Blob, SandboxError>,
+) -> Result<(), SandboxError> {
+    let touched = slot.watch.as_mut().and_then(Watch::touched);
+    let mut matched = 0usize;
     let mut extra = Vec::new();
     let mut changed = Vec::new();
-    walk(
-        &slot.dir,
-        &slot.dir,
-        &mut |rel, meta| match slot.stamps.get(rel) {
-            Some(s) if *s == stamp(meta) => {
-                seen.insert(rel.to_path_buf());
+    let mut check = |rel: &Path, meta: &std::fs::Metadata| match slot.stamps.get(key(rel)) {
+        Some(s) if *s == stamp(meta) || (s.dir && meta.is_dir()) => {
+            // A directory's own stamp moves when entries come and go; the
+            // walk visits those entries.
+            matched += 1;
+        }
+        Some(_) => {
+            matched += 1;
+            changed.push(key(rel).to_vec());
+        }
+        None => extra.push(rel.to_path_buf()),
+    };
+    let mut missing: Vec<Vec<u8>> = Vec::new();
+    match &touched {
+        // Only the entries the run touched (every directory was watched).
+        Some(paths) => {
+            for rel in paths {
+                match std::fs::symlink_metadata(slot.dir.join(rel)) {
+                    Ok(meta) => check(rel, &meta),
+                    Err(_) if slot.stamps.contains_key(key(rel)) => missing.push(key(rel).to_vec()),
+                    Err(_) => {}
+                }
             }
-            Some(s) if s.dir && meta.is_dir() => {
-                // Entries added or removed inside; the walk visits them.
-                seen.insert(rel.to_path_buf());
+        }
+        None => {
+            walk(&slot.dir, &slot.dir, &mut check).map_err(io(&slot.dir))?;
+            // Only when some stamped entry was not seen: find which.
+            if matched < slot.stamps.len() {
+                missing = slot
+                    .stamps
+                    .keys()
+                    .filter(|k| std::fs::symlink_metadata(slot.dir.join(path_of(k))).is_err())
+                    .cloned()
+                    .collect();
             }
-            Some(_) => {
-                seen.insert(rel.to_path_buf());
-                changed.push(rel.to_path_buf());
-            }
-            None => extra.push(rel.to_path_buf()),
-        },
-    )
-    .map_err(io(&slot.dir))?;
+        }
+    }
+    extra.sort();
+    extra.dedup();
+    changed.sort();
+    changed.dedup();
+    missing.sort();
+    missing.dedup();
     for rel in extra.iter().rev() {
         let full = slot.dir.join(rel);
-        let meta = std::fs::symlink_metadata(&full);
-        match meta {
+        match std::fs::symlink_metadata(&full) {
             Ok(m) if m.is_dir() => std::fs::remove_dir_all(&full).map_err(io(&full))?,
             Ok(_) => std::fs::remove_file(&full).map_err(io(&full))?,
             Err(_) => {}
         }
     }
-    let missing = slot.stamps.keys().filter(|k| !seen.contains(*k)).cloned();
-    let mut restore: Vec<PathBuf> = changed.into_iter().chain(missing).collect();
+    let mut restore: Vec<Vec<u8>> = changed.into_iter().chain(missing).collect();
     // Parents before children.
-    restore.sort_by_key(|p| p.components().count());
-    for rel in &restore {
-        let (from, to) = (template.join(rel), slot.dir.join(rel));
-        if std::fs::symlink_metadata(&from).is_ok_and(|m| m.is_dir()) {
-            if !to.is_dir() {
-                let _ = std::fs::remove_file(&to);
-                copy_tree(&from, &to)?;
+    restore.sort_by_key(|k| path_of(k).components().count());
+    for k in &restore {
+        let rel = path_of(k);
+        let full = slot.dir.join(rel);
+        let was_dir = slot.stamps.get(k).is_some_and(|s| s.dir);
+        if was_dir {
+            if std::fs::symlink_metadata(&full).is_ok_and(|m| !m.is_dir()) {
+                std::fs::remove_file(&full).map_err(io(&full))?;
             }
-        } else {
-            if std::fs::symlink_metadata(&to).is_ok_and(|m| m.is_dir()) {
-                std::fs::remove_dir_all(&to).map_err(io(&to))?;
-            }
-            copy_entry(&from, &to)?;
+            std::fs::create_dir_all(&full).map_err(io(&full))?;
+            continue;
         }
+        if std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_dir()) {
+            std::fs::remove_dir_all(&full).map_err(io(&full))?;
+        }
+        restore_file(&full, &blob(rel)?, slot.stamps.get(k))?;
     }
-    // Restamp what was restored (copies get new mtimes and inodes).
-    for rel in restore {
-        let full = slot.dir.join(&rel);
+    // Restamp what was restored (rewrites get new mtimes).
+    for k in restore {
+        let full = slot.dir.join(path_of(&k));
         let meta = std::fs::symlink_metadata(&full).map_err(io(&full))?;
-        slot.stamps.insert(rel, stamp(&meta));
+        slot.stamps.insert(k, stamp(&meta));
     }
     let _ = std::fs::remove_dir_all(&slot.tmp);
     std::fs::create_dir_all(&slot.tmp).map_err(io(&slot.tmp))?;
+    // Our own writes above were reported too; they are not the next run's.
+    // When watches were lost (a watched directory went away), start over.
+    let intact = touched.is_some() && slot.watch.as_mut().and_then(Watch::touched).is_some();
+    if !intact {
+        slot.watch = Watch::new(&slot.dir, &slot.stamps);
+    }
     Ok(())
+}
+
+/// Write a base file back (a symlink when git stored one).
+fn restore_file(full: &Path, bytes: &[u8], was: Option<&Stamp>) -> Result<(), SandboxError> {
+    let _ = std::fs::remove_file(full);
+    if let Some(parent) = full.parent() {
+        std::fs::create_dir_all(parent).map_err(io(parent))?;
+    }
+    if was.is_some_and(|s| s.link) {
+        let target = std::ffi::OsStr::from_bytes(bytes);
+        std::os::unix::fs::symlink(target, full).map_err(io(full))?;
+        return Ok(());
+    }
+    std::fs::write(full, bytes).map_err(io(full))?;
+    #[cfg(unix)]
+    if let Some(mode) = was.map(|s| s.mode) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(full, std::fs::Permissions::from_mode(mode)).map_err(io(full))?;
+    }
+    Ok(())
+}
+
+/// inotify watches on every directory of a slot.
+struct Watch {
+    fd: std::os::fd::OwnedFd,
+    dirs: HashMap<i32, PathBuf>,
+}
+
+impl Watch {
+    const MASK: u32 = libc::IN_MODIFY
+        | libc::IN_ATTRIB
+        | libc::IN_CREATE
+        | libc::IN_DELETE
+        | libc::IN_MOVED_FROM
+        | libc::IN_MOVED_TO
+        | libc::IN_DELETE_SELF
+        | libc::IN_MOVE_SELF
+        | libc::IN_DONT_FOLLOW;
+
+    /// Watch the slot's root and every stamped directory; `None` if any
+    /// watch cannot be added (no inotify, or the user's watch limit).
+    fn new(dir: &Path, stamps: &HashMap<Vec<u8>, Stamp>) -> Option<Watch> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: inotify_init1 returns a new descriptor or -1.
+        let raw = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+        if raw < 0 {
+            return None;
+        }
+        // SAFETY: `raw` is a fresh descriptor we own.
+        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) };
+        let mut w = Watch {
+            fd,
+            dirs: HashMap::new(),
+        };
+        let subdirs = stamps
+            .iter()
+            .filter(|(_, s)| s.dir)
+            .map(|(k, _)| path_of(k));
+        for rel in std::iter::once(Path::new("")).chain(subdirs) {
+            w.add(dir, rel)?;
+        }
+        Some(w)
+    }
+
+    fn add(&mut self, dir: &Path, rel: &Path) -> Option<()> {
+        use std::os::fd::AsRawFd;
+        let full = std::ffi::CString::new(dir.join(rel).as_os_str().as_bytes()).ok()?;
+        // SAFETY: a valid descriptor and NUL-terminated path.
+        let wd = unsafe { libc::inotify_add_watch(self.fd.as_raw_fd(), full.as_ptr(), Self::MASK) };
+        (wd >= 0).then(|| {
+            self.dirs.insert(wd, rel.to_path_buf());
+        })
+    }
+
+    /// The relative paths touched since the last call, or `None` when the
+    /// record is incomplete (queue overflow, a watched directory removed or
+    /// moved) and the caller must walk the slot.
+    fn touched(&mut self) -> Option<Vec<PathBuf>> {
+        use std::os::fd::AsRawFd;
+        let mut paths = Vec::new();
+        let mut complete = true;
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            // SAFETY: reading into a buffer we own, of the length we pass.
+            let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                break;
+            }
+            let mut at = 0usize;
+            let header = std::mem::size_of::<libc::inotify_event>();
+            while at + header <= n as usize {
+                // SAFETY: the kernel wrote a whole event at `at`; read_unaligned
+                // copes with the byte buffer's alignment.
+                let ev: libc::inotify_event =
+                    unsafe { std::ptr::read_unaligned(buf[at..].as_ptr().cast()) };
+                let name = &buf[at + header..at + header + ev.len as usize];
+                let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+                at += header + ev.len as usize;
+                if ev.mask
+                    & (libc::IN_Q_OVERFLOW
+                        | libc::IN_DELETE_SELF
+                        | libc::IN_MOVE_SELF
+                        | libc::IN_IGNORED)
+                    != 0
+                {
+                    complete = false;
+                    continue;
+                }
+                let Some(dir) = self.dirs.get(&ev.wd) else {
+                    continue;
+                };
+                let rel = if name.is_empty() {
+                    dir.clone()
+                } else {
+                    dir.join(std::ffi::OsStr::from_bytes(name))
+                };
+                paths.push(rel);
+            }
+        }
+        complete.then_some(paths)
+    }
 }
 
 /// Visit every entry under `dir` (not following symlinks), parents first.
@@ -407,32 +640,6 @@ fn walk(
         if meta.is_dir() {
             walk(root, &path, visit)?;
         }
-    }
-    Ok(())
-}
-
-fn copy_tree(from: &Path, to: &Path) -> Result<(), SandboxError> {
-    std::fs::create_dir_all(to).map_err(io(to))?;
-    for entry in std::fs::read_dir(from).map_err(io(from))? {
-        let entry = entry.map_err(io(from))?;
-        let (src, dst) = (entry.path(), to.join(entry.file_name()));
-        if entry.file_type().map_err(io(&src))?.is_dir() {
-            copy_tree(&src, &dst)?;
-        } else {
-            copy_entry(&src, &dst)?;
-        }
-    }
-    Ok(())
-}
-
-fn copy_entry(from: &Path, to: &Path) -> Result<(), SandboxError> {
-    let meta = std::fs::symlink_metadata(from).map_err(io(from))?;
-    let _ = std::fs::remove_file(to);
-    if meta.file_type().is_symlink() {
-        let target = std::fs::read_link(from).map_err(io(from))?;
-        std::os::unix::fs::symlink(target, to).map_err(io(to))?;
-    } else {
-        std::fs::copy(from, to).map_err(io(to))?;
     }
     Ok(())
 }

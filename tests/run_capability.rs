@@ -36,7 +36,7 @@ fn fix_patch() -> String {
 const REPRO: &str = "import sys\nfrom intervals import merge\nsys.exit(1 if merge([(1, 3), (3, 5)]) != [(1, 5)] else 0)\n";
 
 /// Run the misbehave detector in `run` mode with `config` and return the
-/// run results, the verdict and the temp dir the host used.
+/// run results, the verdict and the directory the host made scratch copies in.
 struct Outcome {
     results: Vec<Value>,
     verdict: Value,
@@ -50,7 +50,7 @@ fn run_requests(repo: &Repo, config: Value, caps: &str, extra: &[&str]) -> Outco
     let state = tempfile::tempdir().unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let mut cmd = check(skill.path(), repo.path(), &demo_events(3), state.path());
-    cmd.env("TMPDIR", tmp.path())
+    cmd.env("CRITIC_SCRATCH_DIR", tmp.path())
         .env("OPENAI_API_KEY", "secret-key")
         .args(extra);
     let out = run(&mut cmd);
