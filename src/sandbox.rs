@@ -35,6 +35,46 @@ pub const PASSED_ENV: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", 
 /// Name prefix of pool directories under the temp dir.
 const POOL_PREFIX: &str = "critic-scratch-";
 
+/// Pool directories and command process groups alive in this process, so an
+/// interrupted host can still clean up (see [`cleanup_on_signals`]).
+static LIVE: Mutex<Live> = Mutex::new(Live {
+    pools: Vec::new(),
+    groups: Vec::new(),
+});
+
+struct Live {
+    pools: Vec<PathBuf>,
+    groups: Vec<i32>,
+}
+
+fn live() -> std::sync::MutexGuard<'static, Live> {
+    LIVE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// On SIGINT, SIGTERM or SIGHUP: kill every running command's process group,
+/// remove every scratch pool, and exit with 128 + the signal. For programs
+/// that own their process (the `critic` binary calls it at start); a library
+/// embedding the host keeps its own signal handling.
+pub fn cleanup_on_signals() -> std::io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+    std::thread::Builder::new()
+        .name("critic-signals".into())
+        .spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                let live = live();
+                for &g in &live.groups {
+                    kill_group(g);
+                }
+                for pool in &live.pools {
+                    let _ = std::fs::remove_dir_all(pool);
+                }
+                std::process::exit(128 + sig);
+            }
+        })?;
+    Ok(())
+}
+
 /// Why a pool could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
@@ -149,6 +189,7 @@ impl ScratchPool {
         rev.args(["rev-parse", "--verify", "--end-of-options"])
             .arg(format!("{base}^{{commit}}"));
         let base = String::from_utf8_lossy(&git::run(rev)?).trim().to_string();
+        live().pools.push(root.path().to_path_buf());
         Ok(ScratchPool {
             root,
             workspace: workspace.to_path_buf(),
@@ -297,6 +338,12 @@ impl ScratchPool {
     }
 }
 
+impl Drop for ScratchPool {
+    fn drop(&mut self) {
+        live().pools.retain(|p| p != self.root.path());
+    }
+}
+
 fn failed(message: String) -> RunResult {
     RunResult {
         error: Some(message),
@@ -305,7 +352,7 @@ fn failed(message: String) -> RunResult {
 }
 
 /// Remove pool directories whose host process is gone (killed before its
-/// pool could clean up).
+/// pool could clean up), first killing commands still running in them.
 fn sweep_stale(place: &Path) {
     let Ok(entries) = std::fs::read_dir(place) else {
         return;
@@ -319,7 +366,27 @@ fn sweep_stale(place: &Path) {
             continue;
         };
         if pid != std::process::id() as i32 && !process_alive(pid) {
+            kill_processes_in(&entry.path());
             let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// Kill the processes whose working directory is under `dir` (commands a
+/// killed host left running in its scratch copies).
+fn kill_processes_in(dir: &Path) {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for p in procs.flatten() {
+        let Some(pid) = p.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        if std::fs::read_link(p.path().join("cwd")).is_ok_and(|cwd| cwd.starts_with(dir)) {
+            // SAFETY: kill(2) on a process running in our own stale scratch dir.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
         }
     }
 }
@@ -700,6 +767,7 @@ fn execute(slot: &Slot, request: &RunRequest, deadline: Instant) -> RunResult {
         Err(e) => return failed(format!("cannot start {program:?}: {e}")),
     };
     let pgid = child.id() as i32;
+    live().groups.push(pgid);
     let readers = [
         child.stdout.take().map(|o| capture(o, cap)),
         child.stderr.take().map(|e| capture(e, cap)),
@@ -719,6 +787,7 @@ fn execute(slot: &Slot, request: &RunRequest, deadline: Instant) -> RunResult {
     };
     // Background processes the command left behind die with its group.
     kill_group(pgid);
+    live().groups.retain(|&g| g != pgid);
     let [out, err] = readers.map(|r| r.and_then(|h| h.join().ok()).unwrap_or_default());
     #[cfg(unix)]
     let signal = status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s));

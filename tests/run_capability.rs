@@ -253,3 +253,90 @@ fn runs_need_the_capability() {
     let err = o.verdict["signals"][0]["error"].as_str().unwrap();
     assert!(err.contains("denied by the user"), "{err}");
 }
+
+/// Start a check whose detector runs `sleep 30` in a scratch copy and return
+/// it once the command is running, with the pid file it writes.
+fn start_long_run(
+    repo: &Repo,
+    scratch: &Path,
+    state: &Path,
+) -> (std::process::Child, tempfile::NamedTempFile) {
+    let pidfile = tempfile::NamedTempFile::new().unwrap();
+    let config = json!({"mode": "run", "request": {
+        "argv": ["sh", "-c", "echo $$ > \"$PIDFILE\"; exec sleep 30"],
+        "env": {"PIDFILE": pidfile.path()},
+    }});
+    let skill = temp_skill(&format!(
+        "name: t\nversion: 0.1.0\ncapabilities: [run]\nsignals:\n  - {{name: r, type: hard_gate, detector: {{misbehave}}, timeout: 60s, config: {config}}}\n"
+    ));
+    let mut cmd = check(skill.path(), repo.path(), &demo_events(3), state);
+    cmd.env("CRITIC_SCRATCH_DIR", scratch)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let child = cmd.spawn().unwrap();
+    let started = std::time::Instant::now();
+    while std::fs::read_to_string(pidfile.path())
+        .unwrap()
+        .trim()
+        .is_empty()
+    {
+        assert!(started.elapsed().as_secs() < 30, "the run never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    (child, pidfile)
+}
+
+fn running(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
+    })
+}
+
+#[test]
+fn an_interrupted_check_kills_its_commands_and_removes_its_copies() {
+    let repo = Repo::demo();
+    let before = snapshot(repo.path());
+    let (scratch, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (mut child, pidfile) = start_long_run(&repo, scratch.path(), state.path());
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM));
+    let pid = std::fs::read_to_string(pidfile.path()).unwrap();
+    assert!(!running(&pid), "the command was killed with the host");
+    assert!(
+        scratch_dirs(scratch.path()).is_empty(),
+        "scratch copies removed"
+    );
+    assert_eq!(snapshot(repo.path()), before);
+}
+
+#[test]
+fn copies_left_by_a_killed_host_are_swept_by_the_next_one() {
+    let repo = Repo::demo();
+    let before = snapshot(repo.path());
+    let (scratch, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (mut child, pidfile) = start_long_run(&repo, scratch.path(), state.path());
+    child.kill().unwrap(); // SIGKILL: no chance to clean up
+    child.wait().unwrap();
+    assert_eq!(scratch_dirs(scratch.path()).len(), 1, "left behind");
+    let config = json!({"mode": "run", "request": {"argv": ["true"]}});
+    let skill = temp_skill(&format!(
+        "name: t\nversion: 0.1.0\ncapabilities: [run]\nsignals:\n  - {{name: r, type: hard_gate, detector: {{misbehave}}, config: {config}}}\n"
+    ));
+    let mut cmd = check(skill.path(), repo.path(), &demo_events(3), state.path());
+    cmd.env("CRITIC_SCRATCH_DIR", scratch.path());
+    assert!(run(&mut cmd).status.success());
+    let pid = std::fs::read_to_string(pidfile.path()).unwrap();
+    assert!(
+        !running(&pid),
+        "the orphaned command was killed by the sweep"
+    );
+    assert!(
+        scratch_dirs(scratch.path()).is_empty(),
+        "the stale copy was swept"
+    );
+    assert_eq!(snapshot(repo.path()), before);
+}
