@@ -7,6 +7,7 @@
 //! `max_iterations` rejections are spent, the next finish is accepted with
 //! `budget_exhausted`, so the agent loop always ends.
 
+use crate::artifacts;
 use crate::capabilities::run::Runner;
 use crate::capabilities::{self, log::LogLine, Capability, Grants};
 use crate::critic::{Critic, Finish};
@@ -324,12 +325,19 @@ impl Critic for SkillCritic {
             let outcome = done
                 .outcome
                 .unwrap_or_else(|| Err(DetectorError::Reported("the detector was not run".into())));
+            // Only a call that counts gets its files written.
+            let outcome = outcome.and_then(|out| {
+                artifacts::write(&finish.workspace, &m.name, &signal.name, &out.artifacts)
+                    .map(|paths| (out, paths))
+                    .map_err(|e| DetectorError::BadOutput(e.to_string()))
+            });
             let result = match outcome {
-                Ok(out) => {
+                Ok((out, artifacts)) => {
                     if let Some(s) = out.state {
                         new_states.push((signal.name.clone(), s));
                     }
                     SignalResult {
+                        artifacts,
                         followup_text: out.followup_text.filter(|_| out.triggered),
                         metadata: out.metadata,
                         duration_ms,

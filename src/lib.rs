@@ -8,6 +8,7 @@
 //! [`verdict::Verdict`]. Programs can also implement [`critic::Critic`]
 //! themselves.
 
+pub mod artifacts;
 pub mod build;
 pub mod cache;
 pub mod capabilities;
@@ -60,6 +61,9 @@ pub enum Error {
         /// Why.
         source: runtime::DetectorError,
     },
+    /// Feedback files could not be written.
+    #[error(transparent)]
+    Artifacts(#[from] artifacts::ArtifactError),
     /// A failure in the host itself.
     #[error("internal error: {0}")]
     Internal(String),

@@ -49,6 +49,9 @@ pub struct SignalResult {
     /// Whether the compiled detector came from the cache.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compile_cache: Option<CacheOutcome>,
+    /// Feedback files the host wrote for this signal (workspace-relative).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<String>,
 }
 
 impl SignalResult {
@@ -65,6 +68,7 @@ impl SignalResult {
             error: None,
             duration_ms: 0.0,
             compile_cache: None,
+            artifacts: Vec::new(),
         }
     }
 }

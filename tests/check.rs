@@ -292,3 +292,54 @@ fn text_output_is_readable() {
     assert!(text.starts_with("REJECT demo-bugfix-gates"), "{text}");
     assert!(text.contains("follow-up for the agent:"), "{text}");
 }
+
+#[test]
+fn artifacts_are_written_for_the_agent_and_kept_out_of_the_patch() {
+    let repo = Repo::demo();
+    let state = tempfile::tempdir().unwrap();
+    let manifest = |path: &str| {
+        format!(
+            "name: fb\nversion: 0.1.0\nsignals:\n  - {{name: a, type: hard_gate, detector: {{misbehave}}, config: {{mode: artifacts, artifacts: [{{path: {path:?}, content: \"mutant 1 survived\\n\"}}]}}}}\n"
+        )
+    };
+    let skill = temp_skill(&manifest("latest.md"));
+    for _ in 0..2 {
+        let out = run(&mut check(
+            skill.path(),
+            repo.path(),
+            &demo_events(1),
+            state.path(),
+        ));
+        let v = json_out(&out);
+        assert_eq!(
+            v["signals"][0]["artifacts"],
+            serde_json::json!([".critic/feedback/fb/latest.md"])
+        );
+        assert_schema("verdict.schema.json", &v);
+    }
+    let written =
+        std::fs::read_to_string(repo.path().join(".critic/feedback/fb/latest.md")).unwrap();
+    assert_eq!(written, "mutant 1 survived\n");
+    assert_eq!(
+        repo.git(&["status", "--porcelain"]),
+        "",
+        "the feedback never shows in the patch"
+    );
+    let exclude = std::fs::read_to_string(repo.path().join(".git/info/exclude")).unwrap();
+    assert_eq!(exclude.matches("/.critic/").count(), 1, "{exclude}");
+
+    let skill = temp_skill(&manifest("../escape.md"));
+    let out = run(&mut check(
+        skill.path(),
+        repo.path(),
+        &demo_events(1),
+        state.path(),
+    ));
+    let v = json_out(&out);
+    let err = v["signals"][0]["error"].as_str().unwrap();
+    assert!(
+        err.contains("artifact path \"../escape.md\" refused"),
+        "{err}"
+    );
+    assert!(!repo.path().join(".critic/feedback/escape.md").exists());
+}

@@ -101,6 +101,15 @@ impl DetectorOutput {
         self
     }
 
+    /// Hand the host a file to write under `.critic/feedback/<skill>/`.
+    pub fn with_artifact(mut self, path: impl Into<String>, content: impl Into<String>) -> Self {
+        self.artifacts.push(Artifact {
+            path: path.into(),
+            content: content.into(),
+        });
+        self
+    }
+
     /// Attach state to persist until the next call.
     pub fn with_state(mut self, state: Value) -> Self {
         self.state = Some(state);

@@ -73,6 +73,21 @@ pub struct DetectorOutput {
     /// State to persist for the next call; `None` keeps the previous state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<Value>,
+    /// Files for the agent to read (per-mutant diffs, long reports). The host
+    /// writes them under `.critic/feedback/<skill>/` in the workspace, a path
+    /// it keeps out of the patch; the follow-up text can point there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<Artifact>,
+}
+
+/// A file a detector hands the host to write for the agent.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Artifact {
+    /// Relative path under the skill's feedback directory (no `..`).
+    pub path: String,
+    /// The file's text.
+    pub content: String,
 }
 
 /// The kind of a normalized event.
