@@ -49,6 +49,8 @@ pub struct CheckOptions {
     pub lock_timeout: Duration,
     /// Commands the `run` capabilities run at once.
     pub jobs: usize,
+    /// The model for `llm-complete`.
+    pub llm: Option<crate::capabilities::llm::LlmConfig>,
 }
 
 /// Run one check.
@@ -108,6 +110,7 @@ pub fn run(opts: &CheckOptions) -> Result<Verdict, Error> {
             allow_native: opts.allow_native,
             lock_timeout: opts.lock_timeout,
             jobs: opts.jobs,
+            llm: opts.llm.clone(),
         };
         let critic =
             SkillCritic::with_detectors(skill, detectors, StateStore::new(state_root), &options);

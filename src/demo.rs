@@ -136,6 +136,7 @@ pub fn run(examples: &Path, out: &mut dyn Write) -> Result<(), Error> {
             allow_native: false,
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
             jobs: crate::harness::default_jobs(),
+            llm: None,
         })?;
         w(out, verdict.to_text())?;
     }

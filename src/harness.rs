@@ -8,6 +8,7 @@
 //! `budget_exhausted`, so the agent loop always ends.
 
 use crate::artifacts;
+use crate::capabilities::llm::{LlmClient, LlmConfig};
 use crate::capabilities::run::Runner;
 use crate::capabilities::{self, log::LogLine, Capability, Grants};
 use crate::critic::{Critic, Finish};
@@ -36,6 +37,8 @@ pub struct HarnessOptions {
     pub lock_timeout: Duration,
     /// Commands the `run` capabilities run at once (default: one per core).
     pub jobs: usize,
+    /// The model `llm-complete` talks to (`None`: not configured).
+    pub llm: Option<LlmConfig>,
 }
 
 /// One job per core.
@@ -50,6 +53,7 @@ impl Default for HarnessOptions {
             allow_native: false,
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
             jobs: default_jobs(),
+            llm: None,
         }
     }
 }
@@ -62,6 +66,7 @@ pub struct SkillCritic {
     state: StateStore,
     lock_timeout: Duration,
     jobs: usize,
+    llm: Option<LlmConfig>,
 }
 
 /// The part of a detector's input shared by all signals, serialized once.
@@ -115,6 +120,7 @@ impl SkillCritic {
             state,
             lock_timeout: options.lock_timeout,
             jobs: options.jobs.max(1),
+            llm: options.llm.clone(),
         }
     }
 
@@ -259,6 +265,7 @@ impl Critic for SkillCritic {
             finish.patch.base.clone(),
             self.jobs,
         ));
+        let llm = Arc::new(LlmClient::new(self.llm.clone()));
         let mut inputs = Vec::with_capacity(m.signals.len());
         for (signal, detector) in m.signals.iter().zip(&self.detectors) {
             let state = session.signal_state(&signal.name)?;
@@ -285,6 +292,7 @@ impl Critic for SkillCritic {
                 events: feed.clone(),
                 logs: Default::default(),
                 runner: runner.clone(),
+                llm: llm.clone(),
                 deadline: Instant::now() + signal.timeout,
             };
             let call_started = Instant::now();

@@ -2,6 +2,7 @@
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
+use pluggable_critic::capabilities::llm::LlmConfig;
 use pluggable_critic::capabilities::Capability;
 use pluggable_critic::check::{self, CheckOptions, DEFAULT_SESSION};
 use pluggable_critic::events::EventsFormat;
@@ -83,6 +84,8 @@ enum Command {
         /// Commands the `run` capabilities run at once (default: one per core).
         #[arg(long)]
         jobs: Option<usize>,
+        #[command(flatten)]
+        llm: Box<LlmArgs>,
         /// Verdict format on stdout.
         #[arg(long, value_enum, default_value = "json")]
         output: Output,
@@ -120,6 +123,44 @@ enum Command {
         #[arg(long)]
         examples: Option<PathBuf>,
     },
+}
+
+/// Where `llm-complete` finds its model (the key stays in the environment).
+#[derive(clap::Args, Debug)]
+struct LlmArgs {
+    /// OpenAI-compatible base URL, up to `/v1` (enables `llm-complete`).
+    #[arg(long, env = "CRITIC_LLM_BASE_URL")]
+    llm_base_url: Option<String>,
+    /// Model name.
+    #[arg(long, env = "CRITIC_LLM_MODEL", default_value = "gpt-5-mini")]
+    llm_model: String,
+    /// Environment variable holding the API key.
+    #[arg(long, default_value = "OPENAI_API_KEY")]
+    llm_api_key_env: String,
+    /// Record answers here and replay them for identical requests.
+    #[arg(long, env = "CRITIC_LLM_CACHE")]
+    llm_cache: Option<PathBuf>,
+    /// Requests in flight at once.
+    #[arg(long, default_value_t = 8)]
+    llm_concurrency: usize,
+    /// Seconds per request.
+    #[arg(long, default_value_t = 120)]
+    llm_timeout: u64,
+    /// Attempts per request (retries back off exponentially).
+    #[arg(long, default_value_t = 3)]
+    llm_attempts: u32,
+}
+
+impl LlmArgs {
+    fn config(self) -> Option<LlmConfig> {
+        let mut c = LlmConfig::new(self.llm_base_url?, self.llm_model);
+        c.api_key_env = self.llm_api_key_env;
+        c.cache_dir = self.llm_cache;
+        c.concurrency = self.llm_concurrency.max(1);
+        c.timeout = Duration::from_secs(self.llm_timeout.max(1));
+        c.attempts = self.llm_attempts.max(1);
+        Some(c)
+    }
 }
 
 fn main() -> ExitCode {
@@ -172,6 +213,7 @@ fn run(command: Command) -> anyhow::Result<u8> {
             allow_native,
             lock_timeout,
             jobs,
+            llm,
             output,
         } => {
             let opts = CheckOptions {
@@ -188,6 +230,7 @@ fn run(command: Command) -> anyhow::Result<u8> {
                 allow_native,
                 lock_timeout: Duration::from_secs(lock_timeout),
                 jobs: jobs.unwrap_or_else(harness::default_jobs),
+                llm: (*llm).config(),
             };
             let verdict = check::run(&opts)?;
             match output {

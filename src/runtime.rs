@@ -10,6 +10,7 @@
 //! `critic:detector/host` functions.
 
 use crate::cache::{CacheOutcome, ComponentCache};
+use crate::capabilities::llm::LlmClient;
 use crate::capabilities::log::{Level, LogBuffer, LogLine};
 use crate::capabilities::run::Runner;
 use crate::capabilities::{Capability, Grants};
@@ -174,6 +175,8 @@ pub struct CallContext {
     pub logs: Arc<Mutex<LogBuffer>>,
     /// Scratch copies for the `run` capabilities, shared by the check.
     pub runner: Arc<Runner>,
+    /// The model for `llm-complete`, shared by the check.
+    pub llm: Arc<LlmClient>,
     /// When the call's time is up; host calls never run past it.
     pub deadline: Instant,
 }
@@ -520,6 +523,11 @@ impl critic::detector::host::Host for HostState {
     fn run_matrix(&mut self, requests: String) -> Result<String, String> {
         self.ctx.grants.check(Capability::RunMatrix)?;
         self.ctx.runner.run_matrix(&requests, self.ctx.deadline)
+    }
+
+    fn llm_complete(&mut self, requests: String) -> Result<String, String> {
+        self.ctx.grants.check(Capability::LlmComplete)?;
+        self.ctx.llm.complete_json(&requests)
     }
 
     fn events(&mut self) -> String {

@@ -5,7 +5,7 @@
 //! the current directory and stderr, so detector logic can be tested without
 //! the host.
 
-use crate::protocol::{RunRequest, RunResult};
+use crate::protocol::{LlmRequest, LlmResult, RunRequest, RunResult};
 
 /// Severity of a log line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +55,16 @@ pub fn run_matrix(requests: &[RunRequest]) -> Result<Vec<RunResult>, String> {
     serde_json::from_str(&out).map_err(|e| format!("cannot decode the run results: {e}"))
 }
 
+/// Capability `llm-complete`: chat completions from the model the user
+/// configured on the host, run in parallel (bounded by the host); results in
+/// request order. A failed request has `error` set; the call itself fails
+/// only when the capability is missing or no model is configured.
+pub fn llm_complete(requests: &[LlmRequest]) -> Result<Vec<LlmResult>, String> {
+    let json = serde_json::to_string(requests).map_err(|e| e.to_string())?;
+    let out = imp::llm_complete(&json)?;
+    serde_json::from_str(&out).map_err(|e| format!("cannot decode the completions: {e}"))
+}
+
 /// The normalized event stream as JSON (without each event's `raw`). Not a
 /// capability: it is the detector's own input. Use [`crate::DetectorInput::events`].
 pub(crate) fn events() -> Result<String, String> {
@@ -98,6 +108,10 @@ mod imp {
         host::run_matrix(requests)
     }
 
+    pub fn llm_complete(requests: &str) -> Result<String, String> {
+        host::llm_complete(requests)
+    }
+
     pub fn event_raw(index: usize) -> Option<String> {
         host::event_raw(u32::try_from(index).ok()?)
     }
@@ -124,13 +138,17 @@ mod imp {
         None
     }
 
-    const NO_HOST: &str = "runs need the critic host; this native build has none";
+    const NO_HOST: &str = "this needs the critic host; this native build has none";
 
     pub fn run(_request: &str) -> Result<String, String> {
         Err(NO_HOST.into())
     }
 
     pub fn run_matrix(_requests: &str) -> Result<String, String> {
+        Err(NO_HOST.into())
+    }
+
+    pub fn llm_complete(_requests: &str) -> Result<String, String> {
         Err(NO_HOST.into())
     }
 }

@@ -398,3 +398,47 @@ impl RunResult {
         self.error.is_none() && !self.timed_out && self.exit_code == Some(0)
     }
 }
+
+/// One chat completion a detector asks for (capability `llm-complete`). The
+/// host adds the model, the endpoint and the key from its own configuration;
+/// none of those is visible to the detector.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LlmRequest {
+    /// The conversation, oldest first.
+    pub messages: Vec<ChatMessage>,
+    /// Sampling temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// Cap on the answer's tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Which of several samples of the same prompt this is. Identical prompts
+    /// with different `sample` numbers are distinct requests (and distinct
+    /// entries in a record/replay cache).
+    #[serde(default)]
+    pub sample: u32,
+}
+
+/// A chat message.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ChatMessage {
+    /// `system`, `user` or `assistant`.
+    pub role: String,
+    /// The text.
+    pub content: String,
+}
+
+/// The answer to one [`LlmRequest`]: its text, or why there is none.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LlmResult {
+    /// The first choice's message text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// Why the request failed (after the host's retries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Whether the answer came from the record/replay cache.
+    #[serde(default)]
+    pub cached: bool,
+}

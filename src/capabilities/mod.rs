@@ -5,6 +5,7 @@
 //! check is one small function, [`Grants::check`], used by every host function.
 //! Each capability's implementation has its own module.
 
+pub mod llm;
 pub mod log;
 pub mod read_file;
 pub mod run;
@@ -24,6 +25,8 @@ pub enum Capability {
     Run,
     /// Run many commands in parallel, each in a scratch copy.
     RunMatrix,
+    /// Chat completions from the model the user configured.
+    LlmComplete,
 }
 
 impl Capability {
@@ -33,6 +36,7 @@ impl Capability {
         Capability::ReadFile,
         Capability::Run,
         Capability::RunMatrix,
+        Capability::LlmComplete,
     ];
 
     /// The name used in manifests and on the command line.
@@ -42,6 +46,7 @@ impl Capability {
             Capability::ReadFile => "read-file",
             Capability::Run => "run",
             Capability::RunMatrix => "run-matrix",
+            Capability::LlmComplete => "llm-complete",
         }
     }
 
@@ -50,7 +55,7 @@ impl Capability {
     pub fn is_pure(self) -> bool {
         match self {
             Capability::Log | Capability::ReadFile => true,
-            Capability::Run | Capability::RunMatrix => false,
+            Capability::Run | Capability::RunMatrix | Capability::LlmComplete => false,
         }
     }
 
@@ -152,6 +157,6 @@ mod tests {
         assert!("network"
             .parse::<Capability>()
             .unwrap_err()
-            .contains("known: log, read-file, run, run-matrix"));
+            .contains("known: log, read-file, run, run-matrix, llm-complete"));
     }
 }
