@@ -150,19 +150,26 @@ pub struct ScratchPool {
     made: Mutex<usize>,
     returned: Condvar,
     blobs: Mutex<HashMap<PathBuf, Blob>>,
+    /// Names slots; never reused, so a replacement never meets a live slot.
+    serial: std::sync::atomic::AtomicUsize,
 }
 
 /// A file's content at the base commit, shared by the slots that restore it.
 type Blob = std::sync::Arc<Vec<u8>>;
 
-/// Where pools go: `CRITIC_SCRATCH_DIR`, else tmpfs when there is one, else
-/// the temp dir.
+/// tmpfs is used only with at least this much free (containers often give
+/// `/dev/shm` just 64 MiB).
+const MIN_SHM_FREE: u64 = 1 << 30;
+
+/// Where pools go: `CRITIC_SCRATCH_DIR`, else tmpfs when there is one with
+/// room, else the temp dir.
 pub fn scratch_root() -> PathBuf {
     if let Some(dir) = std::env::var_os("CRITIC_SCRATCH_DIR") {
         return PathBuf::from(dir);
     }
     let shm = Path::new("/dev/shm");
     let writable = shm.is_dir()
+        && free_bytes(shm).is_some_and(|b| b >= MIN_SHM_FREE)
         && tempfile::Builder::new()
             .prefix(".critic-probe-")
             .tempfile_in(shm)
@@ -172,6 +179,14 @@ pub fn scratch_root() -> PathBuf {
     } else {
         std::env::temp_dir()
     }
+}
+
+fn free_bytes(dir: &Path) -> Option<u64> {
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs fills the zeroed struct we pass for a NUL-terminated path.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::statvfs(path.as_ptr(), &mut st) } == 0;
+    ok.then(|| st.f_bavail as u64 * st.f_frsize as u64)
 }
 
 impl ScratchPool {
@@ -199,6 +214,7 @@ impl ScratchPool {
             made: Mutex::new(0),
             returned: Condvar::new(),
             blobs: Mutex::new(HashMap::new()),
+            serial: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -225,8 +241,7 @@ impl ScratchPool {
                 // A slot that cannot be put back is dropped; a new one replaces it.
                 tracing::warn!("discarding scratch copy {}: {e}", slot.dir.display());
                 let _ = std::fs::remove_dir_all(&slot.dir);
-                *self.made.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
-                self.returned.notify_one();
+                self.forget_slot();
             }
         }
         result
@@ -263,17 +278,22 @@ impl ScratchPool {
             }
             let mut made = self.made.lock().unwrap_or_else(|p| p.into_inner());
             if *made < self.jobs {
-                let n = *made;
                 *made += 1;
                 drop(made);
                 drop(free);
-                return self.make_slot(n).inspect_err(|_| {
-                    *self.made.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
-                });
+                return self.make_slot().inspect_err(|_| self.forget_slot());
             }
             drop(made);
             free = self.returned.wait(free).unwrap_or_else(|p| p.into_inner());
         }
+    }
+
+    /// One slot fewer exists: a waiter may make a new one. The `free` lock is
+    /// held so the wake-up cannot fall between a waiter's check and its wait.
+    fn forget_slot(&self) {
+        let _free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+        *self.made.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
+        self.returned.notify_all();
     }
 
     fn give_back(&self, slot: Slot) {
@@ -284,11 +304,13 @@ impl ScratchPool {
         self.returned.notify_one();
     }
 
-    fn make_slot(&self, n: usize) -> Result<Slot, SandboxError> {
+    fn make_slot(&self) -> Result<Slot, SandboxError> {
+        let n = self
+            .serial
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = self.root.path().join(format!("slot-{n}"));
         let tmp = self.root.path().join(format!("tmp-{n}"));
         let index = self.root.path().join(format!("index-{n}"));
-        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
         std::fs::create_dir_all(&tmp).map_err(io(&tmp))?;
         let mut read = git::command(&self.workspace);
@@ -868,4 +890,40 @@ pub fn check_requests(requests: &[RunRequest]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_must_stay_inside_the_copy() {
+        assert!(relative("a/b.py").is_ok());
+        assert!(relative("./a.py").is_ok());
+        for bad in ["", "/etc/passwd", "../x", "a/../../x"] {
+            assert!(relative(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_copy_comes_first_on_pythons_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        assert_eq!(python_path(d, None), d.display().to_string());
+        std::fs::create_dir(d.join("src")).unwrap();
+        let given = "{scratch}/lib".to_string();
+        assert_eq!(
+            python_path(d, Some(&given)),
+            format!("{0}/lib:{0}:{0}/src", d.display())
+        );
+    }
+
+    #[test]
+    fn capture_keeps_head_and_tail() {
+        let text: Vec<u8> = (0..100u8).map(|i| b'a' + i % 26).collect();
+        let out = capture(std::io::Cursor::new(text), 20).join().unwrap();
+        assert!(out.starts_with("abcdefghij"), "{out}");
+        assert!(out.contains("[... 80 bytes cut ...]"), "{out}");
+        assert!(out.ends_with("mnopqrstuv"), "{out}");
+    }
 }
