@@ -22,7 +22,11 @@
 pub mod diff;
 pub mod helpers;
 pub mod host;
+#[cfg(feature = "python")]
+pub mod mutants;
 pub mod protocol;
+#[cfg(feature = "python")]
+pub mod python;
 
 pub use helpers::*;
 pub use protocol::*;

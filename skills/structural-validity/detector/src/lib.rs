@@ -67,20 +67,6 @@ fn new_content(file: &FileChange, origin: PatchOrigin) -> Result<Option<String>,
     }
 }
 
-/// 1-based line and column of a byte offset.
-fn line_col(source: &str, offset: usize) -> (usize, usize) {
-    let before = &source[..offset.min(source.len())];
-    let line = before.matches('\n').count() + 1;
-    let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
-    (line, col)
-}
-
-fn python_error(source: &str) -> Option<String> {
-    let err = ruff_python_parser::parse_module(source).err()?;
-    let (line, col) = line_col(source, err.location.start().to_usize());
-    Some(format!("line {line}, column {col}: {}", err.error))
-}
-
 /// The detector.
 pub fn detect(input: &DetectorInput) -> Result<DetectorOutput, String> {
     let config: Config = input.config_as()?;
@@ -94,7 +80,7 @@ pub fn detect(input: &DetectorInput) -> Result<DetectorOutput, String> {
                     .iter()
                     .any(|s| file.path.ends_with(s)) =>
             {
-                if let Some(detail) = python_error(&text) {
+                if let Some(detail) = critic_sdk::python::syntax_error(&text) {
                     problems.push(Problem {
                         path: file.path.clone(),
                         kind: "python-syntax",
@@ -127,21 +113,3 @@ pub fn detect(input: &DetectorInput) -> Result<DetectorOutput, String> {
 }
 
 critic_sdk::export_detector!(detect);
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn python_errors_carry_line_and_column() {
-        assert!(python_error("def f():\n    return 1\n").is_none());
-        let e = python_error("def f(:\n    pass\n").unwrap();
-        assert!(e.starts_with("line 1, column 7"), "{e}");
-    }
-
-    #[test]
-    fn line_col_counts_from_one() {
-        assert_eq!(line_col("ab\ncd", 4), (2, 2));
-        assert_eq!(line_col("ab", 0), (1, 1));
-    }
-}

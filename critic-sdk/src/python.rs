@@ -1,0 +1,69 @@
+//! Python source helpers (feature `python`): syntax checks and a comparison
+//! that ignores what does not change behavior (comments, blank lines, spacing
+//! inside a line), built on Ruff's parser, which compiles for `wasm32-wasip2`.
+
+use ruff_python_ast::token::TokenKind;
+use ruff_python_parser::parse_module;
+use ruff_text_size::Ranged;
+
+/// `None` when `source` parses as a Python module; otherwise where and why
+/// it does not (`line L, column C: message`).
+pub fn syntax_error(source: &str) -> Option<String> {
+    let err = parse_module(source).err()?;
+    let offset = err.location.start().to_usize().min(source.len());
+    let before = &source[..offset];
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    Some(format!("line {line}, column {column}: {}", err.error))
+}
+
+/// The tokens that carry meaning, as text: comments and non-logical newlines
+/// (blank lines, line continuations inside brackets) are dropped, and so is
+/// all spacing between tokens; indentation survives as indent and dedent
+/// tokens. `Err` when the source does not parse.
+pub fn normalized(source: &str) -> Result<Vec<String>, String> {
+    let parsed = parse_module(source).map_err(|e| e.error.to_string())?;
+    Ok(parsed
+        .tokens()
+        .iter()
+        .filter(|t| !matches!(t.kind(), TokenKind::Comment | TokenKind::NonLogicalNewline))
+        .map(|t| match t.kind() {
+            TokenKind::Newline => "\n".to_string(),
+            TokenKind::Indent => "<indent>".to_string(),
+            TokenKind::Dedent => "<dedent>".to_string(),
+            _ => source[t.range()].to_string(),
+        })
+        .collect())
+}
+
+/// Whether two sources are the same program up to comments and layout.
+/// Sources that do not parse are compared byte for byte.
+pub fn same_code(a: &str, b: &str) -> bool {
+    match (normalized(a), normalized(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comments_blank_lines_and_spacing_do_not_count() {
+        let a = "def f(x):\n    return x+1\n";
+        let b = "# helper\ndef f( x ):\n\n    return x + 1  # one more\n";
+        assert!(same_code(a, b));
+        assert!(!same_code(a, "def f(x):\n    return x+2\n"));
+        assert!(!same_code(a, "def f(x):\n    pass\n    return x+1\n"));
+    }
+
+    #[test]
+    fn syntax_errors_are_located() {
+        assert_eq!(syntax_error("x = 1\n"), None);
+        let e = syntax_error("x = 1\ny = )\n").unwrap();
+        assert!(e.starts_with("line 2, column 5"), "{e}");
+        let e = syntax_error("def f(:\n    pass\n").unwrap();
+        assert!(e.starts_with("line 1, column 7"), "{e}");
+    }
+}
