@@ -6,10 +6,13 @@
 //! one operator applied. Each mutant re-parses; duplicates, no-ops (equal to
 //! the fix) and reversions to the base are dropped.
 //!
-//! Operators here: *incomplete fix* (proper subsets of the fix's hunks and
-//! files) and *behavior substitution* (comparison, boolean and arithmetic
+//! The four operators: *incomplete fix* (proper subsets of the fix's hunks
+//! and files), *behavior substitution* (comparison, boolean and arithmetic
 //! operators swapped, integer literals off by one, in the lines the fix
-//! adds).
+//! adds), *symptom suppression* (the buggy code kept, the statements the fix
+//! changed wrapped in an exception- or warning-swallowing guard), and
+//! *input-specific shortcut* (the buggy function kept, the fixed one called
+//! only when a parameter equals a literal the test passes).
 
 use crate::protocol::{Hunk, LineKind};
 use crate::python::syntax_error;
@@ -27,6 +30,10 @@ pub enum Operator {
     IncompleteFix,
     /// The fix's core expression replaced by a near alternative.
     BehaviorSubstitution,
+    /// The bug kept, its symptom (an exception or warning) swallowed.
+    SymptomSuppression,
+    /// The fix applied only to the input the test uses.
+    InputShortcut,
 }
 
 /// One changed source file of a fix.
@@ -53,10 +60,13 @@ pub struct Mutant {
     pub files: BTreeMap<String, String>,
 }
 
-/// Every mutant of both operators, in a stable order.
-pub fn all(fix: &[FixFile]) -> Vec<Mutant> {
+/// Every mutant of every operator, in a stable order; `tests` are the
+/// sources of the tests the fix is judged by (for the shortcut operator).
+pub fn all(fix: &[FixFile], tests: &[&str]) -> Vec<Mutant> {
     let mut out = incomplete_fix(fix);
     out.extend(behavior_substitution(fix));
+    out.extend(symptom_suppression(fix));
+    out.extend(input_shortcut(fix, tests));
     dedupe(fix, out)
 }
 
@@ -193,7 +203,11 @@ pub fn behavior_substitution(fix: &[FixFile]) -> Vec<Mutant> {
                 content.push_str(&file.fixed[..start]);
                 content.push_str(&replacement);
                 content.push_str(&file.fixed[range.end().to_usize()..]);
-                if syntax_error(&content).is_some() {
+                // Swapping an operator for one of its own class (comparison,
+                // additive, boolean) or an integer for an integer keeps the
+                // grammar; only `*` can be something else (`*args`,
+                // `import *`), so only that needs the parser's word.
+                if token.kind() == TokenKind::Star && syntax_error(&content).is_some() {
                     continue;
                 }
                 let mut files: BTreeMap<String, String> = fix
@@ -210,6 +224,387 @@ pub fn behavior_substitution(fix: &[FixFile]) -> Vec<Mutant> {
         }
     }
     out
+}
+
+/// The file's fix undone, and the statements each hunk changed (at the base)
+/// wrapped so an exception (or, for a second mutant, a warning) raised there
+/// is swallowed: the test's error signal disappears, the bug stays.
+pub fn symptom_suppression(fix: &[FixFile]) -> Vec<Mutant> {
+    let mut out = Vec::new();
+    for file in fix {
+        let lines: Vec<&str> = file.base.lines().collect();
+        for hunk in &file.hunks {
+            let Some((first, last)) = region(&lines, hunk) else {
+                continue;
+            };
+            let indent: String = lines[first]
+                .chars()
+                .take_while(|c| c.is_whitespace())
+                .collect();
+            let body = |pad: &str| -> String {
+                lines[first..=last]
+                    .iter()
+                    .map(|l| format!("{pad}{l}\n"))
+                    .collect()
+            };
+            let before: String = lines[..first].iter().map(|l| format!("{l}\n")).collect();
+            let after: String = lines[last + 1..].iter().map(|l| format!("{l}\n")).collect();
+            let at = first + 1;
+            let swallow = format!(
+                "{before}{indent}try:\n{}{indent}except Exception:\n{indent}    pass\n{after}",
+                body("    ")
+            );
+            let mut variants = vec![(
+                swallow,
+                format!(
+                    "{}:{at}: the bug kept, exceptions from lines {at}-{} swallowed",
+                    file.path,
+                    last + 1
+                ),
+            )];
+            if !file.base.contains("from __future__") {
+                let quiet = format!(
+                    "import warnings\n{before}{indent}with warnings.catch_warnings():\n{indent}    warnings.simplefilter(\"ignore\")\n{}{after}",
+                    body("    ")
+                );
+                variants.push((
+                    quiet,
+                    format!(
+                        "{}:{at}: the bug kept, warnings from lines {at}-{} silenced",
+                        file.path,
+                        last + 1
+                    ),
+                ));
+            }
+            for (content, description) in variants {
+                if syntax_error(&content).is_some() {
+                    continue;
+                }
+                let mut files: BTreeMap<String, String> = fix
+                    .iter()
+                    .map(|f| (f.path.clone(), f.fixed.clone()))
+                    .collect();
+                files.insert(file.path.clone(), content);
+                out.push(Mutant {
+                    operator: Operator::SymptomSuppression,
+                    description,
+                    files,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// For each function the fix changes and each literal argument a test
+/// passes it: the base (buggy) function, with the fixed one kept beside it
+/// under another name and called only when that parameter equals that
+/// literal. The test's input is handled; every other input still hits the
+/// bug.
+pub fn input_shortcut(fix: &[FixFile], tests: &[&str]) -> Vec<Mutant> {
+    let mut out = Vec::new();
+    for file in fix {
+        let fixed: Vec<&str> = file.fixed.lines().collect();
+        let mut done = HashSet::new();
+        for hunk in &file.hunks {
+            let Some(at) = hunk.lines.iter().find_map(|l| l.new_line) else {
+                continue;
+            };
+            let Some(def) = enclosing_def(&fixed, at as usize - 1) else {
+                continue;
+            };
+            if !done.insert(def.name.clone()) {
+                continue;
+            }
+            let base: Vec<&str> = file.base.lines().collect();
+            let Some(buggy) = find_def(&base, &def.name, def.indent) else {
+                continue;
+            };
+            for (param, literal) in test_literals(tests, &def) {
+                let Some(content) = shortcut(&base, &buggy, &fixed, &def, &param, &literal) else {
+                    continue;
+                };
+                if syntax_error(&content).is_some() {
+                    continue;
+                }
+                let mut files: BTreeMap<String, String> = fix
+                    .iter()
+                    .map(|f| (f.path.clone(), f.fixed.clone()))
+                    .collect();
+                files.insert(file.path.clone(), content);
+                out.push(Mutant {
+                    operator: Operator::InputShortcut,
+                    description: format!(
+                        "{}: `{}` fixed only when {param} == {literal}",
+                        file.path, def.name
+                    ),
+                    files,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// A one-line `def` and where its block ends.
+struct Def {
+    name: String,
+    indent: usize,
+    params: Vec<String>,
+    first: usize,
+    last: usize,
+}
+
+fn indent_of(l: &str) -> usize {
+    l.len() - l.trim_start().len()
+}
+
+/// The block of the `def` starting at line `i`, if it is a one-line header.
+fn def_at(lines: &[&str], i: usize) -> Option<Def> {
+    let head = lines[i].trim_start();
+    let rest = head
+        .strip_prefix("def ")
+        .or_else(|| head.strip_prefix("async def "))?;
+    let (name, rest) = rest.split_once('(')?;
+    let (params, _) = rest.rsplit_once(')')?;
+    if !head.trim_end().ends_with(':') {
+        return None;
+    }
+    let indent = indent_of(lines[i]);
+    let mut last = i;
+    while last + 1 < lines.len()
+        && (lines[last + 1].trim().is_empty() || indent_of(lines[last + 1]) > indent)
+    {
+        last += 1;
+    }
+    while last > i && lines[last].trim().is_empty() {
+        last -= 1;
+    }
+    Some(Def {
+        name: name.trim().to_string(),
+        indent,
+        params: split_top(params)
+            .into_iter()
+            .map(|p| {
+                let p = p.split([':', '=']).next().unwrap_or("").trim();
+                p.to_string()
+            })
+            .filter(|p| !p.is_empty() && p != "/")
+            .collect(),
+        first: i,
+        last,
+    })
+}
+
+/// The innermost one-line `def` whose block holds line `at`.
+fn enclosing_def(lines: &[&str], at: usize) -> Option<Def> {
+    (0..=at.min(lines.len().saturating_sub(1)))
+        .rev()
+        .filter_map(|i| def_at(lines, i))
+        .find(|d| d.first <= at && at <= d.last)
+}
+
+fn find_def(lines: &[&str], name: &str, indent: usize) -> Option<Def> {
+    (0..lines.len())
+        .filter_map(|i| def_at(lines, i))
+        .find(|d| d.name == name && d.indent == indent)
+}
+
+/// Split at top-level commas (outside brackets and strings).
+fn split_top(text: &str) -> Vec<String> {
+    let (mut parts, mut cur, mut depth, mut quote) = (Vec::new(), String::new(), 0i32, None);
+    for c in text.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '(' | '[' | '{') => depth += 1,
+            (None, ')' | ']' | '}') => depth -= 1,
+            (None, ',') if depth == 0 => {
+                parts.push(std::mem::take(&mut cur).trim().to_string());
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    if !cur.trim().is_empty() {
+        parts.push(cur.trim().to_string());
+    }
+    parts
+}
+
+/// Whether `arg` is a literal a shortcut can compare against.
+fn is_literal(arg: &str) -> bool {
+    let a = arg.trim();
+    matches!(a, "True" | "False" | "None")
+        || a.parse::<f64>().is_ok()
+        || (a.len() >= 2 && (a.starts_with('"') || a.starts_with('\'')) && a.ends_with(&a[..1]))
+        || ((a.starts_with('(') && a.ends_with(')')) || (a.starts_with('[') && a.ends_with(']')))
+            && split_top(&a[1..a.len() - 1]).iter().all(|x| is_literal(x))
+}
+
+/// (parameter, literal) pairs from calls `name(...)` in the tests.
+fn test_literals(tests: &[&str], def: &Def) -> Vec<(String, String)> {
+    let params: Vec<&str> = def
+        .params
+        .iter()
+        .map(String::as_str)
+        .filter(|p| !matches!(*p, "self" | "cls") && !p.starts_with('*'))
+        .collect();
+    let mut out: Vec<(String, String)> = Vec::new();
+    let needle = format!("{}(", def.name);
+    for test in tests {
+        for (i, _) in test.match_indices(&needle) {
+            let before = test[..i].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                continue;
+            }
+            let args = &test[i + needle.len()..];
+            let mut depth = 1i32;
+            let Some(end) = args.char_indices().find_map(|(j, c)| {
+                match c {
+                    '(' | '[' | '{' => depth += 1,
+                    ')' | ']' | '}' => depth -= 1,
+                    _ => {}
+                }
+                (depth == 0).then_some(j)
+            }) else {
+                continue;
+            };
+            for (k, arg) in split_top(&args[..end]).iter().enumerate() {
+                let pair = match arg.split_once('=') {
+                    Some((p, v)) if params.contains(&p.trim()) && !v.starts_with('=') => {
+                        (p.trim().to_string(), v.trim().to_string())
+                    }
+                    _ => match params.get(k) {
+                        Some(p) => (p.to_string(), arg.clone()),
+                        None => continue,
+                    },
+                };
+                if is_literal(&pair.1) && !out.contains(&pair) {
+                    out.push(pair);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The base file with the fixed function beside the buggy one as
+/// `_fixed_<name>`, called from the buggy one's first line on `param == literal`.
+fn shortcut(
+    base: &[&str],
+    buggy: &Def,
+    fixed: &[&str],
+    def: &Def,
+    param: &str,
+    literal: &str,
+) -> Option<String> {
+    let body_pad = base
+        .get(buggy.first + 1..=buggy.last)?
+        .iter()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| " ".repeat(indent_of(l)))?;
+    let renamed = format!("_fixed_{}", def.name);
+    let mut copy: Vec<String> = fixed[def.first..=def.last]
+        .iter()
+        .map(|l| l.to_string())
+        .collect();
+    copy[0] = copy[0].replacen(&format!("def {}(", def.name), &format!("def {renamed}("), 1);
+    let (receiver, params) = match def.params.first().map(String::as_str) {
+        Some(s @ ("self" | "cls")) => (format!("{s}."), &def.params[1..]),
+        _ => (String::new(), &def.params[..]),
+    };
+    // Forward every parameter as the signature requires: after `*` or
+    // `*args`, by keyword.
+    let mut keyword_only = false;
+    let call_args: Vec<String> = params
+        .iter()
+        .filter_map(|p| {
+            if p == "*" {
+                keyword_only = true;
+                None
+            } else if p.starts_with("**") {
+                Some(p.clone())
+            } else if p.starts_with('*') {
+                keyword_only = true;
+                Some(p.clone())
+            } else if keyword_only {
+                Some(format!("{p}={p}"))
+            } else {
+                Some(p.clone())
+            }
+        })
+        .collect();
+    let mut out: Vec<String> = base[..buggy.first].iter().map(|l| l.to_string()).collect();
+    out.extend(copy);
+    out.push(String::new());
+    out.push(base[buggy.first].to_string());
+    out.push(format!("{body_pad}if {param} == {literal}:"));
+    out.push(format!(
+        "{body_pad}    return {receiver}{renamed}({})",
+        call_args.join(", ")
+    ));
+    out.extend(base[buggy.first + 1..].iter().map(|l| l.to_string()));
+    Some(out.join("\n") + "\n")
+}
+
+/// The 0-based first and last base lines of the statements `hunk` changes:
+/// its removed lines (or, for a pure insertion, the line after it), widened
+/// to whole blocks (the lines indented deeper that follow).
+fn region(lines: &[&str], hunk: &Hunk) -> Option<(usize, usize)> {
+    let removed: Vec<usize> = hunk
+        .lines
+        .iter()
+        .filter(|l| l.kind == LineKind::Removed)
+        .filter_map(|l| l.old_line)
+        .map(|n| n as usize - 1)
+        .collect();
+    let (mut first, mut last) = match (removed.first(), removed.last()) {
+        (Some(&a), Some(&b)) => (a, b),
+        _ => {
+            let at = hunk.old_start as usize;
+            (at, at)
+        }
+    };
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    // Start at a statement: skip blank lines, and never begin on a clause
+    // keyword that continues a compound statement.
+    while first < lines.len() && lines[first].trim().is_empty() {
+        first += 1;
+    }
+    if first >= lines.len() || first > last.max(first) {
+        return None;
+    }
+    let clause = |l: &str| {
+        let head = l.trim_start();
+        ["else", "elif", "except", "finally", "case"]
+            .iter()
+            .any(|k| {
+                head.starts_with(k)
+                    && !head[k.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
+            })
+    };
+    if clause(lines[first]) {
+        return None;
+    }
+    let base_indent = indent(lines[first]);
+    last = last.max(first);
+    // Whole blocks, and the clauses (`else:`, `except:`...) of a compound
+    // statement, which cannot be split from it.
+    while last + 1 < lines.len() {
+        let next = lines[last + 1];
+        let inside = next.trim().is_empty() || indent(next) > base_indent;
+        if !(inside || indent(next) == base_indent && clause(next)) {
+            break;
+        }
+        last += 1;
+    }
+    while last > first && lines[last].trim().is_empty() {
+        last -= 1;
+    }
+    Some((first, last))
 }
 
 /// Drop mutants that equal the fix, revert it entirely, or repeat an earlier
@@ -257,6 +652,37 @@ mod tests {
         }
     }
 
+    #[test]
+    fn input_shortcut_fixes_only_the_tests_input() {
+        let fixed = BASE.replace("start < merged", "start <= merged");
+        let test = "from m import merge\nassert merge([(1, 3), (3, 5)]) == [(1, 5)]\nassert merge(intervals=[(0, 1)]) == [(0, 1)]\n";
+        let ms = input_shortcut(&[fix_of(BASE, &fixed)], &[test]);
+        assert_eq!(ms.len(), 2, "{ms:#?}");
+        let m = &ms[0].files["m.py"];
+        assert!(m.contains("def _fixed_merge(intervals):"), "{m}");
+        assert!(m.contains("def merge(intervals):\n    if intervals == [(1, 3), (3, 5)]:\n        return _fixed_merge(intervals)\n    ordered"), "{m}");
+        assert!(m.contains("start < merged"), "the buggy code stays: {m}");
+        assert_eq!(
+            ms[0].description,
+            "m.py: `merge` fixed only when intervals == [(1, 3), (3, 5)]"
+        );
+        assert!(ms.iter().all(|m| syntax_error(&m.files["m.py"]).is_none()));
+        assert!(
+            input_shortcut(&[fix_of(BASE, &fixed)], &["merge(make_input())\n"]).is_empty(),
+            "no literal, no shortcut"
+        );
+    }
+
+    #[test]
+    fn a_star_that_is_not_multiplication_is_left_alone() {
+        let base = "def f(*args):\n    return g(args) * 2\n";
+        let fixed = "def f(*args):\n    return g(*args) * 2\n";
+        let ms = behavior_substitution(&[fix_of(base, fixed)]);
+        assert!(ms.iter().any(|m| m.files["m.py"].contains("g(*args) // 2")));
+        assert!(!ms.iter().any(|m| m.files["m.py"].contains("g(//args)")));
+        assert!(ms.iter().all(|m| syntax_error(&m.files["m.py"]).is_none()));
+    }
+
     /// A minimal unified diff with one hunk per changed line (no context), enough for these tests.
     fn unified(a: &str, b: &str) -> String {
         let (a, b): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
@@ -291,7 +717,7 @@ mod tests {
             ms.iter().map(|m| &m.description).collect::<Vec<_>>()
         );
         // `all` drops the reversion to the base.
-        let kept = all(&[fix_of(BASE, &fixed)]);
+        let kept = all(&[fix_of(BASE, &fixed)], &[]);
         assert!(kept.iter().all(|m| m.files["m.py"] != BASE));
         assert!(kept
             .iter()
@@ -343,11 +769,46 @@ mod tests {
     }
 
     #[test]
+    fn symptom_suppression_swallows_errors_around_the_buggy_lines() {
+        let base = "def parse(text):\n    value = int(text)\n    return value\n";
+        let fixed = "def parse(text):\n    value = int(text.strip() or 0)\n    return value\n";
+        let ms = symptom_suppression(&[fix_of(base, fixed)]);
+        assert_eq!(ms.len(), 2, "{ms:#?}");
+        let swallow = &ms[0].files["m.py"];
+        assert_eq!(
+            swallow,
+            "def parse(text):\n    try:\n        value = int(text)\n    except Exception:\n        pass\n    return value\n"
+        );
+        assert!(ms[1].files["m.py"].starts_with("import warnings\n"));
+        assert!(ms[1].files["m.py"]
+            .contains("warnings.simplefilter(\"ignore\")\n        value = int(text)"));
+        assert!(ms
+            .iter()
+            .all(|m| m.operator == Operator::SymptomSuppression));
+    }
+
+    #[test]
+    fn suppression_wraps_whole_blocks_and_skips_clauses() {
+        let fixed = BASE.replace("start < merged", "start <= merged");
+        let ms = symptom_suppression(&[fix_of(BASE, &fixed)]);
+        let m = &ms[0].files["m.py"];
+        assert!(
+            m.contains("        try:\n            if merged and start < merged[-1][1]:"),
+            "{m}"
+        );
+        assert!(
+            m.contains("            else:\n                merged.append"),
+            "the else clause goes with its if: {m}"
+        );
+        assert!(syntax_error(m).is_none());
+    }
+
+    #[test]
     fn incomplete_fix_leaves_whole_files_unfixed() {
         let a = fix_of(BASE, &BASE.replace("start < merged", "start <= merged"));
         let mut b = fix_of("X = 1\n", "X = 2\n");
         b.path = "n.py".into();
-        let ms = all(&[a.clone(), b.clone()]);
+        let ms = all(&[a.clone(), b.clone()], &[]);
         assert!(ms
             .iter()
             .any(|m| m.files["m.py"] == a.fixed && m.files["n.py"] == b.base));
