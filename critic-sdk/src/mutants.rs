@@ -210,16 +210,13 @@ pub fn behavior_substitution(fix: &[FixFile]) -> Vec<Mutant> {
                 if token.kind() == TokenKind::Star && syntax_error(&content).is_some() {
                     continue;
                 }
-                let mut files: BTreeMap<String, String> = fix
-                    .iter()
-                    .map(|f| (f.path.clone(), f.fixed.clone()))
-                    .collect();
-                files.insert(file.path.clone(), content);
-                out.push(Mutant {
-                    operator: Operator::BehaviorSubstitution,
-                    description: format!("{}:{line}: `{text}` became `{replacement}`", file.path),
-                    files,
-                });
+                out.push(variant(
+                    fix,
+                    &file.path,
+                    content,
+                    Operator::BehaviorSubstitution,
+                    format!("{}:{line}: `{text}` became `{replacement}`", file.path),
+                ));
             }
         }
     }
@@ -280,16 +277,13 @@ pub fn symptom_suppression(fix: &[FixFile]) -> Vec<Mutant> {
                 if syntax_error(&content).is_some() {
                     continue;
                 }
-                let mut files: BTreeMap<String, String> = fix
-                    .iter()
-                    .map(|f| (f.path.clone(), f.fixed.clone()))
-                    .collect();
-                files.insert(file.path.clone(), content);
-                out.push(Mutant {
-                    operator: Operator::SymptomSuppression,
+                out.push(variant(
+                    fix,
+                    &file.path,
+                    content,
+                    Operator::SymptomSuppression,
                     description,
-                    files,
-                });
+                ));
             }
         }
     }
@@ -327,19 +321,16 @@ pub fn input_shortcut(fix: &[FixFile], tests: &[&str]) -> Vec<Mutant> {
                 if syntax_error(&content).is_some() {
                     continue;
                 }
-                let mut files: BTreeMap<String, String> = fix
-                    .iter()
-                    .map(|f| (f.path.clone(), f.fixed.clone()))
-                    .collect();
-                files.insert(file.path.clone(), content);
-                out.push(Mutant {
-                    operator: Operator::InputShortcut,
-                    description: format!(
+                out.push(variant(
+                    fix,
+                    &file.path,
+                    content,
+                    Operator::InputShortcut,
+                    format!(
                         "{}: `{}` fixed only when {param} == {literal}",
                         file.path, def.name
                     ),
-                    files,
-                });
+                ));
             }
         }
     }
@@ -605,6 +596,26 @@ fn region(lines: &[&str], hunk: &Hunk) -> Option<(usize, usize)> {
         last -= 1;
     }
     Some((first, last))
+}
+
+/// The fix with `path` replaced by `content`.
+fn variant(
+    fix: &[FixFile],
+    path: &str,
+    content: String,
+    operator: Operator,
+    description: String,
+) -> Mutant {
+    let mut files: BTreeMap<String, String> = fix
+        .iter()
+        .map(|f| (f.path.clone(), f.fixed.clone()))
+        .collect();
+    files.insert(path.to_string(), content);
+    Mutant {
+        operator,
+        description,
+        files,
+    }
 }
 
 /// Drop mutants that equal the fix, revert it entirely, or repeat an earlier
