@@ -22,8 +22,7 @@ use crate::Error;
 use critic_sdk::{DetectorOutput, SkillInfo, API_VERSION};
 use serde::Serialize;
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Options for building a [`SkillCritic`].
@@ -43,7 +42,7 @@ pub struct HarnessOptions {
 
 /// One job per core.
 pub fn default_jobs() -> usize {
-    std::thread::available_parallelism().map_or(1, usize::from)
+    crate::parallel::cores()
 }
 
 impl Default for HarnessOptions {
@@ -168,34 +167,6 @@ struct Call {
     logs: Vec<LogLine>,
 }
 
-/// Run `call(0..n)` on up to one thread per core, results in index order.
-fn run_parallel<F>(n: usize, call: F) -> Vec<Call>
-where
-    F: Fn(usize) -> Call + Sync,
-{
-    let workers = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(n);
-    let next = AtomicUsize::new(0);
-    let slots: Vec<Mutex<Call>> = (0..n).map(|_| Mutex::default()).collect();
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= n {
-                    break;
-                }
-                let done = call(i);
-                *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = done;
-            });
-        }
-    });
-    slots
-        .into_iter()
-        .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
-        .collect()
-}
-
 /// Load the detector of every signal of `skill`, in manifest order; errors
 /// name the signal and its line.
 pub fn load_detectors(
@@ -309,7 +280,7 @@ impl Critic for SkillCritic {
             }
         };
         let mut calls = if self.speculative() {
-            run_parallel(m.signals.len(), call)
+            crate::parallel::map(m.signals.len(), crate::parallel::cores(), call)
         } else {
             Vec::new()
         };

@@ -23,6 +23,7 @@ pub mod harness;
 pub mod manifest;
 pub mod native;
 pub mod new_file_diff;
+pub mod parallel;
 pub mod patch;
 pub mod runtime;
 pub mod sandbox;

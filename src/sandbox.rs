@@ -249,25 +249,9 @@ impl ScratchPool {
 
     /// Run every request, up to `jobs` at a time; results in request order.
     pub fn run_all(&self, requests: &[RunRequest], deadline: Instant) -> Vec<RunResult> {
-        let workers = self.jobs.min(requests.len());
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let results: Vec<Mutex<RunResult>> = requests.iter().map(|_| Mutex::default()).collect();
-        std::thread::scope(|s| {
-            for _ in 0..workers {
-                s.spawn(|| loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(request) = requests.get(i) else {
-                        break;
-                    };
-                    let result = self.run(request, deadline);
-                    *results[i].lock().unwrap_or_else(|p| p.into_inner()) = result;
-                });
-            }
-        });
-        results
-            .into_iter()
-            .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
-            .collect()
+        crate::parallel::map(requests.len(), self.jobs, |i| {
+            self.run(&requests[i], deadline)
+        })
     }
 
     fn take(&self) -> Result<Slot, SandboxError> {
@@ -857,17 +841,14 @@ fn capture<R: Read + Send + 'static>(mut pipe: R, cap: usize) -> std::thread::Jo
             if n == 0 {
                 break;
             }
-            for &b in &buf[..n] {
-                if head.len() < half {
-                    head.push(b);
-                } else {
-                    tail.push_back(b);
-                    if tail.len() > cap - half {
-                        tail.pop_front();
-                        dropped += 1;
-                    }
-                }
-            }
+            let mut data = &buf[..n];
+            let room = half.saturating_sub(head.len());
+            head.extend_from_slice(&data[..room.min(data.len())]);
+            data = &data[room.min(data.len())..];
+            tail.extend(data);
+            let over = tail.len().saturating_sub(cap - half);
+            tail.drain(..over);
+            dropped += over;
         }
         let mut text = String::from_utf8_lossy(&head).into_owned();
         if dropped > 0 {

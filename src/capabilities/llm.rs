@@ -14,8 +14,6 @@ use critic_sdk::{LlmRequest, LlmResult};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
 /// Where and how to reach the model.
@@ -92,24 +90,11 @@ impl LlmClient {
             .build()
             .into();
         let key = std::env::var(&config.api_key_env).ok();
-        let next = AtomicUsize::new(0);
-        let slots: Vec<Mutex<LlmResult>> = requests.iter().map(|_| Mutex::default()).collect();
-        std::thread::scope(|s| {
-            for _ in 0..config.concurrency.max(1).min(requests.len()) {
-                s.spawn(|| loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(request) = requests.get(i) else {
-                        break;
-                    };
-                    let result = one(&agent, config, key.as_deref(), request);
-                    *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = result;
-                });
-            }
-        });
-        Ok(slots
-            .into_iter()
-            .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
-            .collect())
+        Ok(crate::parallel::map(
+            requests.len(),
+            config.concurrency,
+            |i| one(&agent, config, key.as_deref(), &requests[i]),
+        ))
     }
 }
 

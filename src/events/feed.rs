@@ -46,10 +46,7 @@ fn encode(events: &[Event]) -> Arc<str> {
         let lean: Vec<_> = chunk.iter().map(Event::lean).collect();
         serde_json::to_string(&lean).unwrap_or_else(|_| "[]".to_string())
     };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(events.len() / CHUNK)
-        .max(1);
+    let threads = crate::parallel::cores().min(events.len() / CHUNK).max(1);
     if threads == 1 {
         return encode_chunk(events).into();
     }

@@ -157,10 +157,7 @@ where
     F: Fn(usize, T) -> U + Sync,
 {
     const MIN_CHUNK: usize = 2048;
-    let threads = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(items.len() / MIN_CHUNK)
-        .max(1);
+    let threads = crate::parallel::cores().min(items.len() / MIN_CHUNK).max(1);
     if threads == 1 {
         return items
             .into_iter()
@@ -169,9 +166,8 @@ where
             .collect();
     }
     let chunk = items.len().div_ceil(threads);
-    let records = items;
     let mut chunks: Vec<Vec<T>> = Vec::with_capacity(threads);
-    let mut rest = records;
+    let mut rest = items;
     while rest.len() > chunk {
         let tail = rest.split_off(chunk);
         chunks.push(rest);

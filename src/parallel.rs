@@ -1,0 +1,50 @@
+//! One work queue for the host's fan-outs (speculative gates, scratch runs,
+//! model requests): `n` jobs taken in index order by up to `workers` threads,
+//! results returned in index order.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// `job(0..n)` on up to `workers` threads; results in index order.
+pub fn map<T, F>(n: usize, workers: usize, job: F) -> Vec<T>
+where
+    T: Send,
+    F: Fn(usize) -> T + Sync,
+{
+    let next = AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<T>>> = (0..n).map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..workers.clamp(1, n.max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                let done = job(i);
+                *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(done);
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .unwrap_or_else(|p| p.into_inner())
+                .expect("every index below n is taken by a worker")
+        })
+        .collect()
+}
+
+/// One worker per core.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn results_keep_their_order() {
+        assert_eq!(super::map(5, 3, |i| i * 10), vec![0, 10, 20, 30, 40]);
+        assert!(super::map(0, 3, |i| i).is_empty());
+    }
+}
