@@ -436,6 +436,40 @@ impl Hunk {
     }
 }
 
+/// A unified diff (git style, 3 lines of context) from `old` to `new`, both
+/// named `path`; empty when the texts are equal. For showing a change to a
+/// reader (a mutant against the fix it came from), not for `git apply`.
+pub fn unified(path: &str, old: &str, new: &str) -> String {
+    if old == new {
+        return String::new();
+    }
+    let diff = similar::TextDiff::from_lines(old, new);
+    let mut out = format!("--- a/{path}\n+++ b/{path}\n");
+    for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
+        out.push_str(&hunk.to_string());
+    }
+    out
+}
+
+/// The text of each file's section of a raw git diff (from its
+/// `diff --git` line up to the next), in order: the n-th section belongs to
+/// the n-th file [`parse`] returns.
+pub fn sections(raw: &str) -> Vec<&str> {
+    let mut starts: Vec<usize> = Vec::new();
+    let mut at = 0;
+    for line in raw.split_inclusive('\n') {
+        if line.starts_with("diff --git ") {
+            starts.push(at);
+        }
+        at += line.len();
+    }
+    starts
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| &raw[s..starts.get(i + 1).copied().unwrap_or(raw.len())])
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -578,5 +612,28 @@ new file mode 100644
         let raw = "diff --git a/n.py b/n.py\nnew file mode 100644\n--- /dev/null\n+++ b/n.py\n@@ -0,0 +1,2 @@\n+a = 1\n+b = 2\n";
         let files = parse(raw).unwrap();
         assert_eq!(apply("", &files[0].hunks).unwrap(), "a = 1\nb = 2\n");
+    }
+
+    #[test]
+    fn unified_diff_shows_the_change_with_context() {
+        let old = "a\nb\nc\nd\ne\nf\ng\nh\n";
+        let new = "a\nb\nc\nd\nE\nf\ng\nh\n";
+        let d = unified("x.py", old, new);
+        assert_eq!(
+            d,
+            "--- a/x.py\n+++ b/x.py\n@@ -2,7 +2,7 @@\n b\n c\n d\n-e\n+E\n f\n g\n h\n"
+        );
+        assert_eq!(unified("x.py", old, old), "");
+        let parsed = parse(&format!("diff --git a/x.py b/x.py\n{d}")).unwrap();
+        assert_eq!(apply(old, &parsed[0].hunks).unwrap(), new);
+    }
+
+    #[test]
+    fn sections_split_per_file() {
+        let two = format!("{MODIFY}{MODIFY}");
+        let s = sections(&two);
+        assert_eq!(s, vec![MODIFY, MODIFY]);
+        assert_eq!(parse(&two).unwrap().len(), s.len());
+        assert!(sections("").is_empty());
     }
 }

@@ -1,0 +1,160 @@
+//! The signal's `config` block in `critic.yaml`, with the protocol's defaults
+//! (K = 5 rounds, tau = 0.2, N = 3 samples per operator, all four operators).
+
+use critic_sdk::mutants::Operator;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// Where mutants come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// The model when the host has one configured, else the deterministic operators.
+    Auto,
+    /// The deterministic operators only.
+    Deterministic,
+    /// The model only.
+    Llm,
+    /// Both pools, merged.
+    Both,
+}
+
+/// How the mutant pool of a round is built.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Mutation {
+    /// Where mutants come from.
+    pub source: Source,
+    /// The operators in use, in the order follow-ups list them.
+    pub operators: Vec<Operator>,
+    /// Samples (model) or picks (deterministic) per operator: N.
+    pub samples: u32,
+    /// Sampling temperature for the model.
+    pub temperature: f64,
+    /// Cap on each model answer.
+    pub max_tokens: u32,
+}
+
+impl Default for Mutation {
+    fn default() -> Mutation {
+        Mutation {
+            source: Source::Auto,
+            operators: vec![
+                Operator::SymptomSuppression,
+                Operator::IncompleteFix,
+                Operator::InputShortcut,
+                Operator::BehaviorSubstitution,
+            ],
+            samples: 3,
+            temperature: 1.0,
+            max_tokens: 4096,
+        }
+    }
+}
+
+/// The detector's configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Hardening rounds before the budget runs out: K.
+    pub max_rounds: u32,
+    /// Laxity above which a round is a regression: tau.
+    pub tau: f64,
+    /// The test file prompts ask for; it must match the skill's `test_patterns`.
+    pub test_file: String,
+    /// The command that runs the reproduction test, from the repository root.
+    pub test_command: Vec<String>,
+    /// The exit code that means "bug present".
+    pub bug_exit_code: i32,
+    /// Per-run time limit, seconds.
+    pub test_timeout_secs: u64,
+    /// Characters of command output quoted in a follow-up.
+    pub output_tail_chars: usize,
+    /// Suffixes of the source files the operators mutate.
+    pub python_suffixes: Vec<String>,
+    /// The issue text; by default the first user message of the event stream.
+    pub issue: Option<String>,
+    /// The mutant pool.
+    pub mutation: Mutation,
+    /// Replacements for the shipped templates, by name (`hardening`, `operators/incomplete_fix`, ...).
+    pub templates: BTreeMap<String, String>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            max_rounds: 5,
+            tau: 0.2,
+            test_file: "reproduction.py".into(),
+            test_command: vec!["python".into(), "reproduction.py".into()],
+            bug_exit_code: 1,
+            test_timeout_secs: 60,
+            output_tail_chars: 2000,
+            python_suffixes: vec![".py".into()],
+            issue: None,
+            mutation: Mutation::default(),
+            templates: BTreeMap::new(),
+        }
+    }
+}
+
+impl Config {
+    /// Check the values serde cannot.
+    pub fn validate(&self) -> Result<(), String> {
+        let bad = |field: &str, why: &str| Err(format!("config.{field}: {why}"));
+        if self.max_rounds == 0 {
+            return bad("max_rounds", "must be at least 1");
+        }
+        if !(0.0..=1.0).contains(&self.tau) {
+            return bad("tau", "must be between 0 and 1");
+        }
+        if self.test_command.is_empty() || self.test_command[0].is_empty() {
+            return bad("test_command", "must name a program, e.g. [python, reproduction.py]");
+        }
+        if self.bug_exit_code == 0 {
+            return bad("bug_exit_code", "0 means success; use a non-zero code such as 1");
+        }
+        if self.test_timeout_secs == 0 {
+            return bad("test_timeout_secs", "must be at least 1");
+        }
+        if self.mutation.operators.is_empty() {
+            return bad("mutation.operators", "name at least one operator");
+        }
+        if self.mutation.samples == 0 {
+            return bad("mutation.samples", "must be at least 1");
+        }
+        Ok(())
+    }
+
+    /// The test command as one line, for prompts.
+    pub fn command_line(&self) -> String {
+        self.test_command.join(" ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_follow_the_paper() {
+        let c: Config = serde_json::from_value(serde_json::json!({})).unwrap();
+        assert_eq!((c.max_rounds, c.tau, c.mutation.samples), (5, 0.2, 3));
+        assert_eq!(c.mutation.operators.len(), 4);
+        assert_eq!(c.mutation.source, Source::Auto);
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn bad_values_name_the_field() {
+        let c: Config = serde_json::from_value(serde_json::json!({"tau": 1.5})).unwrap();
+        assert!(c.validate().unwrap_err().starts_with("config.tau"));
+        let e = serde_json::from_value::<Config>(serde_json::json!({"rounds": 3})).unwrap_err();
+        assert!(e.to_string().contains("unknown field `rounds`"), "{e}");
+        let e = serde_json::from_value::<Config>(
+            serde_json::json!({"mutation": {"operators": ["flip"]}}),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("unknown variant `flip`"), "{e}");
+    }
+}

@@ -1,0 +1,333 @@
+//! Rounds k >= 1: fail-to-pass of (t_k, c_k), the mutant pool C_k, the
+//! Temporal Matrix against t_ref, and Algorithm 1's decision.
+
+use crate::change::Change;
+use crate::config::Source;
+use crate::decide::{decide, RoundFacts};
+use crate::evaluate::Runs;
+use crate::llm::{self, Sampling};
+use crate::matrix::Matrix;
+use crate::outcome::{tail, Outcome};
+use crate::pool::{self, Candidate};
+use crate::prompts::file_texts;
+use crate::report::{other_operators, survivors};
+use crate::state::{Decision, Exclusion, MutantRecord, Phase, RoundRecord, State, Survivor, TestFiles};
+use crate::{Ctx, Step};
+use critic_sdk::first_user_message;
+use critic_sdk::host::llm_complete;
+use critic_sdk::mutants::FixFile;
+use critic_sdk::python::{same_code, syntax_error};
+use serde_json::{json, Value};
+
+/// The feedback file every follow-up points to.
+pub const FEEDBACK_FILE: &str = "latest.md";
+
+/// Judge the finish of round `state.round`.
+pub fn evaluate(ctx: &Ctx, state: &mut State) -> Result<Step, String> {
+    let config = &ctx.config;
+    let k = state.round;
+    let change = Change::read(&ctx.input.patch, &config.python_suffixes)
+        .map_err(|u| format!("cannot read `{}` from the workspace: {}", u.path, u.reason))?;
+    let mut retry = |kind: &str, extra: Value, summary: String| -> Result<Step, String> {
+        state.retries += 1;
+        let mut vars = json!({
+            "problem": kind,
+            "round": k,
+            "test_files": [config.test_file],
+            "test_command": config.command_line(),
+            "bug_exit_code": config.bug_exit_code,
+            "output_tail": "",
+            "reference": file_texts(&state.t_ref),
+        });
+        if let (Value::Object(v), Value::Object(e)) = (&mut vars, extra) {
+            v.extend(e);
+        }
+        let text = ctx.prompts.render("retry", &vars)?;
+        Ok(Step::reject(summary, text).with_metadata(json!({ "problem": kind })))
+    };
+    let test: TestFiles = change.tests.iter().filter(|(_, c)| c.is_some()).map(|(p, c)| (p.clone(), c.clone())).collect();
+    if test.is_empty() {
+        return retry("no_test", json!({}), format!("Round {k}: the patch holds no test"));
+    }
+    if change.fix_paths.is_empty() {
+        return retry("no_fix", json!({}), format!("Round {k}: the patch holds no fix"));
+    }
+    for (path, content) in &test {
+        if let Some(e) = content.as_deref().and_then(syntax_error) {
+            let summary = format!("Round {k}: `{path}` is not valid Python ({e})");
+            return retry("syntax_error", json!({ "path": path, "detail": e }), summary);
+        }
+    }
+    let runs = Runs {
+        config,
+        patch: &ctx.input.patch.raw,
+        test: &change.tests,
+        reference: &state.t_ref,
+    };
+    let secs = config.test_timeout_secs;
+    let (fail, pass) = runs.fail_to_pass()?;
+    let tail_of = |r| tail(r, config.output_tail_chars);
+    match Outcome::of(&fail, config.bug_exit_code) {
+        Outcome::BugDetected => {}
+        Outcome::NotRun(why) => {
+            return Err(format!(
+                "cannot run the test command `{}` in a scratch copy: {why}; check config.test_command",
+                config.command_line()
+            ))
+        }
+        other => {
+            let detail = other.describe(secs);
+            let summary = format!("Round {k}: fail-to-pass broken: without the fix the test {detail}");
+            return retry("fails_to_fail", json!({ "detail": detail, "output_tail": tail_of(&fail) }), summary);
+        }
+    }
+    match Outcome::of(&pass, config.bug_exit_code) {
+        Outcome::Pass => {}
+        Outcome::NotRun(why) => return Err(format!("cannot apply the finish's patch in a scratch copy: {why}")),
+        other => {
+            let detail = other.describe(secs);
+            let summary = format!("Round {k}: fail-to-pass broken: with the fix the test {detail}");
+            return retry("fails_to_pass", json!({ "detail": detail, "output_tail": tail_of(&pass) }), summary);
+        }
+    }
+
+    let (candidates, mut excluded, notes) = mutant_pool(ctx, &change, &test, state)?;
+    let (admitted, rejected) = pool::admit(candidates, &change.fix);
+    excluded.extend(rejected);
+    let cells = runs.matrix(&admitted)?;
+    let mut records: Vec<(Candidate, MutantRecord)> = Vec::new();
+    for (c, cell) in admitted.into_iter().zip(cells) {
+        match cell {
+            Ok(cell) => {
+                let record = MutantRecord {
+                    id: format!("m{}", records.len() + 1),
+                    operator: c.operator,
+                    origin: c.origin.name().into(),
+                    description: c.description.clone(),
+                    digest: pool::digest(&c.files),
+                    cell,
+                };
+                records.push((c, record));
+            }
+            Err(reason) => excluded.push(Exclusion {
+                operator: c.operator,
+                sample: c.sample,
+                reason,
+            }),
+        }
+    }
+    let matrix = Matrix::count(records.iter().map(|(_, r)| r.cell));
+    let laxity = matrix.laxity();
+    let test_changed = !same_tests(&test, &state.t_ref);
+    let decision = decide(RoundFacts {
+        round: k,
+        max_rounds: config.max_rounds,
+        laxity,
+        tau: config.tau,
+        test_changed,
+    });
+    let inconclusive = laxity.is_none();
+    if inconclusive {
+        state.inconclusive_streak += 1;
+        state.inconclusive_count += 1;
+    } else {
+        state.inconclusive_streak = 0;
+    }
+    let views = survivors(&records, &change.fix, &config.mutation.operators, &state.previous_survivors);
+    let laxity_text = laxity.map_or("n/a".to_string(), |l| format!("{l:.2}"));
+    let feedback = ctx.prompts.render(
+        "feedback",
+        json!({
+            "round": k,
+            "decision": decision,
+            "test_files": test.keys().collect::<Vec<_>>(),
+            "total": matrix.total(),
+            "matrix": matrix,
+            "laxity": laxity_text,
+            "survivors": views,
+            "excluded": excluded.iter().map(|e| json!({
+                "operator": crate::report::operator_title(e.operator),
+                "sample": e.sample.map(|s| s + 1),
+                "reason": e.reason,
+            })).collect::<Vec<_>>(),
+        }),
+    )?;
+    let record = RoundRecord {
+        round: k,
+        decision,
+        matrix,
+        laxity,
+        inconclusive,
+        test_changed,
+        mutants: records.iter().map(|(_, r)| r.clone()).collect(),
+        excluded: excluded.clone(),
+    };
+    let evidence = json!({
+        "decision": decision,
+        "matrix": matrix,
+        "total": matrix.total(),
+        "laxity": laxity,
+        "inconclusive": inconclusive,
+        "test_changed": test_changed,
+        "mutants": record.mutants.len(),
+        "excluded": excluded.len(),
+        "notes": notes,
+    });
+    state.rounds.push(record);
+    state.previous_fix = Some(change.fix_diff.clone());
+    state.previous_survivors = records
+        .iter()
+        .filter(|(_, r)| r.cell.survives())
+        .map(|(_, r)| Survivor {
+            id: r.id.clone(),
+            operator: r.operator,
+            description: r.description.clone(),
+            digest: r.digest.clone(),
+        })
+        .collect();
+    let feedback_path = format!(".critic/feedback/{}/{FEEDBACK_FILE}", ctx.input.skill.name);
+    let top = views.first();
+    let mut vars = json!({
+        "round": k,
+        "total": matrix.total(),
+        "accepted": matrix.accepted(),
+        "persistent": matrix.alpha,
+        "regressed": matrix.beta,
+        "newly_killed": matrix.gamma,
+        "inconclusive": inconclusive,
+        "laxity": laxity_text,
+        "tau": format!("{:.2}", config.tau),
+        "top": top,
+        "other_operators": other_operators(&views),
+        "test_files": test.keys().collect::<Vec<_>>(),
+        "test_command": config.command_line(),
+        "feedback_path": feedback_path,
+    });
+    let counts = format!(
+        "{}/{} mutants pass the test (alpha {}, beta {}, gamma {}, delta {}; laxity {laxity_text})",
+        matrix.accepted(),
+        matrix.total(),
+        matrix.alpha,
+        matrix.beta,
+        matrix.gamma,
+        matrix.delta
+    );
+    let mut step = match decision {
+        Decision::Clean => {
+            state.phase = Phase::Done;
+            Step::accept(format!(
+                "Round {k} is clean: the test changed and its laxity is within {:.2}; {counts}",
+                config.tau
+            ))
+        }
+        Decision::BudgetExhausted => {
+            state.phase = Phase::Done;
+            Step::accept(format!(
+                "Round {k} of {} ended without a clean round: the round budget is spent, so the \
+                 last test and fix are accepted; {counts}",
+                config.max_rounds
+            ))
+        }
+        Decision::Regression => {
+            state.t_ref = state.t0.clone();
+            state.round += 1;
+            let regressed: Vec<String> = views.iter().filter(|v| v.cell == "beta").map(|v| v.id.clone()).collect();
+            vars["t0"] = json!(file_texts(&state.t0));
+            vars["regressed_list"] = json!(regressed);
+            vars["top"] = json!(views.iter().find(|v| v.cell == "beta"));
+            let text = ctx.prompts.render("regression", &vars)?;
+            Step::reject(format!("Round {k}: regression, the test is back to t0; {counts}"), text)
+        }
+        Decision::Continue => {
+            state.t_ref = test.clone();
+            state.round += 1;
+            let text = ctx.prompts.render("hardening", &vars)?;
+            Step::reject(format!("Round {k}: the test did not change; hardening goes on; {counts}"), text)
+        }
+    }
+    .with_metadata(evidence);
+    step.artifacts = vec![(format!("round-{k}.md"), feedback.clone()), (FEEDBACK_FILE.to_string(), feedback)];
+    Ok(step)
+}
+
+/// Whether two versions of the test files are the same program, file by file.
+fn same_tests(a: &TestFiles, b: &TestFiles) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|((pa, ca), (pb, cb))| {
+            pa == pb
+                && match (ca, cb) {
+                    (Some(x), Some(y)) => same_code(x, y),
+                    (x, y) => x == y,
+                }
+        })
+}
+
+/// The candidates of C_k (before admission), the exclusions met on the way,
+/// and notes for the evidence (e.g. a fallback from the model).
+fn mutant_pool(
+    ctx: &Ctx,
+    change: &Change,
+    test: &TestFiles,
+    state: &State,
+) -> Result<(Vec<Candidate>, Vec<Exclusion>, Vec<String>), String> {
+    let m = &ctx.config.mutation;
+    let n = m.samples as usize;
+    let test_sources: Vec<&str> = test.values().flatten().map(String::as_str).collect();
+    let ref_sources: Vec<&str> = state.t_ref.values().flatten().map(String::as_str).collect();
+    let all_tests: Vec<&str> = test_sources.iter().chain(&ref_sources).copied().collect();
+    let deterministic = || pool::deterministic(&change.fix, &all_tests, &m.operators, n);
+    let mut notes = Vec::new();
+    if m.source == Source::Deterministic {
+        return Ok((deterministic(), Vec::new(), notes));
+    }
+    let sampled = sample(ctx, change, &test_sources, &ref_sources, state.round);
+    match (m.source, sampled) {
+        (Source::Llm, result) => result.map(|(c, e)| (c, e, notes)),
+        (Source::Both, result) => {
+            let (mut c, e) = result?;
+            c.extend(deterministic());
+            Ok((c, e, notes))
+        }
+        (_, Ok(result)) => Ok((result.0, result.1, notes)),
+        (_, Err(e)) => {
+            notes.push(format!("model unavailable ({e}); the deterministic operators were used"));
+            Ok((deterministic(), Vec::new(), notes))
+        }
+    }
+}
+
+/// The model's candidates. `Err` when the model cannot be used at all: not
+/// configured, denied, or every request failed.
+fn sample(
+    ctx: &Ctx,
+    change: &Change,
+    test: &[&str],
+    reference: &[&str],
+    round: u32,
+) -> Result<(Vec<Candidate>, Vec<Exclusion>), String> {
+    let m = &ctx.config.mutation;
+    let fix: &[FixFile] = &change.fix;
+    if fix.is_empty() {
+        return Err("the fix changes no Python file the model could rewrite".into());
+    }
+    let issue = match &ctx.config.issue {
+        Some(text) => text.clone(),
+        None => first_user_message(ctx.input.events()?)
+            .unwrap_or("(the issue text is not available)")
+            .to_string(),
+    };
+    let sampling = Sampling {
+        issue: &issue,
+        fix,
+        fix_diff: &change.fix_diff,
+        test: test.join("\n"),
+        reference: reference.join("\n"),
+        round,
+    };
+    let (jobs, requests) = llm::requests(&ctx.prompts, &sampling, &m.operators, m.samples, m.temperature, m.max_tokens)?;
+    let answers = llm_complete(&requests)?;
+    if let Some(e) = llm::all_failed(&answers) {
+        return Err(format!("every model request failed, the first with: {e}"));
+    }
+    Ok(llm::candidates(&jobs, &answers, fix))
+}

@@ -1,0 +1,92 @@
+//! Round 0, lax-init: the finish must add the reproduction test and nothing
+//! else, and the test must detect the bug on the base: exit with the
+//! bug-present code, not by crashing. Success stores t0 and asks for Round 1.
+
+use crate::change::Change;
+use crate::outcome::{tail, Outcome};
+use crate::state::{Phase, State, TestFiles};
+use crate::{Ctx, Step};
+use critic_sdk::host::run;
+use critic_sdk::python::syntax_error;
+use critic_sdk::RunRequest;
+use serde_json::{json, Value};
+
+/// Judge a Round 0 finish.
+pub fn evaluate(ctx: &Ctx, state: &mut State) -> Result<Step, String> {
+    let config = &ctx.config;
+    let change = Change::read(&ctx.input.patch, &config.python_suffixes)
+        .map_err(|u| format!("cannot read `{}` from the workspace: {}", u.path, u.reason))?;
+    let mut problem = json!({
+        "test_files": [config.test_file],
+        "test_command": config.command_line(),
+        "bug_exit_code": config.bug_exit_code,
+        "output_tail": "",
+        "source_files": change.fix_paths,
+    });
+    let mut reject = |kind: &str, extra: Value, summary: String| -> Result<Step, String> {
+        state.retries += 1;
+        problem["problem"] = kind.into();
+        if let (Value::Object(p), Value::Object(e)) = (&mut problem, extra) {
+            p.extend(e);
+        }
+        let text = ctx.prompts.render("round0", &problem)?;
+        Ok(Step::reject(summary, text).with_metadata(json!({ "problem": kind })))
+    };
+    if !change.fix_paths.is_empty() {
+        let summary = format!("Round 0 must change test files only; it also changes {}", change.fix_paths.join(", "));
+        return reject("source_edit", json!({}), summary);
+    }
+    let tests: TestFiles = change.tests.into_iter().filter(|(_, c)| c.is_some()).collect();
+    if tests.is_empty() {
+        return reject("no_test", json!({}), "Round 0 has no test file".into());
+    }
+    for (path, content) in &tests {
+        let python = config.python_suffixes.iter().any(|s| path.ends_with(s.as_str()));
+        if let (true, Some(e)) = (python, content.as_deref().and_then(syntax_error)) {
+            let summary = format!("`{path}` is not valid Python ({e})");
+            return reject("syntax_error", json!({ "path": path, "detail": e }), summary);
+        }
+    }
+    let result = run(&RunRequest {
+        files: tests.clone(),
+        argv: config.test_command.clone(),
+        timeout_ms: Some(config.test_timeout_secs * 1000),
+        ..RunRequest::default()
+    })?;
+    let output_tail = tail(&result, config.output_tail_chars);
+    let secs = config.test_timeout_secs;
+    let (kind, detail) = match Outcome::of(&result, config.bug_exit_code) {
+        Outcome::BugDetected => {
+            state.t0 = tests.clone();
+            state.t_ref = tests;
+            state.phase = Phase::Hardening;
+            state.round = 1;
+            let text = ctx.prompts.render(
+                "bootstrap",
+                json!({
+                    "test_files": state.t0.keys().collect::<Vec<_>>(),
+                    "test_command": config.command_line(),
+                    "bug_exit_code": config.bug_exit_code,
+                }),
+            )?;
+            return Ok(Step::reject("Round 0 complete: the test detects the bug; on to Round 1", text)
+                .with_metadata(json!({ "problem": null, "t0": state.t0.keys().collect::<Vec<_>>() })));
+        }
+        Outcome::NotRun(why) => {
+            return Err(format!(
+                "cannot run the test command `{}` in a scratch copy: {why}; check config.test_command",
+                config.command_line()
+            ))
+        }
+        Outcome::Pass => ("passes_on_base", String::new()),
+        Outcome::Crash(line) => ("crash", line),
+        Outcome::OtherExit(code) => ("wrong_exit", code.to_string()),
+        Outcome::TimedOut => ("timeout", format!("{secs} s")),
+        Outcome::Signal(sig) => ("killed", sig.to_string()),
+    };
+    let summary = format!(
+        "Round 0 test does not detect the bug: on the base it {}",
+        Outcome::of(&result, config.bug_exit_code).describe(secs)
+    );
+    reject(kind, json!({ "detail": detail, "output_tail": output_tail }), summary)
+}
