@@ -134,6 +134,10 @@ impl Verdict {
                 out.push_str(&format!("  {e}"));
             }
             out.push('\n');
+            // A detector's own one-line account, by convention `metadata.summary`.
+            if let Some(summary) = s.metadata.get("summary").and_then(Value::as_str) {
+                out.push_str(&format!("      {summary}\n"));
+            }
         }
         for w in &self.warnings {
             out.push_str(&format!("  warning: {w}\n"));

@@ -5,26 +5,7 @@ mod common;
 
 use common::*;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 use std::path::Path;
-
-/// Every file under `dir` (the git dir included) with its bytes.
-fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let rel = p.strip_prefix(dir).unwrap().display().to_string();
-                out.insert(rel, std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    out
-}
 
 /// The merge fix from the recorded demo run (source half only).
 fn fix_patch() -> String {

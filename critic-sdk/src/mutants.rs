@@ -528,17 +528,43 @@ fn shortcut(
             }
         })
         .collect();
+    let head = docstring_end(base, buggy);
     let mut out: Vec<String> = base[..buggy.first].iter().map(|l| l.to_string()).collect();
     out.extend(copy);
     out.push(String::new());
-    out.push(base[buggy.first].to_string());
+    out.extend(base[buggy.first..=head].iter().map(|l| l.to_string()));
     out.push(format!("{body_pad}if {param} == {literal}:"));
     out.push(format!(
         "{body_pad}    return {receiver}{renamed}({})",
         call_args.join(", ")
     ));
-    out.extend(base[buggy.first + 1..].iter().map(|l| l.to_string()));
+    out.extend(base[head + 1..].iter().map(|l| l.to_string()));
     Some(out.join("\n") + "\n")
+}
+
+/// The last line of `def`'s header and docstring, so a statement inserted
+/// after it leaves the docstring in place.
+fn docstring_end(lines: &[&str], def: &Def) -> usize {
+    let Some(first) = (def.first + 1..=def.last).find(|&i| !lines[i].trim().is_empty()) else {
+        return def.first;
+    };
+    let text = lines[first].trim_start();
+    let body = text.trim_start_matches(['r', 'R', 'u', 'U']);
+    let Some(quote) = ["\"\"\"", "'''", "\"", "'"]
+        .into_iter()
+        .find(|q| body.starts_with(q))
+    else {
+        return def.first;
+    };
+    if body[quote.len()..].contains(quote) {
+        return first;
+    }
+    if quote.len() == 1 {
+        return def.first;
+    }
+    (first + 1..=def.last)
+        .find(|&i| lines[i].contains(quote))
+        .unwrap_or(def.first)
 }
 
 /// The 0-based first and last base lines of the statements `hunk` changes:
@@ -682,6 +708,26 @@ mod tests {
             input_shortcut(&[fix_of(BASE, &fixed)], &["merge(make_input())\n"]).is_empty(),
             "no literal, no shortcut"
         );
+    }
+
+    #[test]
+    fn input_shortcut_keeps_the_docstring_first() {
+        for doc in [
+            "    \"\"\"Merge.\"\"\"\n",
+            "    \"\"\"Merge.\n\n    More.\n    \"\"\"\n",
+            "    'Merge.'\n",
+        ] {
+            let base = BASE.replacen(
+                "def merge(intervals):\n",
+                &format!("def merge(intervals):\n{doc}"),
+                1,
+            );
+            let fixed = base.replace("start < merged", "start <= merged");
+            let ms = input_shortcut(&[fix_of(&base, &fixed)], &["merge([(1, 3), (3, 5)])"]);
+            let m = &ms[0].files["m.py"];
+            let want = format!("def merge(intervals):\n{doc}    if intervals == [(1, 3), (3, 5)]:");
+            assert!(m.contains(&want), "{m}");
+        }
     }
 
     #[test]

@@ -64,7 +64,8 @@ pub struct SkillInfo {
 pub struct DetectorOutput {
     /// Whether the signal fires (a hard gate rejects; a soft signal costs its weight).
     pub triggered: bool,
-    /// Free-form evidence, copied into the verdict.
+    /// Free-form evidence, copied into the verdict. A string under `summary`
+    /// is also printed in the text verdict, fired or not.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub metadata: Value,
     /// Text for the agent's next turn when this signal fires.

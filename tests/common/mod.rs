@@ -2,7 +2,10 @@
 //! repositories in temp dirs, and the committed fixtures.
 #![allow(dead_code)]
 
+pub mod llm_stub;
+
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -176,4 +179,22 @@ pub fn assert_schema(schema: &str, value: &Value) {
         errors.is_empty(),
         "{schema} violations: {errors:#?}\n{value:#}"
     );
+}
+
+/// Every file under `dir` (the git dir included) with its bytes.
+pub fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().display().to_string();
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
 }

@@ -36,7 +36,9 @@ impl Change {
         let mut change = Change::default();
         let raw_sections = sections(&patch.raw);
         for (i, file) in patch.files.iter().enumerate() {
-            let is_python = python_suffixes.iter().any(|s| file.path.ends_with(s.as_str()));
+            let is_python = python_suffixes
+                .iter()
+                .any(|s| file.path.ends_with(s.as_str()));
             if file.is_test {
                 let content = match file.status {
                     FileStatus::Deleted => None,
@@ -90,7 +92,8 @@ fn contents(file: &FileChange, origin: PatchOrigin) -> Result<(String, String), 
         PatchOrigin::File => {
             let base = match file.status {
                 FileStatus::Added => String::new(),
-                _ => read_file_string(file.old_path.as_deref().unwrap_or(&file.path)).map_err(fail)?,
+                _ => read_file_string(file.old_path.as_deref().unwrap_or(&file.path))
+                    .map_err(fail)?,
             };
             let new = apply(&base, &file.hunks)
                 .map_err(|e| fail(format!("the patch does not apply to the base: {e}")))?;

@@ -109,10 +109,16 @@ impl Config {
             return bad("tau", "must be between 0 and 1");
         }
         if self.test_command.is_empty() || self.test_command[0].is_empty() {
-            return bad("test_command", "must name a program, e.g. [python, reproduction.py]");
+            return bad(
+                "test_command",
+                "must name a program, e.g. [python, reproduction.py]",
+            );
         }
         if self.bug_exit_code == 0 {
-            return bad("bug_exit_code", "0 means success; use a non-zero code such as 1");
+            return bad(
+                "bug_exit_code",
+                "0 means success; use a non-zero code such as 1",
+            );
         }
         if self.test_timeout_secs == 0 {
             return bad("test_timeout_secs", "must be at least 1");

@@ -38,7 +38,13 @@ mod tests {
     use super::*;
 
     fn facts(round: u32, laxity: Option<f64>, test_changed: bool) -> RoundFacts {
-        RoundFacts { round, max_rounds: 5, laxity, tau: 0.2, test_changed }
+        RoundFacts {
+            round,
+            max_rounds: 5,
+            laxity,
+            tau: 0.2,
+            test_changed,
+        }
     }
 
     #[test]
@@ -48,7 +54,10 @@ mod tests {
         // tau itself is within tolerance.
         assert_eq!(decide(facts(1, Some(0.2), true)), Decision::Clean);
         assert_eq!(decide(facts(2, Some(0.0), false)), Decision::Continue);
-        assert_eq!(decide(facts(5, Some(0.0), false)), Decision::BudgetExhausted);
+        assert_eq!(
+            decide(facts(5, Some(0.0), false)),
+            Decision::BudgetExhausted
+        );
         assert_eq!(decide(facts(5, Some(0.5), true)), Decision::BudgetExhausted);
         assert_eq!(decide(facts(5, Some(0.1), true)), Decision::Clean);
     }

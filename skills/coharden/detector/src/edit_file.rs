@@ -84,7 +84,10 @@ fn edit_of(args: &ruff_python_ast::Arguments) -> Result<Edit, String> {
     let get = |i: usize| slots[i].ok_or_else(|| format!("edit_file is missing `{}`", NAMES[i]));
     let string = |i: usize| match get(i)? {
         Expr::StringLiteral(s) => Ok(s.value.to_str().to_string()),
-        _ => Err(format!("`{}` of edit_file is not a string literal", NAMES[i])),
+        _ => Err(format!(
+            "`{}` of edit_file is not a string literal",
+            NAMES[i]
+        )),
     };
     let line = |i: usize| match get(i)? {
         Expr::NumberLiteral(n) => match &n.value {
@@ -93,7 +96,10 @@ fn edit_of(args: &ruff_python_ast::Arguments) -> Result<Edit, String> {
                 .ok_or_else(|| format!("`{}` of edit_file is out of range", NAMES[i])),
             _ => Err(format!("`{}` of edit_file is not an integer", NAMES[i])),
         },
-        _ => Err(format!("`{}` of edit_file is not an integer literal", NAMES[i])),
+        _ => Err(format!(
+            "`{}` of edit_file is not an integer literal",
+            NAMES[i]
+        )),
     };
     Ok(Edit {
         filename: string(0)?,
@@ -136,8 +142,12 @@ pub fn apply(
 ) -> Result<BTreeMap<String, String>, String> {
     let mut by_file: BTreeMap<&str, Vec<&Edit>> = BTreeMap::new();
     for e in edits {
-        let path = resolve(files, &e.filename)
-            .ok_or_else(|| format!("edit_file names `{}`, which is not one of the files shown", e.filename))?;
+        let path = resolve(files, &e.filename).ok_or_else(|| {
+            format!(
+                "edit_file names `{}`, which is not one of the files shown",
+                e.filename
+            )
+        })?;
         by_file.entry(path).or_default().push(e);
     }
     let mut out = files.clone();
@@ -215,14 +225,19 @@ edit_file("ignored.py", 1, 1, "x")
         let edits = parse(ANSWER).unwrap();
         assert_eq!(edits.len(), 2);
         assert_eq!(edits[0].start, 12);
-        assert_eq!(edits[0].content, "        if merged and start == merged[-1][1]:");
+        assert_eq!(
+            edits[0].content,
+            "        if merged and start == merged[-1][1]:"
+        );
         assert_eq!((edits[1].start, edits[1].end), (3, 4));
         assert_eq!(edits[1].content, "def merge(intervals):\n    # variant\n");
     }
 
     #[test]
     fn unusable_answers_say_why() {
-        assert!(parse("I cannot help with that.").unwrap_err().contains("no edit_file"));
+        assert!(parse("I cannot help with that.")
+            .unwrap_err()
+            .contains("no edit_file"));
         let e = parse("```python\nedit_file('a.py', 1, 2\n```").unwrap_err();
         assert!(e.contains("not valid Python"), "{e}");
         let e = parse("```python\nedit_file('a.py', 'one', 2, 'x')\n```").unwrap_err();
@@ -237,15 +252,42 @@ edit_file("ignored.py", 1, 1, "x")
     fn applies_against_the_original_numbering() {
         let files = BTreeMap::from([("m.py".to_string(), "a\nb\nc\nd\n".to_string())]);
         let edits = vec![
-            Edit { filename: "m.py".into(), start: 4, end: 4, content: "D".into() },
-            Edit { filename: "/workspace/repo/m.py".into(), start: 1, end: 2, content: "A\nA2\nA3".into() },
+            Edit {
+                filename: "m.py".into(),
+                start: 4,
+                end: 4,
+                content: "D".into(),
+            },
+            Edit {
+                filename: "/workspace/repo/m.py".into(),
+                start: 1,
+                end: 2,
+                content: "A\nA2\nA3".into(),
+            },
         ];
         assert_eq!(apply(&files, &edits).unwrap()["m.py"], "A\nA2\nA3\nc\nD\n");
-        let outside = vec![Edit { filename: "m.py".into(), start: 4, end: 5, content: String::new() }];
+        let outside = vec![Edit {
+            filename: "m.py".into(),
+            start: 4,
+            end: 5,
+            content: String::new(),
+        }];
         assert!(apply(&files, &outside).unwrap_err().contains("outside"));
-        let overlap = vec![edits[1].clone(), Edit { start: 2, end: 3, ..edits[0].clone() }];
+        let overlap = vec![
+            edits[1].clone(),
+            Edit {
+                start: 2,
+                end: 3,
+                ..edits[0].clone()
+            },
+        ];
         assert!(apply(&files, &overlap).unwrap_err().contains("overlap"));
-        let unknown = vec![Edit { filename: "other.py".into(), ..edits[0].clone() }];
-        assert!(apply(&files, &unknown).unwrap_err().contains("not one of the files"));
+        let unknown = vec![Edit {
+            filename: "other.py".into(),
+            ..edits[0].clone()
+        }];
+        assert!(apply(&files, &unknown)
+            .unwrap_err()
+            .contains("not one of the files"));
     }
 }

@@ -53,7 +53,11 @@ impl Runs<'_> {
     }
 
     fn mutant(&self, c: &Candidate, reference: bool) -> RunRequest {
-        let mut files: TestFiles = c.files.iter().map(|(p, t)| (p.clone(), Some(t.clone()))).collect();
+        let mut files: TestFiles = c
+            .files
+            .iter()
+            .map(|(p, t)| (p.clone(), Some(t.clone())))
+            .collect();
         if reference {
             files.extend(self.reference_files());
         }

@@ -11,7 +11,9 @@ use crate::outcome::{tail, Outcome};
 use crate::pool::{self, Candidate};
 use crate::prompts::file_texts;
 use crate::report::{other_operators, survivors};
-use crate::state::{Decision, Exclusion, MutantRecord, Phase, RoundRecord, State, Survivor, TestFiles};
+use crate::state::{
+    Decision, Exclusion, MutantRecord, Phase, RoundRecord, State, Survivor, TestFiles,
+};
 use crate::{Ctx, Step};
 use critic_sdk::first_user_message;
 use critic_sdk::host::llm_complete;
@@ -45,17 +47,34 @@ pub fn evaluate(ctx: &Ctx, state: &mut State) -> Result<Step, String> {
         let text = ctx.prompts.render("retry", &vars)?;
         Ok(Step::reject(summary, text).with_metadata(json!({ "problem": kind })))
     };
-    let test: TestFiles = change.tests.iter().filter(|(_, c)| c.is_some()).map(|(p, c)| (p.clone(), c.clone())).collect();
+    let test: TestFiles = change
+        .tests
+        .iter()
+        .filter(|(_, c)| c.is_some())
+        .map(|(p, c)| (p.clone(), c.clone()))
+        .collect();
     if test.is_empty() {
-        return retry("no_test", json!({}), format!("Round {k}: the patch holds no test"));
+        return retry(
+            "no_test",
+            json!({}),
+            format!("Round {k}: the patch holds no test"),
+        );
     }
     if change.fix_paths.is_empty() {
-        return retry("no_fix", json!({}), format!("Round {k}: the patch holds no fix"));
+        return retry(
+            "no_fix",
+            json!({}),
+            format!("Round {k}: the patch holds no fix"),
+        );
     }
     for (path, content) in &test {
         if let Some(e) = content.as_deref().and_then(syntax_error) {
             let summary = format!("Round {k}: `{path}` is not valid Python ({e})");
-            return retry("syntax_error", json!({ "path": path, "detail": e }), summary);
+            return retry(
+                "syntax_error",
+                json!({ "path": path, "detail": e }),
+                summary,
+            );
         }
     }
     let runs = Runs {
@@ -71,27 +90,44 @@ pub fn evaluate(ctx: &Ctx, state: &mut State) -> Result<Step, String> {
         Outcome::BugDetected => {}
         Outcome::NotRun(why) => {
             return Err(format!(
-                "cannot run the test command `{}` in a scratch copy: {why}; check config.test_command",
-                config.command_line()
-            ))
+            "cannot run the test command `{}` in a scratch copy: {why}; check config.test_command",
+            config.command_line()
+        ))
         }
         other => {
             let detail = other.describe(secs);
-            let summary = format!("Round {k}: fail-to-pass broken: without the fix the test {detail}");
-            return retry("fails_to_fail", json!({ "detail": detail, "output_tail": tail_of(&fail) }), summary);
+            let summary =
+                format!("Round {k}: fail-to-pass broken: without the fix the test {detail}");
+            return retry(
+                "fails_to_fail",
+                json!({ "detail": detail, "output_tail": tail_of(&fail) }),
+                summary,
+            );
         }
     }
     match Outcome::of(&pass, config.bug_exit_code) {
         Outcome::Pass => {}
-        Outcome::NotRun(why) => return Err(format!("cannot apply the finish's patch in a scratch copy: {why}")),
+        Outcome::NotRun(why) => {
+            return Err(format!(
+                "cannot apply the finish's patch in a scratch copy: {why}"
+            ))
+        }
         other => {
             let detail = other.describe(secs);
             let summary = format!("Round {k}: fail-to-pass broken: with the fix the test {detail}");
-            return retry("fails_to_pass", json!({ "detail": detail, "output_tail": tail_of(&pass) }), summary);
+            return retry(
+                "fails_to_pass",
+                json!({ "detail": detail, "output_tail": tail_of(&pass) }),
+                summary,
+            );
         }
     }
 
-    let (candidates, mut excluded, notes) = mutant_pool(ctx, &change, &test, state)?;
+    let Drawn {
+        candidates,
+        mut excluded,
+        notes,
+    } = mutant_pool(ctx, &change, &test, state)?;
     let (admitted, rejected) = pool::admit(candidates, &change.fix);
     excluded.extend(rejected);
     let cells = runs.matrix(&admitted)?;
@@ -133,7 +169,12 @@ pub fn evaluate(ctx: &Ctx, state: &mut State) -> Result<Step, String> {
     } else {
         state.inconclusive_streak = 0;
     }
-    let views = survivors(&records, &change.fix, &config.mutation.operators, &state.previous_survivors);
+    let views = survivors(
+        &records,
+        &change.fix,
+        &config.mutation.operators,
+        &state.previous_survivors,
+    );
     let laxity_text = laxity.map_or("n/a".to_string(), |l| format!("{l:.2}"));
     let feedback = ctx.prompts.render(
         "feedback",
@@ -231,22 +272,35 @@ pub fn evaluate(ctx: &Ctx, state: &mut State) -> Result<Step, String> {
         Decision::Regression => {
             state.t_ref = state.t0.clone();
             state.round += 1;
-            let regressed: Vec<String> = views.iter().filter(|v| v.cell == "beta").map(|v| v.id.clone()).collect();
+            let regressed: Vec<String> = views
+                .iter()
+                .filter(|v| v.cell == "beta")
+                .map(|v| v.id.clone())
+                .collect();
             vars["t0"] = json!(file_texts(&state.t0));
             vars["regressed_list"] = json!(regressed);
             vars["top"] = json!(views.iter().find(|v| v.cell == "beta"));
             let text = ctx.prompts.render("regression", &vars)?;
-            Step::reject(format!("Round {k}: regression, the test is back to t0; {counts}"), text)
+            Step::reject(
+                format!("Round {k}: regression, the test is back to t0; {counts}"),
+                text,
+            )
         }
         Decision::Continue => {
             state.t_ref = test.clone();
             state.round += 1;
             let text = ctx.prompts.render("hardening", &vars)?;
-            Step::reject(format!("Round {k}: the test did not change; hardening goes on; {counts}"), text)
+            Step::reject(
+                format!("Round {k}: the test did not change; hardening goes on; {counts}"),
+                text,
+            )
         }
     }
     .with_metadata(evidence);
-    step.artifacts = vec![(format!("round-{k}.md"), feedback.clone()), (FEEDBACK_FILE.to_string(), feedback)];
+    step.artifacts = vec![
+        (format!("round-{k}.md"), feedback.clone()),
+        (FEEDBACK_FILE.to_string(), feedback),
+    ];
     Ok(step)
 }
 
@@ -262,53 +316,67 @@ fn same_tests(a: &TestFiles, b: &TestFiles) -> bool {
         })
 }
 
-/// The candidates of C_k (before admission), the exclusions met on the way,
+/// The candidates of C_k before admission, the exclusions met on the way,
 /// and notes for the evidence (e.g. a fallback from the model).
+#[derive(Default)]
+struct Drawn {
+    candidates: Vec<Candidate>,
+    excluded: Vec<Exclusion>,
+    notes: Vec<String>,
+}
+
+/// Draw C_k from the configured source.
 fn mutant_pool(
     ctx: &Ctx,
     change: &Change,
     test: &TestFiles,
     state: &State,
-) -> Result<(Vec<Candidate>, Vec<Exclusion>, Vec<String>), String> {
+) -> Result<Drawn, String> {
     let m = &ctx.config.mutation;
     let n = m.samples as usize;
     let test_sources: Vec<&str> = test.values().flatten().map(String::as_str).collect();
     let ref_sources: Vec<&str> = state.t_ref.values().flatten().map(String::as_str).collect();
     let all_tests: Vec<&str> = test_sources.iter().chain(&ref_sources).copied().collect();
     let deterministic = || pool::deterministic(&change.fix, &all_tests, &m.operators, n);
-    let mut notes = Vec::new();
     if m.source == Source::Deterministic {
-        return Ok((deterministic(), Vec::new(), notes));
+        return Ok(Drawn {
+            candidates: deterministic(),
+            ..Drawn::default()
+        });
     }
     let sampled = sample(ctx, change, &test_sources, &ref_sources, state.round);
     match (m.source, sampled) {
-        (Source::Llm, result) => result.map(|(c, e)| (c, e, notes)),
+        (Source::Llm, result) => result,
         (Source::Both, result) => {
-            let (mut c, e) = result?;
-            c.extend(deterministic());
-            Ok((c, e, notes))
+            let mut drawn = result?;
+            drawn.candidates.extend(deterministic());
+            Ok(drawn)
         }
-        (_, Ok(result)) => Ok((result.0, result.1, notes)),
-        (_, Err(e)) => {
-            notes.push(format!("model unavailable ({e}); the deterministic operators were used"));
-            Ok((deterministic(), Vec::new(), notes))
-        }
+        (_, Ok(drawn)) => Ok(drawn),
+        (_, Err(e)) => Ok(Drawn {
+            candidates: deterministic(),
+            notes: vec![format!(
+                "model unavailable ({e}); the deterministic operators were used"
+            )],
+            ..Drawn::default()
+        }),
     }
 }
 
-/// The model's candidates. `Err` when the model cannot be used at all: not
-/// configured, denied, or every request failed.
+/// The model's candidates (none when the fix has no Python file to rewrite).
+/// `Err` when the model cannot be used at all: not configured, denied, or
+/// every request failed.
 fn sample(
     ctx: &Ctx,
     change: &Change,
     test: &[&str],
     reference: &[&str],
     round: u32,
-) -> Result<(Vec<Candidate>, Vec<Exclusion>), String> {
+) -> Result<Drawn, String> {
     let m = &ctx.config.mutation;
     let fix: &[FixFile] = &change.fix;
     if fix.is_empty() {
-        return Err("the fix changes no Python file the model could rewrite".into());
+        return Ok(Drawn::default());
     }
     let issue = match &ctx.config.issue {
         Some(text) => text.clone(),
@@ -324,10 +392,22 @@ fn sample(
         reference: reference.join("\n"),
         round,
     };
-    let (jobs, requests) = llm::requests(&ctx.prompts, &sampling, &m.operators, m.samples, m.temperature, m.max_tokens)?;
+    let (jobs, requests) = llm::requests(
+        &ctx.prompts,
+        &sampling,
+        &m.operators,
+        m.samples,
+        m.temperature,
+        m.max_tokens,
+    )?;
     let answers = llm_complete(&requests)?;
     if let Some(e) = llm::all_failed(&answers) {
         return Err(format!("every model request failed, the first with: {e}"));
     }
-    Ok(llm::candidates(&jobs, &answers, fix))
+    let (candidates, excluded) = llm::candidates(&jobs, &answers, fix);
+    Ok(Drawn {
+        candidates,
+        excluded,
+        notes: Vec::new(),
+    })
 }

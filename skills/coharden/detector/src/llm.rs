@@ -68,7 +68,13 @@ fn numbered(text: &str) -> String {
 /// of the round, so record/replay sees identical prompts, but varying from
 /// sample to sample so neither position means "the new test".
 fn swapped(s: &Sampling, job: Job) -> bool {
-    let key = format!("{}|{}|{}|{}", s.fix_diff, s.round, operator_name(job.operator), job.sample);
+    let key = format!(
+        "{}|{}|{}|{}",
+        s.fix_diff,
+        s.round,
+        operator_name(job.operator),
+        job.sample
+    );
     let mut h: u32 = 0x811c_9dc5;
     for b in key.bytes() {
         h ^= u32::from(b);
@@ -97,7 +103,8 @@ pub fn requests(
     let mut jobs = Vec::new();
     let mut requests = Vec::new();
     for &operator in operators {
-        let instructions = prompts.render(&format!("operators/{}", operator_name(operator)), json!({}))?;
+        let instructions =
+            prompts.render(&format!("operators/{}", operator_name(operator)), json!({}))?;
         for sample in 0..samples {
             let job = Job { operator, sample };
             let (t1, t2) = if swapped(s, job) {
@@ -138,7 +145,10 @@ pub fn candidates(
     answers: &[LlmResult],
     fix: &[FixFile],
 ) -> (Vec<Candidate>, Vec<Exclusion>) {
-    let base: BTreeMap<String, String> = fix.iter().map(|f| (f.path.clone(), f.base.clone())).collect();
+    let base: BTreeMap<String, String> = fix
+        .iter()
+        .map(|f| (f.path.clone(), f.base.clone()))
+        .collect();
     let mut out = Vec::new();
     let mut excluded = Vec::new();
     for (job, answer) in jobs.iter().zip(answers) {
@@ -169,13 +179,24 @@ pub fn candidates(
             Ok(files) => {
                 let spans: Vec<String> = edits
                     .iter()
-                    .map(|e| format!("{} {}-{}", e.filename.trim_start_matches("./"), e.start, e.end))
+                    .map(|e| {
+                        format!(
+                            "{} {}-{}",
+                            e.filename.trim_start_matches("./"),
+                            e.start,
+                            e.end
+                        )
+                    })
                     .collect();
                 out.push(Candidate {
                     operator: job.operator,
                     origin: Origin::Llm,
                     sample: Some(job.sample),
-                    description: format!("model sample {}: rewrites {}", job.sample + 1, spans.join(", ")),
+                    description: format!(
+                        "model sample {}: rewrites {}",
+                        job.sample + 1,
+                        spans.join(", ")
+                    ),
                     files,
                 });
             }
@@ -225,7 +246,10 @@ mod tests {
         let ops = [Operator::SymptomSuppression, Operator::InputShortcut];
         let (jobs, reqs) = requests(&prompts, &sampling(&f), &ops, 3, 0.7, 100).unwrap();
         assert_eq!(jobs.len(), 6);
-        assert_eq!(reqs.iter().map(|r| r.sample).collect::<Vec<_>>(), [0, 1, 2, 0, 1, 2]);
+        assert_eq!(
+            reqs.iter().map(|r| r.sample).collect::<Vec<_>>(),
+            [0, 1, 2, 0, 1, 2]
+        );
         let text = &reqs[0].messages[0].content;
         assert!(text.contains("Touching intervals are not merged."));
         assert!(text.contains("1 def f(x):\n2     return x < 1"), "{text}");
@@ -235,9 +259,14 @@ mod tests {
         // Both orders occur, and the same job always gets the same one.
         let firsts: Vec<bool> = reqs
             .iter()
-            .map(|r| r.messages[0].content.find("NEW TEST") < r.messages[0].content.find("OLD TEST"))
+            .map(|r| {
+                r.messages[0].content.find("NEW TEST") < r.messages[0].content.find("OLD TEST")
+            })
             .collect();
-        assert!(firsts.contains(&true) && firsts.contains(&false), "{firsts:?}");
+        assert!(
+            firsts.contains(&true) && firsts.contains(&false),
+            "{firsts:?}"
+        );
         let (_, again) = requests(&prompts, &sampling(&f), &ops, 3, 0.7, 100).unwrap();
         assert_eq!(reqs, again);
     }
@@ -245,18 +274,29 @@ mod tests {
     #[test]
     fn answers_become_candidates_or_exclusions() {
         let f = fix();
-        let job = Job { operator: Operator::BehaviorSubstitution, sample: 0 };
+        let job = Job {
+            operator: Operator::BehaviorSubstitution,
+            sample: 0,
+        };
         let answers = vec![
             LlmResult {
-                content: Some("```python\nedit_file('m.py', 2, 2, '    return x >= 1')\n```".into()),
+                content: Some(
+                    "```python\nedit_file('m.py', 2, 2, '    return x >= 1')\n```".into(),
+                ),
                 ..LlmResult::default()
             },
-            LlmResult { content: Some("no code".into()), ..LlmResult::default() },
+            LlmResult {
+                content: Some("no code".into()),
+                ..LlmResult::default()
+            },
             LlmResult {
                 content: Some("```python\nedit_file('m.py', 7, 9, 'x')\n```".into()),
                 ..LlmResult::default()
             },
-            LlmResult { error: Some("HTTP 500".into()), ..LlmResult::default() },
+            LlmResult {
+                error: Some("HTTP 500".into()),
+                ..LlmResult::default()
+            },
         ];
         let (cands, excluded) = candidates(&[job; 4], &answers, &f);
         assert_eq!(cands.len(), 1);
@@ -264,7 +304,10 @@ mod tests {
         assert_eq!(cands[0].description, "model sample 1: rewrites m.py 2-2");
         let reasons: Vec<&str> = excluded.iter().map(|e| e.reason.as_str()).collect();
         assert!(reasons[0].starts_with("unparseable answer"), "{reasons:?}");
-        assert!(reasons[1].starts_with("the edits do not apply"), "{reasons:?}");
+        assert!(
+            reasons[1].starts_with("the edits do not apply"),
+            "{reasons:?}"
+        );
         assert!(reasons[2].contains("HTTP 500"), "{reasons:?}");
         assert_eq!(all_failed(&answers), None);
         assert_eq!(all_failed(&answers[3..]), Some("HTTP 500".into()));

@@ -69,7 +69,11 @@ impl Outcome {
 /// a traceback, or the bare report Python prints for a syntax error in the
 /// script itself.
 pub fn crash_line(stderr: &str) -> Option<String> {
-    let last = stderr.lines().rev().find(|l| !l.trim().is_empty())?.trim_end();
+    let last = stderr
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())?
+        .trim_end();
     let name = last.split(':').next().unwrap_or(last);
     let is_name = !name.is_empty()
         && !name.starts_with(' ')
@@ -124,7 +128,10 @@ mod tests {
     #[test]
     fn exit_codes_and_crashes() {
         assert_eq!(Outcome::of(&exited(0, ""), 1), Outcome::Pass);
-        assert_eq!(Outcome::of(&exited(1, "bug: got [(1, 3)]\n"), 1), Outcome::BugDetected);
+        assert_eq!(
+            Outcome::of(&exited(1, "bug: got [(1, 3)]\n"), 1),
+            Outcome::BugDetected
+        );
         assert_eq!(Outcome::of(&exited(2, ""), 1), Outcome::OtherExit(2));
         let tb = "Traceback (most recent call last):\n  File \"r.py\", line 3, in <module>\n    \
                   import nope\nModuleNotFoundError: No module named 'nope'\n";
@@ -133,27 +140,50 @@ mod tests {
             Outcome::Crash("ModuleNotFoundError: No module named 'nope'".into())
         );
         let syntax = "  File \"/s/reproduction.py\", line 2\n    x = )\n        ^\nSyntaxError: unmatched ')'\n";
-        assert_eq!(Outcome::of(&exited(1, syntax), 1), Outcome::Crash("SyntaxError: unmatched ')'".into()));
-        let assertion = "Traceback (most recent call last):\n  File \"r.py\", line 1\nAssertionError\n";
-        assert_eq!(Outcome::of(&exited(1, assertion), 1), Outcome::Crash("AssertionError".into()));
+        assert_eq!(
+            Outcome::of(&exited(1, syntax), 1),
+            Outcome::Crash("SyntaxError: unmatched ')'".into())
+        );
+        let assertion =
+            "Traceback (most recent call last):\n  File \"r.py\", line 1\nAssertionError\n";
+        assert_eq!(
+            Outcome::of(&exited(1, assertion), 1),
+            Outcome::Crash("AssertionError".into())
+        );
         // An error message the test prints itself is not a crash.
-        assert_eq!(Outcome::of(&exited(1, "Error: merge() kept (1, 3)\n"), 1), Outcome::BugDetected);
+        assert_eq!(
+            Outcome::of(&exited(1, "Error: merge() kept (1, 3)\n"), 1),
+            Outcome::BugDetected
+        );
     }
 
     #[test]
     fn environment_failures_are_not_verdicts() {
-        let timed = RunResult { timed_out: true, ..RunResult::default() };
+        let timed = RunResult {
+            timed_out: true,
+            ..RunResult::default()
+        };
         assert_eq!(Outcome::of(&timed, 1), Outcome::TimedOut);
-        let missing = RunResult { error: Some("program not found".into()), ..RunResult::default() };
+        let missing = RunResult {
+            error: Some("program not found".into()),
+            ..RunResult::default()
+        };
         assert!(!Outcome::of(&missing, 1).is_verdict());
-        let killed = RunResult { signal: Some(9), ..RunResult::default() };
+        let killed = RunResult {
+            signal: Some(9),
+            ..RunResult::default()
+        };
         assert_eq!(Outcome::of(&killed, 1), Outcome::Signal(9));
         assert!(Outcome::of(&exited(3, ""), 1).is_verdict());
     }
 
     #[test]
     fn tail_keeps_the_end() {
-        let run = RunResult { stdout: "a".repeat(50), stderr: "the end".into(), ..RunResult::default() };
+        let run = RunResult {
+            stdout: "a".repeat(50),
+            stderr: "the end".into(),
+            ..RunResult::default()
+        };
         let t = tail(&run, 10);
         assert!(t.starts_with("[...]") && t.ends_with("the end"), "{t}");
         assert_eq!(tail(&exited(0, "short\n"), 100), "short");

@@ -45,7 +45,12 @@ pub struct Candidate {
 /// Up to `n` mutants per operator from the deterministic operators, spread
 /// evenly over each operator's candidates so a pick is not all from the
 /// first hunk.
-pub fn deterministic(fix: &[FixFile], tests: &[&str], operators: &[Operator], n: usize) -> Vec<Candidate> {
+pub fn deterministic(
+    fix: &[FixFile],
+    tests: &[&str],
+    operators: &[Operator],
+    n: usize,
+) -> Vec<Candidate> {
     let all = mutants::all(fix, tests);
     let mut out = Vec::new();
     for &op in operators {
@@ -131,10 +136,18 @@ mod tests {
         let fixed = BASE.replace("s < out", "s <= out");
         let diff = format!(
             "diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n{}",
-            critic_sdk::diff::unified("m.py", BASE, &fixed).split_once("+++ b/m.py\n").unwrap().1
+            critic_sdk::diff::unified("m.py", BASE, &fixed)
+                .split_once("+++ b/m.py\n")
+                .unwrap()
+                .1
         );
         let hunks = parse(&diff).unwrap().remove(0).hunks;
-        vec![FixFile { path: "m.py".into(), base: BASE.into(), fixed, hunks }]
+        vec![FixFile {
+            path: "m.py".into(),
+            base: BASE.into(),
+            fixed,
+            hunks,
+        }]
     }
 
     fn variant(text: &str) -> Candidate {
@@ -150,8 +163,16 @@ mod tests {
     #[test]
     fn deterministic_picks_at_most_n_per_operator() {
         let ops = [Operator::BehaviorSubstitution, Operator::InputShortcut];
-        let pool = deterministic(&fix(), &["assert merge([(1, 3), (3, 5)]) == [(1, 5)]"], &ops, 2);
-        let subst = pool.iter().filter(|c| c.operator == Operator::BehaviorSubstitution).count();
+        let pool = deterministic(
+            &fix(),
+            &["assert merge([(1, 3), (3, 5)]) == [(1, 5)]"],
+            &ops,
+            2,
+        );
+        let subst = pool
+            .iter()
+            .filter(|c| c.operator == Operator::BehaviorSubstitution)
+            .count();
         assert_eq!(subst, 2, "{pool:#?}");
         assert!(pool.iter().all(|c| ops.contains(&c.operator)));
         let (admitted, excluded) = admit(pool.clone(), &fix());

@@ -12,7 +12,10 @@ const SHIPPED: &[(&str, &str)] = &[
     ("bootstrap", include_str!("../../templates/bootstrap.md.j2")),
     ("retry", include_str!("../../templates/retry.md.j2")),
     ("hardening", include_str!("../../templates/hardening.md.j2")),
-    ("regression", include_str!("../../templates/regression.md.j2")),
+    (
+        "regression",
+        include_str!("../../templates/regression.md.j2"),
+    ),
     ("feedback", include_str!("../../templates/feedback.md.j2")),
     ("mutation", include_str!("../../templates/mutation.md.j2")),
     (
@@ -120,11 +123,20 @@ mod tests {
         assert!(text.contains("exits 0 on the unfixed code"), "{text}");
         let mine = BTreeMap::from([("bootstrap".to_string(), "Next: {{ round }}".to_string())]);
         let p = Prompts::new(&mine).unwrap();
-        assert_eq!(p.render("bootstrap", json!({"round": 1})).unwrap(), "Next: 1\n");
+        assert_eq!(
+            p.render("bootstrap", json!({"round": 1})).unwrap(),
+            "Next: 1\n"
+        );
         let bad = BTreeMap::from([("bootstrp".to_string(), "x".to_string())]);
-        assert!(Prompts::new(&bad).err().unwrap().contains("no such template"));
+        assert!(Prompts::new(&bad)
+            .err()
+            .unwrap()
+            .contains("no such template"));
         let broken = BTreeMap::from([("bootstrap".to_string(), "{% if %}".to_string())]);
-        assert!(Prompts::new(&broken).err().unwrap().starts_with("config.templates.bootstrap"));
+        assert!(Prompts::new(&broken)
+            .err()
+            .unwrap()
+            .starts_with("config.templates.bootstrap"));
     }
 
     #[test]

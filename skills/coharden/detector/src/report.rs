@@ -54,7 +54,12 @@ pub fn survivors(
         .filter(|(_, (_, r))| r.cell.survives())
         .map(|(i, (c, r))| (i, c, r))
         .collect();
-    let rank = |op: Operator| operators.iter().position(|o| *o == op).unwrap_or(usize::MAX);
+    let rank = |op: Operator| {
+        operators
+            .iter()
+            .position(|o| *o == op)
+            .unwrap_or(usize::MAX)
+    };
     list.sort_by_key(|(i, c, r)| (r.cell != Cell::Beta, rank(c.operator), *i));
     list.into_iter()
         .map(|(_, c, r)| MutantView {

@@ -33,18 +33,32 @@ pub fn evaluate(ctx: &Ctx, state: &mut State) -> Result<Step, String> {
         Ok(Step::reject(summary, text).with_metadata(json!({ "problem": kind })))
     };
     if !change.fix_paths.is_empty() {
-        let summary = format!("Round 0 must change test files only; it also changes {}", change.fix_paths.join(", "));
+        let summary = format!(
+            "Round 0 must change test files only; it also changes {}",
+            change.fix_paths.join(", ")
+        );
         return reject("source_edit", json!({}), summary);
     }
-    let tests: TestFiles = change.tests.into_iter().filter(|(_, c)| c.is_some()).collect();
+    let tests: TestFiles = change
+        .tests
+        .into_iter()
+        .filter(|(_, c)| c.is_some())
+        .collect();
     if tests.is_empty() {
         return reject("no_test", json!({}), "Round 0 has no test file".into());
     }
     for (path, content) in &tests {
-        let python = config.python_suffixes.iter().any(|s| path.ends_with(s.as_str()));
+        let python = config
+            .python_suffixes
+            .iter()
+            .any(|s| path.ends_with(s.as_str()));
         if let (true, Some(e)) = (python, content.as_deref().and_then(syntax_error)) {
             let summary = format!("`{path}` is not valid Python ({e})");
-            return reject("syntax_error", json!({ "path": path, "detail": e }), summary);
+            return reject(
+                "syntax_error",
+                json!({ "path": path, "detail": e }),
+                summary,
+            );
         }
     }
     let result = run(&RunRequest {
@@ -69,14 +83,17 @@ pub fn evaluate(ctx: &Ctx, state: &mut State) -> Result<Step, String> {
                     "bug_exit_code": config.bug_exit_code,
                 }),
             )?;
-            return Ok(Step::reject("Round 0 complete: the test detects the bug; on to Round 1", text)
-                .with_metadata(json!({ "problem": null, "t0": state.t0.keys().collect::<Vec<_>>() })));
+            return Ok(Step::reject(
+                "Round 0 complete: the test detects the bug; on to Round 1",
+                text,
+            )
+            .with_metadata(json!({ "problem": null, "t0": state.t0.keys().collect::<Vec<_>>() })));
         }
         Outcome::NotRun(why) => {
             return Err(format!(
-                "cannot run the test command `{}` in a scratch copy: {why}; check config.test_command",
-                config.command_line()
-            ))
+            "cannot run the test command `{}` in a scratch copy: {why}; check config.test_command",
+            config.command_line()
+        ))
         }
         Outcome::Pass => ("passes_on_base", String::new()),
         Outcome::Crash(line) => ("crash", line),
@@ -88,5 +105,9 @@ pub fn evaluate(ctx: &Ctx, state: &mut State) -> Result<Step, String> {
         "Round 0 test does not detect the bug: on the base it {}",
         Outcome::of(&result, config.bug_exit_code).describe(secs)
     );
-    reject(kind, json!({ "detail": detail, "output_tail": output_tail }), summary)
+    reject(
+        kind,
+        json!({ "detail": detail, "output_tail": output_tail }),
+        summary,
+    )
 }

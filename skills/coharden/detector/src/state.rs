@@ -198,7 +198,10 @@ mod tests {
         let (same, reset) = State::load(&old.to_value(), "abc").unwrap();
         assert_eq!((same, reset), (old.clone(), false));
         let (new, reset) = State::load(&old.to_value(), "def").unwrap();
-        assert_eq!((new.phase, new.base.as_str(), reset), (Phase::LaxInit, "def", true));
+        assert_eq!(
+            (new.phase, new.base.as_str(), reset),
+            (Phase::LaxInit, "def", true)
+        );
     }
 
     #[test]
