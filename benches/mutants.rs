@@ -1,11 +1,22 @@
 //! Deterministic mutant generation (the CoHarden operators in
 //! `critic_sdk::mutants`) on a 200-line Python file whose fix touches ten
 //! scattered lines: comparisons, arithmetic, booleans and integer literals,
-//! as a real fix does. Run with `cargo bench --bench mutants`; the figure
-//! goes in docs/PERFORMANCE.md (target: 20 ms per fix).
+//! as a real fix does. Measured natively and inside a WebAssembly component
+//! under wasmtime (the `mutants-probe` fixture, evaluated in process with and
+//! without the generation, so the difference is the generation alone). Run
+//! with `cargo bench --bench mutants`; the figures go in docs/PERFORMANCE.md
+//! (target: 20 ms per fix).
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use critic_sdk::mutants::{all, FixFile};
+use critic_sdk::{Patch, PatchOrigin};
+use pluggable_critic::critic::{Critic, Finish};
+use pluggable_critic::harness::{HarnessOptions, SkillCritic};
+use pluggable_critic::manifest;
+use pluggable_critic::runtime::Runtime;
+use pluggable_critic::state::StateStore;
+use serde_json::json;
+use std::path::Path;
 
 /// A 200-line module of small functions.
 fn module(fixed: bool) -> String {
@@ -20,7 +31,7 @@ fn module(fixed: bool) -> String {
     out
 }
 
-fn fix() -> FixFile {
+fn diff() -> String {
     let (base, fixed) = (module(false), module(true));
     let mut diff = String::from("diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n");
     for (i, (a, b)) in base.lines().zip(fixed.lines()).enumerate() {
@@ -28,7 +39,12 @@ fn fix() -> FixFile {
             diff.push_str(&format!("@@ -{n} +{n} @@\n-{a}\n+{b}\n", n = i + 1));
         }
     }
-    let files = critic_sdk::diff::parse(&diff).unwrap();
+    diff
+}
+
+fn fix() -> FixFile {
+    let (base, fixed) = (module(false), module(true));
+    let files = critic_sdk::diff::parse(&diff()).unwrap();
     FixFile {
         path: "m.py".into(),
         base,
@@ -37,14 +53,70 @@ fn fix() -> FixFile {
     }
 }
 
+const TEST: &str = "from m import f0\nassert f0([1, 2], limit=1) == 1\n";
+
 fn bench(c: &mut Criterion) {
     let fix = vec![fix()];
     assert_eq!(fix[0].fixed.lines().count(), 200);
-    let test = "from m import f0\nassert f0([1, 2], limit=1) == 1\n";
-    let n = all(&fix, &[test]).len();
+    let n = all(&fix, &[TEST]).len();
     eprintln!("{n} mutants from a 200-line file with a 10-hunk fix");
-    c.bench_function("mutants_200_line_file", |b| b.iter(|| all(&fix, &[test])));
+    c.bench_function("mutants_200_line_file", |b| b.iter(|| all(&fix, &[TEST])));
 }
 
-criterion_group!(benches, bench);
+/// The probe component as a one-signal skill generating the pool `rounds` times.
+fn probe_critic(dir: &Path, runtime: &Runtime, rounds: u32) -> SkillCritic {
+    let wasm = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/skills/mutants-probe/mutants_probe.wasm");
+    let config = json!({
+        "path": "m.py", "base": module(false), "fixed": module(true),
+        "diff": diff(), "tests": [TEST], "rounds": rounds,
+    });
+    let skill_dir = dir.join(format!("skill-{rounds}"));
+    std::fs::create_dir_all(&skill_dir).unwrap();
+    std::fs::write(
+        skill_dir.join("critic.yaml"),
+        format!(
+            "name: probe\nversion: 0.1.0\nsignals:\n  - {{name: p, type: soft, weight: 1, detector: {}, config: {config}}}\n",
+            wasm.display()
+        ),
+    )
+    .unwrap();
+    SkillCritic::new(
+        manifest::load(&skill_dir).unwrap(),
+        runtime,
+        StateStore::new(dir.join(format!("state-{rounds}"))).without_fsync(),
+        &HarnessOptions::default(),
+    )
+    .unwrap()
+}
+
+fn bench_wasm(c: &mut Criterion) {
+    let tmp = tempfile::tempdir().unwrap();
+    let runtime = Runtime::new(Some(&tmp.path().join("cache"))).unwrap();
+    let finish = Finish {
+        events: Vec::new().into(),
+        patch: Patch {
+            base: "0".repeat(40),
+            origin: PatchOrigin::Worktree,
+            raw: String::new(),
+            files: Vec::new(),
+        },
+        workspace: tmp.path().to_path_buf(),
+        session: "bench".into(),
+    };
+    let with = probe_critic(tmp.path(), &runtime, 1);
+    let verdict = with.evaluate(&finish).unwrap();
+    let count = &verdict.signals[0].metadata["mutants"];
+    assert!(count.as_u64().unwrap() > 100, "{verdict:?}");
+    eprintln!("{count} mutants inside the component");
+    let without = probe_critic(tmp.path(), &runtime, 0);
+    c.bench_function("mutants_in_wasm_call_only", |b| {
+        b.iter(|| without.evaluate(&finish).unwrap())
+    });
+    c.bench_function("mutants_in_wasm_with_generation", |b| {
+        b.iter(|| with.evaluate(&finish).unwrap())
+    });
+}
+
+criterion_group!(benches, bench, bench_wasm);
 criterion_main!(benches);

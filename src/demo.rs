@@ -1,8 +1,9 @@
-//! `critic demo`: replay a recorded agent run, finish by finish, through a
-//! bundled skill on a fresh copy of the demo repository. Offline and keyless:
-//! the run was recorded once with the real OpenHands SDK
-//! (`examples/openhands/record_demo.py`), and each finish is stored as the
-//! event stream up to that finish plus the working-tree diff at that moment.
+//! `critic demo [NAME]`: replay a recorded agent run, finish by finish,
+//! through a bundled skill on a fresh copy of the demo repository. Offline
+//! and keyless: each run was recorded once with the real OpenHands SDK
+//! (`examples/openhands/record_*.py`), and each finish is stored as the event
+//! stream up to that finish plus the working-tree diff at that moment. The
+//! skill's own checks (CoHarden's test runs included) happen live.
 
 use crate::cache;
 use crate::check::{self, CheckOptions};
@@ -79,9 +80,53 @@ fn git_in(dir: &Path, args: &[&str]) -> Result<(), Error> {
         .map_err(|e| Error::Usage(e.to_string()))
 }
 
-/// Replay `examples/demo-run` and write each verdict to `out`.
-pub fn run(examples: &Path, out: &mut dyn Write) -> Result<(), Error> {
-    let run_dir = examples.join("demo-run");
+/// The recorded run a demo name stands for: `examples/demo-run` for the
+/// default demo, `examples/<name>-run` otherwise.
+pub fn run_dir(examples: &Path, name: Option<&str>) -> Result<PathBuf, Error> {
+    let dir = examples.join(name.map_or("demo-run".to_string(), |n| format!("{n}-run")));
+    if dir.join("run.json").is_file() {
+        return Ok(dir);
+    }
+    let mut known: Vec<String> = std::fs::read_dir(examples)
+        .map_err(|e| io_err(examples, e))?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter_map(|n| n.strip_suffix("-run").map(str::to_string))
+        .filter(|n| n != "demo")
+        .collect();
+    known.sort();
+    Err(Error::Usage(format!(
+        "no demo named {:?} in {}; available: the default (no name){}",
+        name.unwrap_or("demo"),
+        examples.display(),
+        known.iter().map(|n| format!(", {n}")).collect::<String>()
+    )))
+}
+
+/// The task as the header shows it: a one-line task whole, a long prompt
+/// by its first lines and where to read the rest.
+fn task_preview(task: &str, run_file: &Path) -> String {
+    const SHOWN: usize = 12;
+    let lines: Vec<&str> = task.lines().collect();
+    if lines.len() <= 1 {
+        return task.to_string();
+    }
+    let mut text = String::from("the agent was given this task\n");
+    for line in lines.iter().take(SHOWN) {
+        text.push_str(&format!("  > {line}\n"));
+    }
+    if lines.len() > SHOWN {
+        text.push_str(&format!(
+            "  > [... {} more lines; the whole prompt is in {}]",
+            lines.len() - SHOWN,
+            run_file.display()
+        ));
+    }
+    text.trim_end().to_string()
+}
+
+/// Replay the recorded run `name` (see [`run_dir`]) and write each verdict to `out`.
+pub fn run(examples: &Path, name: Option<&str>, out: &mut dyn Write) -> Result<(), Error> {
+    let run_dir = run_dir(examples, name)?;
     let run_file = run_dir.join("run.json");
     let text = std::fs::read_to_string(&run_file).map_err(|e| io_err(&run_file, e))?;
     let rec: Recording = serde_json::from_str(&text).map_err(|e| io_err(&run_file, e))?;
@@ -98,14 +143,8 @@ pub fn run(examples: &Path, out: &mut dyn Write) -> Result<(), Error> {
         out.write_all(s.as_bytes())
             .map_err(|e| Error::Internal(e.to_string()))
     };
-    w(
-        out,
-        format!(
-            "PluggableCritic demo: {}\nrepository copied to {}\n",
-            rec.task,
-            repo.display()
-        ),
-    )?;
+    w(out, format!("PluggableCritic demo: {}\n", task_preview(&rec.task, &run_file)))?;
+    w(out, format!("repository copied to {}\n", repo.display()))?;
     for (i, finish) in rec.finishes.iter().enumerate() {
         git_in(&repo, &["checkout", "-q", "--", "."])?;
         git_in(&repo, &["clean", "-q", "-f", "-d"])?;

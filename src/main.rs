@@ -119,6 +119,9 @@ enum Command {
     },
     /// Replay a recorded agent run on the bundled demo repository, offline.
     Demo {
+        /// Which recorded run: none for the basic gates, `coharden` for a full
+        /// CoHarden session (examples/<name>-run).
+        name: Option<String>,
         /// The examples directory (default: the one this binary was built from).
         #[arg(long)]
         examples: Option<PathBuf>,
@@ -316,9 +319,9 @@ fn run(command: Command) -> anyhow::Result<u8> {
             );
             Ok(EXIT_ACCEPT)
         }
-        Command::Demo { examples } => {
+        Command::Demo { name, examples } => {
             let examples = examples.unwrap_or_else(demo::bundled_examples);
-            demo::run(&examples, &mut std::io::stdout())?;
+            demo::run(&examples, name.as_deref(), &mut std::io::stdout())?;
             Ok(EXIT_ACCEPT)
         }
     }

@@ -25,6 +25,32 @@ fn demo_replays_the_recorded_run() {
 }
 
 #[test]
+fn demo_coharden_replays_a_full_session_with_live_test_runs() {
+    let out = run(critic().args(["demo", "coharden"]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let verdicts: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("ACCEPT") || l.starts_with("REJECT"))
+        .collect();
+    assert_eq!(verdicts.len(), 3, "{text}");
+    assert!(verdicts[2].starts_with("ACCEPT coharden"), "{text}");
+    assert!(text.contains("Round 0 complete: the test detects the bug"), "{text}");
+    assert!(text.contains("Round 1: the test did not change; hardening goes on"), "{text}");
+    assert!(text.contains("Top surviving mutant"), "{text}");
+    assert!(text.contains("Round 2 is clean"), "{text}");
+    assert!(text.contains("alpha 0, beta 0"), "the hardened test kills every mutant: {text}");
+}
+
+#[test]
+fn demo_with_an_unknown_name_lists_the_recorded_runs() {
+    let out = run(critic().args(["demo", "nope"]));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(e.contains("no demo named \"nope\"") && e.contains(", coharden"), "{e}");
+}
+
+#[test]
 fn new_skill_builds_validates_and_passes_its_test() {
     let dir = tempfile::tempdir().unwrap();
     let out = run(critic().args(["new", "my-gate", "--dir"]).arg(dir.path()));
