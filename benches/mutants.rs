@@ -8,7 +8,7 @@
 //! (target: 20 ms per fix).
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use critic_sdk::mutants::{all, FixFile};
+use critic_sdk::mutants::{all, sample, FixFile, Operator};
 use critic_sdk::{Patch, PatchOrigin};
 use pluggable_critic::critic::{Critic, Finish};
 use pluggable_critic::harness::{HarnessOptions, SkillCritic};
@@ -55,23 +55,37 @@ fn fix() -> FixFile {
 
 const TEST: &str = "from m import f0\nassert f0([1, 2], limit=1) == 1\n";
 
+const OPERATORS: [Operator; 4] = [
+    Operator::SymptomSuppression,
+    Operator::IncompleteFix,
+    Operator::InputShortcut,
+    Operator::BehaviorSubstitution,
+];
+
 fn bench(c: &mut Criterion) {
     let fix = vec![fix()];
     assert_eq!(fix[0].fixed.lines().count(), 200);
     let n = all(&fix, &[TEST]).len();
     eprintln!("{n} mutants from a 200-line file with a 10-hunk fix");
     c.bench_function("mutants_200_line_file", |b| b.iter(|| all(&fix, &[TEST])));
+    let n = sample(&fix, &[TEST], &OPERATORS, 3).len();
+    eprintln!("a round's pool: {n} mutants (3 per operator)");
+    c.bench_function("mutants_round_pool_200_line_file", |b| {
+        b.iter(|| sample(&fix, &[TEST], &OPERATORS, 3))
+    });
 }
 
-/// The probe component as a one-signal skill generating the pool `rounds` times.
-fn probe_critic(dir: &Path, runtime: &Runtime, rounds: u32) -> SkillCritic {
+/// The probe component as a one-signal skill generating the pool `rounds`
+/// times: all mutants, or `sample` per operator.
+fn probe_critic(dir: &Path, runtime: &Runtime, rounds: u32, sample: Option<usize>) -> SkillCritic {
     let wasm = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/skills/mutants-probe/mutants_probe.wasm");
     let config = json!({
         "path": "m.py", "base": module(false), "fixed": module(true),
-        "diff": diff(), "tests": [TEST], "rounds": rounds,
+        "diff": diff(), "tests": [TEST], "rounds": rounds, "sample": sample,
     });
-    let skill_dir = dir.join(format!("skill-{rounds}"));
+    let name = format!("{rounds}-{sample:?}");
+    let skill_dir = dir.join(format!("skill-{name}"));
     std::fs::create_dir_all(&skill_dir).unwrap();
     std::fs::write(
         skill_dir.join("critic.yaml"),
@@ -84,7 +98,7 @@ fn probe_critic(dir: &Path, runtime: &Runtime, rounds: u32) -> SkillCritic {
     SkillCritic::new(
         manifest::load(&skill_dir).unwrap(),
         runtime,
-        StateStore::new(dir.join(format!("state-{rounds}"))).without_fsync(),
+        StateStore::new(dir.join(format!("state-{name}"))).without_fsync(),
         &HarnessOptions::default(),
     )
     .unwrap()
@@ -104,17 +118,26 @@ fn bench_wasm(c: &mut Criterion) {
         workspace: tmp.path().to_path_buf(),
         session: "bench".into(),
     };
-    let with = probe_critic(tmp.path(), &runtime, 1);
-    let verdict = with.evaluate(&finish).unwrap();
-    let count = &verdict.signals[0].metadata["mutants"];
-    assert!(count.as_u64().unwrap() > 100, "{verdict:?}");
-    eprintln!("{count} mutants inside the component");
-    let without = probe_critic(tmp.path(), &runtime, 0);
+    let count = |critic: &SkillCritic| {
+        let verdict = critic.evaluate(&finish).unwrap();
+        verdict.signals[0].metadata["mutants"].as_u64().unwrap()
+    };
+    let every = probe_critic(tmp.path(), &runtime, 1, None);
+    let pool = probe_critic(tmp.path(), &runtime, 1, Some(3));
+    let without = probe_critic(tmp.path(), &runtime, 0, None);
+    eprintln!(
+        "inside the component: {} mutants in all, {} in a round's pool",
+        count(&every),
+        count(&pool)
+    );
     c.bench_function("mutants_in_wasm_call_only", |b| {
         b.iter(|| without.evaluate(&finish).unwrap())
     });
-    c.bench_function("mutants_in_wasm_with_generation", |b| {
-        b.iter(|| with.evaluate(&finish).unwrap())
+    c.bench_function("mutants_in_wasm_all", |b| {
+        b.iter(|| every.evaluate(&finish).unwrap())
+    });
+    c.bench_function("mutants_in_wasm_round_pool", |b| {
+        b.iter(|| pool.evaluate(&finish).unwrap())
     });
 }
 

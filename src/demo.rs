@@ -143,7 +143,13 @@ pub fn run(examples: &Path, name: Option<&str>, out: &mut dyn Write) -> Result<(
         out.write_all(s.as_bytes())
             .map_err(|e| Error::Internal(e.to_string()))
     };
-    w(out, format!("PluggableCritic demo: {}\n", task_preview(&rec.task, &run_file)))?;
+    w(
+        out,
+        format!(
+            "PluggableCritic demo: {}\n",
+            task_preview(&rec.task, &run_file)
+        ),
+    )?;
     w(out, format!("repository copied to {}\n", repo.display()))?;
     for (i, finish) in rec.finishes.iter().enumerate() {
         git_in(&repo, &["checkout", "-q", "--", "."])?;

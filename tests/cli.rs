@@ -35,11 +35,20 @@ fn demo_coharden_replays_a_full_session_with_live_test_runs() {
         .collect();
     assert_eq!(verdicts.len(), 3, "{text}");
     assert!(verdicts[2].starts_with("ACCEPT coharden"), "{text}");
-    assert!(text.contains("Round 0 complete: the test detects the bug"), "{text}");
-    assert!(text.contains("Round 1: the test did not change; hardening goes on"), "{text}");
+    assert!(
+        text.contains("Round 0 complete: the test detects the bug"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Round 1: the test did not change; hardening goes on"),
+        "{text}"
+    );
     assert!(text.contains("Top surviving mutant"), "{text}");
     assert!(text.contains("Round 2 is clean"), "{text}");
-    assert!(text.contains("alpha 0, beta 0"), "the hardened test kills every mutant: {text}");
+    assert!(
+        text.contains("alpha 0, beta 0"),
+        "the hardened test kills every mutant: {text}"
+    );
 }
 
 #[test]
@@ -47,7 +56,10 @@ fn demo_with_an_unknown_name_lists_the_recorded_runs() {
     let out = run(critic().args(["demo", "nope"]));
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let e = stderr(&out);
-    assert!(e.contains("no demo named \"nope\"") && e.contains(", coharden"), "{e}");
+    assert!(
+        e.contains("no demo named \"nope\"") && e.contains(", coharden"),
+        "{e}"
+    );
 }
 
 #[test]

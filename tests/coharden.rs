@@ -823,3 +823,43 @@ fn a_host_killed_mid_round_leaves_the_workspace_byte_identical() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[test]
+fn a_hanging_mutant_is_excluded_not_counted() {
+    // The model's only variant never returns from merge().
+    let stub = Stub::start(Duration::ZERO, |_, body| {
+        let prompt = body["messages"][0]["content"].as_str().unwrap_or_default();
+        let line = prompt
+            .lines()
+            .find(|l| l.contains(BUGGY_LINE))
+            .and_then(|l| l.split_whitespace().next())
+            .unwrap()
+            .to_string();
+        let answer = format!(
+            "```python\nedit_file('intervals/merge.py', {line}, {line}, \
+             '        while True:\\n            pass\\n        if merged and start <= merged[-1][1]:')\n```"
+        );
+        (200, completion(&answer))
+    });
+    let mut s = after_round_0(
+        json!({"test_timeout_secs": 2, "mutation": {"source": "llm", "samples": 1,
+               "operators": ["behavior_substitution"]}}),
+        LAX,
+    );
+    s.args = ["--llm-base-url", &stub.url, "--llm-model", "stub"]
+        .map(String::from)
+        .to_vec();
+    s.fix();
+    let started = std::time::Instant::now();
+    let v = s.finish();
+    assert!(started.elapsed() < Duration::from_secs(30));
+    let m = meta(&v);
+    assert_eq!(
+        (m["total"].as_u64(), m["inconclusive"].as_bool()),
+        (Some(0), Some(true)),
+        "{m:#}"
+    );
+    let excluded = &s.state()["rounds"][0]["excluded"];
+    let reason = excluded[0]["reason"].as_str().unwrap();
+    assert!(reason.contains("did not finish within 2 s"), "{excluded:#}");
+}

@@ -63,16 +63,87 @@ pub struct Mutant {
 /// Every mutant of every operator, in a stable order; `tests` are the
 /// sources of the tests the fix is judged by (for the shortcut operator).
 pub fn all(fix: &[FixFile], tests: &[&str]) -> Vec<Mutant> {
-    let mut out = incomplete_fix(fix);
-    out.extend(behavior_substitution(fix));
-    out.extend(symptom_suppression(fix));
-    out.extend(input_shortcut(fix, tests));
-    dedupe(fix, out)
+    let mut seen = Seen::new(fix);
+    [
+        Operator::IncompleteFix,
+        Operator::BehaviorSubstitution,
+        Operator::SymptomSuppression,
+        Operator::InputShortcut,
+    ]
+    .into_iter()
+    .flat_map(|op| drafts(op, fix, tests))
+    .filter(|d| d.parses() && seen.admit(&d.mutant))
+    .map(|d| d.mutant)
+    .collect()
+}
+
+/// Up to `n` mutants of each operator in `operators` (in that order), spread
+/// evenly over the operator's candidates, with the same rules as [`all`].
+/// Only the candidates it picks are parsed, so a round's small pool costs a
+/// fraction of the whole enumeration.
+pub fn sample(fix: &[FixFile], tests: &[&str], operators: &[Operator], n: usize) -> Vec<Mutant> {
+    let mut seen = Seen::new(fix);
+    let mut out = Vec::new();
+    for &op in operators {
+        let mut drafts: Vec<Option<Draft>> = drafts(op, fix, tests).into_iter().map(Some).collect();
+        let len = drafts.len();
+        // The evenly spaced picks first; when one is rejected, the rest in order.
+        let spread = (0..n.min(len)).map(|i| i * len / n.min(len).max(1));
+        let mut taken = 0;
+        for i in spread.chain(0..len) {
+            if taken == n {
+                break;
+            }
+            let Some(d) = drafts[i].take() else { continue };
+            if d.parses() && seen.admit(&d.mutant) {
+                out.push(d.mutant);
+                taken += 1;
+            }
+        }
+    }
+    out
+}
+
+/// A mutant whose listed files still need the parser's word.
+struct Draft {
+    mutant: Mutant,
+    unchecked: Vec<String>,
+}
+
+impl Draft {
+    fn parses(&self) -> bool {
+        self.unchecked
+            .iter()
+            .all(|p| syntax_error(&self.mutant.files[p]).is_none())
+    }
+}
+
+/// An operator's candidates, unchecked.
+fn drafts(op: Operator, fix: &[FixFile], tests: &[&str]) -> Vec<Draft> {
+    match op {
+        Operator::IncompleteFix => incomplete_drafts(fix),
+        Operator::BehaviorSubstitution => substitution_drafts(fix),
+        Operator::SymptomSuppression => suppression_drafts(fix),
+        Operator::InputShortcut => shortcut_drafts(fix, tests),
+    }
+}
+
+/// The drafts that parse.
+fn checked(drafts: Vec<Draft>) -> Vec<Mutant> {
+    drafts
+        .into_iter()
+        .filter(Draft::parses)
+        .map(|d| d.mutant)
+        .collect()
 }
 
 /// Proper subsets of the fix: each hunk left out, each hunk kept alone, and
 /// (with several files) each file left at the base.
 pub fn incomplete_fix(fix: &[FixFile]) -> Vec<Mutant> {
+    checked(incomplete_drafts(fix))
+}
+
+fn incomplete_drafts(fix: &[FixFile]) -> Vec<Draft> {
     let hunks: Vec<(usize, usize)> = fix
         .iter()
         .enumerate()
@@ -117,8 +188,9 @@ fn subset(
     fix: &[FixFile],
     dropped: &BTreeSet<(usize, usize)>,
     description: String,
-) -> Option<Mutant> {
+) -> Option<Draft> {
     let mut files = BTreeMap::new();
+    let mut unchecked = Vec::new();
     for (f, file) in fix.iter().enumerate() {
         let kept: Vec<Hunk> = file
             .hunks
@@ -130,18 +202,18 @@ fn subset(
         let content = if kept.len() == file.hunks.len() {
             file.fixed.clone()
         } else {
-            let partial = crate::diff::apply(&file.base, &kept).ok()?;
-            if syntax_error(&partial).is_some() {
-                return None;
-            }
-            partial
+            unchecked.push(file.path.clone());
+            crate::diff::apply(&file.base, &kept).ok()?
         };
         files.insert(file.path.clone(), content);
     }
-    Some(Mutant {
-        operator: Operator::IncompleteFix,
-        description,
-        files,
+    Some(Draft {
+        mutant: Mutant {
+            operator: Operator::IncompleteFix,
+            description,
+            files,
+        },
+        unchecked,
     })
 }
 
@@ -172,6 +244,10 @@ fn substitutes(kind: TokenKind, text: &str) -> Vec<String> {
 /// One token at a time in the lines the fix adds: a swapped comparison,
 /// boolean or arithmetic operator, or an integer off by one.
 pub fn behavior_substitution(fix: &[FixFile]) -> Vec<Mutant> {
+    checked(substitution_drafts(fix))
+}
+
+fn substitution_drafts(fix: &[FixFile]) -> Vec<Draft> {
     let mut out = Vec::new();
     for file in fix {
         let added: HashSet<u32> = file
@@ -207,16 +283,17 @@ pub fn behavior_substitution(fix: &[FixFile]) -> Vec<Mutant> {
                 // additive, boolean) or an integer for an integer keeps the
                 // grammar; only `*` can be something else (`*args`,
                 // `import *`), so only that needs the parser's word.
-                if token.kind() == TokenKind::Star && syntax_error(&content).is_some() {
-                    continue;
-                }
-                out.push(variant(
+                let mut draft = variant(
                     fix,
                     &file.path,
                     content,
                     Operator::BehaviorSubstitution,
                     format!("{}:{line}: `{text}` became `{replacement}`", file.path),
-                ));
+                );
+                if token.kind() != TokenKind::Star {
+                    draft.unchecked.clear();
+                }
+                out.push(draft);
             }
         }
     }
@@ -227,6 +304,10 @@ pub fn behavior_substitution(fix: &[FixFile]) -> Vec<Mutant> {
 /// wrapped so an exception (or, for a second mutant, a warning) raised there
 /// is swallowed: the test's error signal disappears, the bug stays.
 pub fn symptom_suppression(fix: &[FixFile]) -> Vec<Mutant> {
+    checked(suppression_drafts(fix))
+}
+
+fn suppression_drafts(fix: &[FixFile]) -> Vec<Draft> {
     let mut out = Vec::new();
     for file in fix {
         let lines: Vec<&str> = file.base.lines().collect();
@@ -274,9 +355,6 @@ pub fn symptom_suppression(fix: &[FixFile]) -> Vec<Mutant> {
                 ));
             }
             for (content, description) in variants {
-                if syntax_error(&content).is_some() {
-                    continue;
-                }
                 out.push(variant(
                     fix,
                     &file.path,
@@ -296,6 +374,10 @@ pub fn symptom_suppression(fix: &[FixFile]) -> Vec<Mutant> {
 /// literal. The test's input is handled; every other input still hits the
 /// bug.
 pub fn input_shortcut(fix: &[FixFile], tests: &[&str]) -> Vec<Mutant> {
+    checked(shortcut_drafts(fix, tests))
+}
+
+fn shortcut_drafts(fix: &[FixFile], tests: &[&str]) -> Vec<Draft> {
     let mut out = Vec::new();
     for file in fix {
         let fixed: Vec<&str> = file.fixed.lines().collect();
@@ -318,9 +400,6 @@ pub fn input_shortcut(fix: &[FixFile], tests: &[&str]) -> Vec<Mutant> {
                 let Some(content) = shortcut(&base, &buggy, &fixed, &def, &param, &literal) else {
                     continue;
                 };
-                if syntax_error(&content).is_some() {
-                    continue;
-                }
                 out.push(variant(
                     fix,
                     &file.path,
@@ -625,48 +704,61 @@ fn region(lines: &[&str], hunk: &Hunk) -> Option<(usize, usize)> {
 }
 
 /// The fix with `path` replaced by `content`.
+/// The fix with `path` replaced by `content`; that file still needs parsing.
 fn variant(
     fix: &[FixFile],
     path: &str,
     content: String,
     operator: Operator,
     description: String,
-) -> Mutant {
+) -> Draft {
     let mut files: BTreeMap<String, String> = fix
         .iter()
         .map(|f| (f.path.clone(), f.fixed.clone()))
         .collect();
     files.insert(path.to_string(), content);
-    Mutant {
-        operator,
-        description,
-        files,
+    Draft {
+        mutant: Mutant {
+            operator,
+            description,
+            files,
+        },
+        unchecked: vec![path.to_string()],
     }
 }
 
-/// Drop mutants that equal the fix, revert it entirely, or repeat an earlier
-/// one (each operator has already checked that what it changed parses).
-fn dedupe(fix: &[FixFile], mutants: Vec<Mutant>) -> Vec<Mutant> {
-    let fixed: BTreeMap<&str, &str> = fix
-        .iter()
-        .map(|f| (f.path.as_str(), f.fixed.as_str()))
-        .collect();
-    let base: BTreeMap<&str, &str> = fix
-        .iter()
-        .map(|f| (f.path.as_str(), f.base.as_str()))
-        .collect();
-    let mut seen = HashSet::new();
-    mutants
-        .into_iter()
-        .filter(|m| {
-            let view: BTreeMap<&str, &str> = m
-                .files
-                .iter()
-                .map(|(p, c)| (p.as_str(), c.as_str()))
-                .collect();
-            view != fixed && view != base && seen.insert(m.files.clone())
-        })
-        .collect()
+/// Admission by content: not the fix, not the base, not an earlier mutant.
+struct Seen {
+    fixed: u64,
+    base: u64,
+    earlier: HashSet<u64>,
+}
+
+impl Seen {
+    fn new(fix: &[FixFile]) -> Seen {
+        let of = |get: fn(&FixFile) -> &str| digest(fix.iter().map(|f| (f.path.as_str(), get(f))));
+        Seen {
+            fixed: of(|f| &f.fixed),
+            base: of(|f| &f.base),
+            earlier: HashSet::new(),
+        }
+    }
+
+    /// Whether `m` is new; remembers it.
+    fn admit(&mut self, m: &Mutant) -> bool {
+        let d = digest(m.files.iter().map(|(p, c)| (p.as_str(), c.as_str())));
+        d != self.fixed && d != self.base && self.earlier.insert(d)
+    }
+}
+
+/// A 64-bit digest of (path, content) pairs in order.
+fn digest<'a>(files: impl Iterator<Item = (&'a str, &'a str)>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for (p, c) in files {
+        (p, c).hash(&mut h);
+    }
+    h.finish()
 }
 
 #[cfg(test)]
@@ -708,6 +800,36 @@ mod tests {
             input_shortcut(&[fix_of(BASE, &fixed)], &["merge(make_input())\n"]).is_empty(),
             "no literal, no shortcut"
         );
+    }
+
+    #[test]
+    fn sample_picks_at_most_n_per_operator_from_what_all_admits() {
+        let fixed = BASE
+            .replace("start < merged", "start <= merged")
+            .replace("e - s for", "(e - s) for");
+        let fix = [fix_of(BASE, &fixed)];
+        let tests = ["merge([(1, 3), (3, 5)])"];
+        let every = all(&fix, &tests);
+        let ops = [Operator::SymptomSuppression, Operator::BehaviorSubstitution];
+        let picked = sample(&fix, &tests, &ops, 2);
+        for op in ops {
+            let of_op = picked.iter().filter(|m| m.operator == op).count();
+            let available = every.iter().filter(|m| m.operator == op).count();
+            assert_eq!(of_op, available.min(2), "{op:?}: {picked:#?}");
+        }
+        assert!(picked.iter().all(|m| every.contains(m)), "{picked:#?}");
+        assert!(picked.iter().all(|m| ops.contains(&m.operator)));
+        // Picks are spread: not simply the first two substitutions.
+        let subst: Vec<&Mutant> = every
+            .iter()
+            .filter(|m| m.operator == Operator::BehaviorSubstitution)
+            .collect();
+        let firsts: Vec<&Mutant> = picked
+            .iter()
+            .filter(|m| m.operator == Operator::BehaviorSubstitution)
+            .collect();
+        assert!(subst.len() > 2 && firsts != subst[..2], "{firsts:#?}");
+        assert!(sample(&fix, &tests, &ops, 0).is_empty());
     }
 
     #[test]

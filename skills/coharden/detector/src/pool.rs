@@ -51,24 +51,16 @@ pub fn deterministic(
     operators: &[Operator],
     n: usize,
 ) -> Vec<Candidate> {
-    let all = mutants::all(fix, tests);
-    let mut out = Vec::new();
-    for &op in operators {
-        let of_op: Vec<&mutants::Mutant> = all.iter().filter(|m| m.operator == op).collect();
-        let picks: Vec<usize> = if of_op.len() <= n {
-            (0..of_op.len()).collect()
-        } else {
-            (0..n).map(|i| i * of_op.len() / n).collect()
-        };
-        out.extend(picks.into_iter().map(|i| Candidate {
-            operator: op,
+    mutants::sample(fix, tests, operators, n)
+        .into_iter()
+        .map(|m| Candidate {
+            operator: m.operator,
             origin: Origin::Deterministic,
             sample: None,
-            description: of_op[i].description.clone(),
-            files: of_op[i].files.clone(),
-        }));
-    }
-    out
+            description: m.description,
+            files: m.files,
+        })
+        .collect()
 }
 
 /// A stable content digest of a variant (FNV-1a over paths and contents).
