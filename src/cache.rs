@@ -64,10 +64,48 @@ impl ComponentCache {
         ComponentCache { dir }
     }
 
-    /// The component for `wasm`, from the cache or freshly compiled.
+    /// The identity of the `.wasm` file at `path` (device, inode, size,
+    /// modification and change times), under which its SHA-256 is
+    /// remembered: a warm load then neither reads nor hashes the file, and
+    /// any write to it gives it a new identity. Take it *before* reading the
+    /// file. `None` without a cache or when the file cannot be stat'ed.
+    pub fn file_key(&self, path: &Path) -> Option<FileKey> {
+        use std::os::unix::fs::MetadataExt;
+        let dir = self.dir.as_ref()?;
+        let m = std::fs::metadata(path).ok()?;
+        let identity = format!(
+            "{}|{}|{}|{}.{}|{}.{}|{}",
+            m.dev(),
+            m.ino(),
+            m.size(),
+            m.mtime(),
+            m.mtime_nsec(),
+            m.ctime(),
+            m.ctime_nsec(),
+            path.display()
+        );
+        let name = hex::encode(&Sha256::digest(identity.as_bytes())[..16]);
+        Some(FileKey(dir.join("digests").join(name)))
+    }
+
+    /// The precompiled component for the file `key` identifies, when its
+    /// digest is remembered and the cache holds the entry.
+    pub fn cached(&self, engine: &Engine, key: &FileKey) -> Option<Component> {
+        let dir = self.dir.as_ref()?;
+        let digest = std::fs::read_to_string(&key.0).ok()?;
+        let cwasm = dir.join(format!("{}.cwasm", digest.trim()));
+        cwasm
+            .is_file()
+            .then(|| deserialize(engine, &cwasm))
+            .flatten()
+    }
+
+    /// The component for `wasm` (the bytes of the file `key` identifies),
+    /// from the cache or freshly compiled and stored.
     pub fn load(
         &self,
         engine: &Engine,
+        key: Option<&FileKey>,
         wasm: &[u8],
     ) -> wasmtime::Result<(Component, CacheOutcome)> {
         let Some(dir) = &self.dir else {
@@ -76,26 +114,51 @@ impl ComponentCache {
                 CacheOutcome::Compiled,
             ));
         };
-        let path = dir.join(format!("{}.cwasm", hex::encode(Sha256::digest(wasm))));
-        if path.is_file() {
-            // SAFETY: the file is one this cache wrote with `Component::serialize`
-            // for an engine with the same compatibility hash (the directory name);
-            // writes go through a temp file and rename, so it is never partial.
-            match unsafe { Component::deserialize_file(engine, &path) } {
-                Ok(c) => {
-                    populate(&c);
-                    return Ok((c, CacheOutcome::Hit));
+        let digest = hex::encode(Sha256::digest(wasm));
+        let path = dir.join(format!("{digest}.cwasm"));
+        let (component, outcome) = match path
+            .is_file()
+            .then(|| deserialize(engine, &path))
+            .flatten()
+        {
+            Some(c) => (c, CacheOutcome::Hit),
+            None => {
+                let component = Component::from_binary(engine, wasm)?;
+                if let Err(e) = store(dir, &path, &component) {
+                    tracing::warn!(dir = %dir.display(), "cannot write the component cache: {e}");
                 }
-                Err(e) => {
-                    tracing::warn!(path = %path.display(), "discarding unusable cache entry: {e:#}")
-                }
+                (component, CacheOutcome::Compiled)
+            }
+        };
+        if let Some(key) = key {
+            // Only a shortcut for the next load: without it, that load hashes again.
+            if let Err(e) = write_atomic(&key.0, digest.as_bytes()) {
+                tracing::debug!("cannot remember the digest of a detector: {e}");
             }
         }
-        let component = Component::from_binary(engine, wasm)?;
-        if let Err(e) = store(dir, &path, &component) {
-            tracing::warn!(dir = %dir.display(), "cannot write the component cache: {e}");
+        Ok((component, outcome))
+    }
+}
+
+/// Where the digest of one `.wasm` file (in one state) is remembered.
+#[derive(Debug, Clone)]
+pub struct FileKey(PathBuf);
+
+/// A cache entry, mapped and pre-faulted; `None` (with a warning) when it is
+/// unusable.
+fn deserialize(engine: &Engine, path: &Path) -> Option<Component> {
+    // SAFETY: the file is one this cache wrote with `Component::serialize`
+    // for an engine with the same compatibility hash (the directory name);
+    // writes go through a temp file and rename, so it is never partial.
+    match unsafe { Component::deserialize_file(engine, path) } {
+        Ok(c) => {
+            populate(&c);
+            Some(c)
         }
-        Ok((component, CacheOutcome::Compiled))
+        Err(e) => {
+            tracing::warn!(path = %path.display(), "discarding unusable cache entry: {e:#}");
+            None
+        }
     }
 }
 
@@ -121,6 +184,14 @@ fn populate(component: &Component) {
 fn store(dir: &Path, path: &Path, component: &Component) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let bytes = component.serialize().map_err(std::io::Error::other)?;
+    write_atomic(path, &bytes)
+}
+
+/// Write through a temp file in the same directory and rename, so readers
+/// never see a partial file.
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
     let tmp = tempfile::NamedTempFile::new_in(dir)?;
     std::fs::write(tmp.path(), bytes)?;
     tmp.persist(path).map_err(|e| e.error)?;

@@ -35,9 +35,11 @@ where
         .collect()
 }
 
-/// One worker per core.
+/// One worker per core (asked once: on Linux the answer costs reads of
+/// cgroup files).
 pub fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, usize::from)
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
 }
 
 #[cfg(test)]

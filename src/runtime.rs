@@ -274,17 +274,28 @@ impl Runtime {
     /// Load a detector component: check it is a component of a supported world
     /// version, compile (or fetch from cache) and pre-link it.
     pub fn load(&self, path: &Path) -> Result<WasmDetector, DetectorError> {
-        let bytes = std::fs::read(path).map_err(|source| DetectorError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        check_header(path, &bytes)?;
         let load_err = |e: wasmtime::Error| DetectorError::Load {
             path: path.to_path_buf(),
             message: format!("{e:#}"),
         };
         let engine = &self.clock.engine;
-        let (component, outcome) = self.cache.load(engine, &bytes).map_err(load_err)?;
+        // A cache entry was compiled from this very file, so it passed the
+        // checks below when it was made.
+        let key = self.cache.file_key(path);
+        let cached = key.as_ref().and_then(|k| self.cache.cached(engine, k));
+        let (component, outcome) = match cached {
+            Some(c) => (c, CacheOutcome::Hit),
+            None => {
+                let bytes = std::fs::read(path).map_err(|source| DetectorError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+                check_header(path, &bytes)?;
+                self.cache
+                    .load(engine, key.as_ref(), &bytes)
+                    .map_err(load_err)?
+            }
+        };
         let version = detector_version(engine, &component, path)?;
         let pre = self.linker.instantiate_pre(&component).map_err(load_err)?;
         let pre = CriticDetectorPre::new(pre).map_err(load_err)?;

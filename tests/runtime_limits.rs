@@ -153,6 +153,32 @@ fn second_run_uses_the_compile_cache() {
 }
 
 #[test]
+fn a_detector_rewritten_in_place_is_not_served_from_the_cache() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let wasm = dir.path().join("d.wasm");
+    std::fs::copy(misbehave_wasm(), &wasm).unwrap();
+    let skill = temp_skill(&format!(
+        "name: t\nversion: 0.1.0\nsignals:\n  - {{name: s, type: hard_gate, detector: {}, config: {{mode: pass}}}}\n",
+        wasm.display()
+    ));
+    let args = ["--cache-dir", cache.path().to_str().unwrap()];
+    let (_, v, _) = verdict(&skill, &args);
+    assert_eq!(v["signals"][0]["compile_cache"], "compiled");
+    let (_, v, _) = verdict(&skill, &args);
+    assert_eq!(v["signals"][0]["compile_cache"], "hit");
+    // Same path, same inode, other bytes: the remembered digest must not apply.
+    std::fs::write(
+        &wasm,
+        std::fs::read(fixture("skills/future/future_detector.wasm")).unwrap(),
+    )
+    .unwrap();
+    let (code, _, err) = verdict(&skill, &args);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("built for critic:detector@0.2.0"), "{err}");
+}
+
+#[test]
 fn wrong_world_version_and_non_components_are_refused() {
     let future = fixture("skills/future/future_detector.wasm");
     let core = fixture("core-module.wasm");
