@@ -20,9 +20,31 @@ pub struct GitError {
     pub message: String,
 }
 
+/// The git executable: the first `git` on `PATH`, found once per process
+/// (a spawn that searches `PATH` itself tries every directory before it,
+/// which costs a failed `execve` each), or plain `git` for the spawn to
+/// report when there is none.
+fn program() -> &'static OsStr {
+    static GIT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    GIT.get_or_init(|| {
+        use std::os::unix::fs::PermissionsExt;
+        std::env::var_os("PATH")
+            .iter()
+            .flat_map(std::env::split_paths)
+            .filter(|dir| dir.is_absolute())
+            .map(|dir| dir.join("git"))
+            .find(|p| {
+                std::fs::metadata(p)
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            })
+            .unwrap_or_else(|| "git".into())
+    })
+    .as_os_str()
+}
+
 /// A git command in `dir` with format-pinning configuration.
 pub fn command(dir: &Path) -> Command {
-    let mut cmd = Command::new("git");
+    let mut cmd = Command::new(program());
     cmd.current_dir(dir)
         .args([
             "-c",

@@ -63,11 +63,6 @@ impl Change {
         }
         Ok(change)
     }
-
-    /// The present test files' sources, in path order.
-    pub fn test_sources(&self) -> Vec<&str> {
-        self.tests.values().flatten().map(String::as_str).collect()
-    }
 }
 
 /// A file's `(base, new)` content. For a working-tree patch the workspace

@@ -136,6 +136,15 @@ impl Config {
     pub fn command_line(&self) -> String {
         self.test_command.join(" ")
     }
+
+    /// The error for a test run that could not start (`why`): the setup is
+    /// wrong, not the agent's work.
+    pub fn cannot_run(&self, why: &str) -> String {
+        format!(
+            "cannot run the test command `{}` in a scratch copy: {why}; check config.test_command",
+            self.command_line()
+        )
+    }
 }
 
 #[cfg(test)]

@@ -27,102 +27,27 @@ pub const FEEDBACK_FILE: &str = "latest.md";
 /// Judge the finish of round `state.round`.
 pub fn evaluate(ctx: &Ctx, state: &mut State) -> Result<Step, String> {
     let config = &ctx.config;
-    let k = state.round;
     let change = Change::read(&ctx.input.patch, &config.python_suffixes)
         .map_err(|u| format!("cannot read `{}` from the workspace: {}", u.path, u.reason))?;
-    let mut retry = |kind: &str, extra: Value, summary: String| -> Result<Step, String> {
-        state.retries += 1;
-        let mut vars = json!({
-            "problem": kind,
-            "round": k,
-            "test_files": [config.test_file],
-            "test_command": config.command_line(),
-            "bug_exit_code": config.bug_exit_code,
-            "output_tail": "",
-            "reference": file_texts(&state.t_ref),
-        });
-        if let (Value::Object(v), Value::Object(e)) = (&mut vars, extra) {
-            v.extend(e);
-        }
-        let text = ctx.prompts.render("retry", &vars)?;
-        Ok(Step::reject(summary, text).with_metadata(json!({ "problem": kind })))
-    };
     let test: TestFiles = change
         .tests
         .iter()
         .filter(|(_, c)| c.is_some())
         .map(|(p, c)| (p.clone(), c.clone()))
         .collect();
-    if test.is_empty() {
-        return retry(
-            "no_test",
-            json!({}),
-            format!("Round {k}: the patch holds no test"),
-        );
+    if let Some(step) = incomplete(ctx, state, &change, &test)? {
+        return Ok(step);
     }
-    if change.fix_paths.is_empty() {
-        return retry(
-            "no_fix",
-            json!({}),
-            format!("Round {k}: the patch holds no fix"),
-        );
-    }
-    for (path, content) in &test {
-        if let Some(e) = content.as_deref().and_then(syntax_error) {
-            let summary = format!("Round {k}: `{path}` is not valid Python ({e})");
-            return retry(
-                "syntax_error",
-                json!({ "path": path, "detail": e }),
-                summary,
-            );
-        }
-    }
+    let reference = state.t_ref.clone();
     let runs = Runs {
         config,
         patch: &ctx.input.patch.raw,
         test: &change.tests,
-        reference: &state.t_ref,
+        reference: &reference,
     };
-    let secs = config.test_timeout_secs;
-    let (fail, pass) = runs.fail_to_pass()?;
-    let tail_of = |r| tail(r, config.output_tail_chars);
-    match Outcome::of(&fail, config.bug_exit_code) {
-        Outcome::BugDetected => {}
-        Outcome::NotRun(why) => {
-            return Err(format!(
-            "cannot run the test command `{}` in a scratch copy: {why}; check config.test_command",
-            config.command_line()
-        ))
-        }
-        other => {
-            let detail = other.describe(secs);
-            let summary =
-                format!("Round {k}: fail-to-pass broken: without the fix the test {detail}");
-            return retry(
-                "fails_to_fail",
-                json!({ "detail": detail, "output_tail": tail_of(&fail) }),
-                summary,
-            );
-        }
+    if let Some(step) = fail_to_pass(ctx, state, &runs)? {
+        return Ok(step);
     }
-    match Outcome::of(&pass, config.bug_exit_code) {
-        Outcome::Pass => {}
-        Outcome::NotRun(why) => {
-            return Err(format!(
-                "cannot apply the finish's patch in a scratch copy: {why}"
-            ))
-        }
-        other => {
-            let detail = other.describe(secs);
-            let summary = format!("Round {k}: fail-to-pass broken: with the fix the test {detail}");
-            return retry(
-                "fails_to_pass",
-                json!({ "detail": detail, "output_tail": tail_of(&pass) }),
-                summary,
-            );
-        }
-    }
-
     let Drawn {
         candidates,
         mut excluded,
@@ -130,8 +55,19 @@ pub fn evaluate(ctx: &Ctx, state: &mut State) -> Result<Step, String> {
     } = mutant_pool(ctx, &change, &test, state)?;
     let (admitted, rejected) = pool::admit(candidates, &change.fix);
     excluded.extend(rejected);
+    let records = temporal_matrix(&runs, admitted, &mut excluded)?;
+    conclude(ctx, state, &change, &test, records, excluded, notes)
+}
+
+/// Every admissible mutant against t_k and t_ref: its record with its cell,
+/// or (for a run that says nothing about the code) an exclusion.
+fn temporal_matrix(
+    runs: &Runs,
+    admitted: Vec<Candidate>,
+    excluded: &mut Vec<Exclusion>,
+) -> Result<Vec<(Candidate, MutantRecord)>, String> {
     let cells = runs.matrix(&admitted)?;
-    let mut records: Vec<(Candidate, MutantRecord)> = Vec::new();
+    let mut records = Vec::new();
     for (c, cell) in admitted.into_iter().zip(cells) {
         match cell {
             Ok(cell) => {
@@ -152,9 +88,106 @@ pub fn evaluate(ctx: &Ctx, state: &mut State) -> Result<Step, String> {
             }),
         }
     }
+    Ok(records)
+}
+
+/// A rejection that does not advance the round: template `retry` with
+/// `problem` set to `kind`.
+fn retry(
+    ctx: &Ctx,
+    state: &mut State,
+    kind: &str,
+    extra: Value,
+    summary: String,
+) -> Result<Step, String> {
+    let config = &ctx.config;
+    state.retries += 1;
+    let mut vars = json!({
+        "problem": kind,
+        "round": state.round,
+        "test_files": [config.test_file],
+        "test_command": config.command_line(),
+        "bug_exit_code": config.bug_exit_code,
+        "output_tail": "",
+        "reference": file_texts(&state.t_ref),
+    });
+    if let (Value::Object(v), Value::Object(e)) = (&mut vars, extra) {
+        v.extend(e);
+    }
+    let text = ctx.prompts.render("retry", &vars)?;
+    Ok(Step::reject(summary, text).with_metadata(json!({ "problem": kind })))
+}
+
+/// A retry when the patch lacks the test or the fix, or the test does not parse.
+fn incomplete(
+    ctx: &Ctx,
+    state: &mut State,
+    change: &Change,
+    test: &TestFiles,
+) -> Result<Option<Step>, String> {
+    let k = state.round;
+    if test.is_empty() {
+        let summary = format!("Round {k}: the patch holds no test");
+        return retry(ctx, state, "no_test", json!({}), summary).map(Some);
+    }
+    if change.fix_paths.is_empty() {
+        let summary = format!("Round {k}: the patch holds no fix");
+        return retry(ctx, state, "no_fix", json!({}), summary).map(Some);
+    }
+    for (path, content) in test {
+        if let Some(e) = content.as_deref().and_then(syntax_error) {
+            let summary = format!("Round {k}: `{path}` is not valid Python ({e})");
+            let extra = json!({ "path": path, "detail": e });
+            return retry(ctx, state, "syntax_error", extra, summary).map(Some);
+        }
+    }
+    Ok(None)
+}
+
+/// A retry naming the half of fail-to-pass that does not hold: t_k alone
+/// on the base must detect the bug, the whole patch must pass.
+fn fail_to_pass(ctx: &Ctx, state: &mut State, runs: &Runs) -> Result<Option<Step>, String> {
+    let config = &ctx.config;
+    let k = state.round;
+    let (fail, pass) = runs.fail_to_pass()?;
+    let secs = config.test_timeout_secs;
+    let halves = [
+        (&fail, Outcome::BugDetected, "fails_to_fail", "without"),
+        (&pass, Outcome::Pass, "fails_to_pass", "with"),
+    ];
+    for (run, wanted, kind, side) in halves {
+        match Outcome::of(run, config.bug_exit_code) {
+            got if got == wanted => {}
+            Outcome::NotRun(why) => return Err(config.cannot_run(&why)),
+            other => {
+                let detail = other.describe(secs);
+                let summary =
+                    format!("Round {k}: fail-to-pass broken: {side} the fix the test {detail}");
+                let extra =
+                    json!({ "detail": detail, "output_tail": tail(run, config.output_tail_chars) });
+                return retry(ctx, state, kind, extra, summary).map(Some);
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Algorithm 1's decision on the evaluated pool, the state update it
+/// implies, and the follow-up and feedback file.
+fn conclude(
+    ctx: &Ctx,
+    state: &mut State,
+    change: &Change,
+    test: &TestFiles,
+    records: Vec<(Candidate, MutantRecord)>,
+    excluded: Vec<Exclusion>,
+    notes: Vec<String>,
+) -> Result<Step, String> {
+    let config = &ctx.config;
+    let k = state.round;
     let matrix = Matrix::count(records.iter().map(|(_, r)| r.cell));
     let laxity = matrix.laxity();
-    let test_changed = !same_tests(&test, &state.t_ref);
+    let test_changed = !same_tests(test, &state.t_ref);
     let decision = decide(RoundFacts {
         round: k,
         max_rounds: config.max_rounds,

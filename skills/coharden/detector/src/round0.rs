@@ -89,12 +89,7 @@ pub fn evaluate(ctx: &Ctx, state: &mut State) -> Result<Step, String> {
             )
             .with_metadata(json!({ "problem": null, "t0": state.t0.keys().collect::<Vec<_>>() })));
         }
-        Outcome::NotRun(why) => {
-            return Err(format!(
-            "cannot run the test command `{}` in a scratch copy: {why}; check config.test_command",
-            config.command_line()
-        ))
-        }
+        Outcome::NotRun(why) => return Err(config.cannot_run(&why)),
         Outcome::Pass => ("passes_on_base", String::new()),
         Outcome::Crash(line) => ("crash", line),
         Outcome::OtherExit(code) => ("wrong_exit", code.to_string()),
