@@ -1,6 +1,7 @@
-//! One work queue for the host's fan-outs (speculative gates, scratch runs,
-//! model requests): `n` jobs taken in index order by up to `workers` threads,
-//! results returned in index order.
+//! One work queue for the host's fan-outs (detector loads, speculative
+//! gates, scratch runs, model requests): `n` jobs taken in index order by up
+//! to `workers` threads (the caller's included), results returned in index
+//! order.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -13,17 +14,21 @@ where
 {
     let next = AtomicUsize::new(0);
     let slots: Vec<Mutex<Option<T>>> = (0..n).map(|_| Mutex::new(None)).collect();
-    std::thread::scope(|s| {
-        for _ in 0..workers.clamp(1, n.max(1)) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= n {
-                    break;
-                }
-                let done = job(i);
-                *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(done);
-            });
+    let work = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        if i >= n {
+            break;
         }
+        let done = job(i);
+        *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(done);
+    };
+    // The calling thread is one of the workers: one spawn fewer, none for a
+    // single worker.
+    std::thread::scope(|s| {
+        for _ in 1..workers.clamp(1, n.max(1)) {
+            s.spawn(work);
+        }
+        work();
     });
     slots
         .into_iter()
