@@ -1,6 +1,5 @@
 //! The `critic` command line.
 
-use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use pluggable_critic::capabilities::llm::LlmConfig;
 use pluggable_critic::capabilities::Capability;
@@ -177,7 +176,8 @@ fn main() -> ExitCode {
     match run(cli.command) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // Every error of this crate already names its cause in its message.
+            eprintln!("error: {e}");
             ExitCode::from(EXIT_ERROR)
         }
     }
@@ -309,7 +309,7 @@ fn run(command: Command) -> anyhow::Result<u8> {
         Command::New { name, dir, sdk } => {
             let sdk = match sdk {
                 Some(p) => p,
-                None => scaffold::bundled_sdk().context("pass --sdk <path to critic-sdk>")?,
+                None => scaffold::bundled_sdk()?,
             };
             let created = scaffold::create(&dir, &name, &sdk)?;
             println!("created skill {} in {}", name, created.display());

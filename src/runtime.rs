@@ -548,6 +548,14 @@ impl critic::detector::host::Host for HostState {
     fn event_raw(&mut self, index: u32) -> Option<String> {
         self.ctx.events.raw(index as usize)
     }
+
+    fn event_count(&mut self) -> u32 {
+        u32::try_from(self.ctx.events.len()).unwrap_or(u32::MAX)
+    }
+
+    fn events_range(&mut self, start: u32, end: u32) -> String {
+        self.ctx.events.lean_range(start as usize, end as usize)
+    }
 }
 
 /// A stdout/stderr sink that keeps the first `cap` bytes and silently drops the

@@ -16,7 +16,7 @@ pub fn bundled_sdk() -> Result<PathBuf, Error> {
         Ok(path)
     } else {
         Err(Error::Usage(format!(
-            "the critic-sdk this binary was built from ({}) is gone",
+            "the critic-sdk this binary was built from ({}) is gone; pass --sdk <path to critic-sdk>",
             path.display()
         )))
     }

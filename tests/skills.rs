@@ -60,6 +60,46 @@ fn ran_tests_needs_a_test_run_after_the_last_edit() {
 }
 
 #[test]
+fn ran_tests_and_agent_finished_see_the_end_of_a_long_stream() {
+    // The recorded stream with 150 file views (not edits) between the last
+    // test run and the finish: both gates fetch the stream from its end, in
+    // growing chunks, until they reach what they look for.
+    let repo = Repo::demo();
+    repo.apply(&demo_patch(3));
+    let text = std::fs::read_to_string(demo_events(3)).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let finish = lines.iter().rposition(|l| l.contains("\"FinishAction\"")).unwrap();
+    let mut long: Vec<String> = lines[..finish].iter().map(|l| l.to_string()).collect();
+    for round in 0..75 {
+        for l in &lines[2..4] {
+            long.push(l.replace("\"id\":\"", &format!("\"id\":\"v{round}-")));
+        }
+    }
+    long.extend(lines[finish..].iter().map(|l| l.to_string()));
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("long.jsonl");
+    std::fs::write(&events, long.join("\n") + "\n").unwrap();
+    let (code, v) = verdict("ran-tests", &repo, &events, &[]);
+    assert_eq!(code, 0, "{v}");
+    let meta = &v["signals"][0]["metadata"];
+    assert_eq!(meta["last_edit_event"], 11, "{meta}");
+    assert_eq!(meta["test_runs_after_edit"][0]["event"], 16, "{meta}");
+    assert_eq!(meta["test_runs_after_edit"][0]["exit_code"], 0, "{meta}");
+    assert_eq!(verdict("agent-finished", &repo, &events, &[]).0, 0);
+    // Without its last test run the same long stream fails the gate.
+    let no_run: Vec<String> = long
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !(16..=17).contains(i))
+        .map(|(_, l)| l.clone())
+        .collect();
+    std::fs::write(&events, no_run.join("\n") + "\n").unwrap();
+    let (code, v) = verdict("ran-tests", &repo, &events, &[]);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["signals"][0]["metadata"]["last_edit_event"], 11);
+}
+
+#[test]
 fn test_only_and_clean_patch_reject_source_edits() {
     let repo = Repo::demo();
     repo.write("tests/test_touching.py", "def test_t():\n    pass\n");

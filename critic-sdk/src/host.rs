@@ -76,6 +76,16 @@ pub(crate) fn event_raw(index: usize) -> Option<String> {
     imp::event_raw(index)
 }
 
+/// How many events the stream has. Use [`crate::DetectorInput::event_count`].
+pub(crate) fn event_count() -> Result<usize, String> {
+    imp::event_count()
+}
+
+/// Events `start..end` as JSON. Use [`crate::DetectorInput::events_range`].
+pub(crate) fn events_range(start: usize, end: usize) -> Result<String, String> {
+    imp::events_range(start, end)
+}
+
 #[cfg(target_arch = "wasm32")]
 mod imp {
     use super::LogLevel;
@@ -115,6 +125,15 @@ mod imp {
     pub fn event_raw(index: usize) -> Option<String> {
         host::event_raw(u32::try_from(index).ok()?)
     }
+
+    pub fn event_count() -> Result<usize, String> {
+        Ok(host::event_count() as usize)
+    }
+
+    pub fn events_range(start: usize, end: usize) -> Result<String, String> {
+        let clamp = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        Ok(host::events_range(clamp(start), clamp(end)))
+    }
 }
 
 #[cfg(not(target_arch = "wasm32"))]
@@ -136,6 +155,14 @@ mod imp {
 
     pub fn event_raw(_index: usize) -> Option<String> {
         None
+    }
+
+    pub fn event_count() -> Result<usize, String> {
+        events().map(|_| 0)
+    }
+
+    pub fn events_range(_start: usize, _end: usize) -> Result<String, String> {
+        events()
     }
 
     const NO_HOST: &str = "this needs the critic host; this native build has none";

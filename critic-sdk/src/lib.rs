@@ -62,6 +62,61 @@ impl DetectorInput {
             .map_err(Clone::clone)
     }
 
+    /// The events already at hand: inline, or fetched whole earlier.
+    fn known_events(&self) -> Option<&[Event]> {
+        match (&self.inline_events, self.fetched_events.get()) {
+            (Some(events), _) => Some(events),
+            (None, Some(Ok(events))) => Some(events),
+            _ => None,
+        }
+    }
+
+    /// How many events the stream has, without fetching them.
+    pub fn event_count(&self) -> Result<usize, String> {
+        match self.known_events() {
+            Some(events) => Ok(events.len()),
+            None => host::event_count(),
+        }
+    }
+
+    /// Events `start..end` (clamped to the stream), fetching only those.
+    pub fn events_range(&self, start: usize, end: usize) -> Result<Vec<Event>, String> {
+        if let Some(events) = self.known_events() {
+            let end = end.min(events.len());
+            return Ok(events[start.min(end)..end].to_vec());
+        }
+        let json = host::events_range(start, end)?;
+        serde_json::from_str(&json)
+            .map_err(|e| format!("cannot decode events {start}..{end} from the host: {e}"))
+    }
+
+    /// The stream from its last event that satisfies `pred` to its end (the
+    /// whole stream when none does). Fetched backwards in growing chunks, so
+    /// a detector that only cares about the end of a long stream decodes
+    /// little of it; event `index` fields keep their place in the stream.
+    pub fn events_from_last(&self, pred: impl Fn(&Event) -> bool) -> Result<Vec<Event>, String> {
+        if let Some(events) = self.known_events() {
+            let start = events.iter().rposition(&pred).unwrap_or(0);
+            return Ok(events[start..].to_vec());
+        }
+        let mut tail: Vec<Event> = Vec::new();
+        let (mut start, mut chunk) = (self.event_count()?, 16);
+        while start > 0 {
+            let from = start.saturating_sub(chunk);
+            let mut part = self.events_range(from, start)?;
+            let found = part.iter().rposition(&pred);
+            part.append(&mut tail);
+            tail = part;
+            start = from;
+            if let Some(i) = found {
+                tail.drain(..i);
+                break;
+            }
+            chunk *= 2;
+        }
+        Ok(tail)
+    }
+
     /// The signal's `config`, deserialized; `null` config becomes `T::default()`
     /// through serde defaults when `T` allows it.
     pub fn config_as<T: DeserializeOwned>(&self) -> Result<T, String> {
@@ -153,4 +208,42 @@ macro_rules! export_detector {
     $crate::bindings::export!(CriticDetector with_types_in $crate::bindings);
         };
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn input_with(kinds: &[&str]) -> DetectorInput {
+        let events: Vec<Value> = kinds
+            .iter()
+            .enumerate()
+            .map(|(i, k)| json!({"index": i, "kind": k, "source": "agent"}))
+            .collect();
+        serde_json::from_value(json!({
+            "api_version": "0.1.0",
+            "skill": {"name": "t", "version": "0"},
+            "signal": "s",
+            "iteration": 1,
+            "session": "s",
+            "patch": {"base": "b", "raw": "", "files": []},
+            "events": events,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_stream_from_its_last_match() {
+        let input = input_with(&["message", "action", "observation", "action", "observation"]);
+        assert_eq!(input.event_count().unwrap(), 5);
+        let tail = input.events_from_last(|e| e.kind == EventKind::Action).unwrap();
+        assert_eq!(tail.iter().map(|e| e.index).collect::<Vec<_>>(), [3, 4]);
+        let all = input.events_from_last(|e| e.kind == EventKind::Finish).unwrap();
+        assert_eq!(all.len(), 5, "no match: the whole stream");
+        let mid = input.events_range(1, 3).unwrap();
+        assert_eq!(mid.iter().map(|e| e.index).collect::<Vec<_>>(), [1, 2]);
+        assert!(input.events_range(4, 99).unwrap().len() == 1);
+        assert!(input.events_range(9, 3).unwrap().is_empty());
+    }
 }

@@ -30,6 +30,27 @@ impl EventFeed {
         self.lean.get_or_init(|| encode(&self.events)).clone()
     }
 
+    /// How many events there are.
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// Events `start..end` (clamped to the stream) as a JSON array without
+    /// `raw`, like [`EventFeed::lean_json`] for the whole stream.
+    pub fn lean_range(&self, start: usize, end: usize) -> String {
+        let end = end.min(self.events.len());
+        let lean: Vec<_> = self.events[start.min(end)..end]
+            .iter()
+            .map(Event::lean)
+            .collect();
+        serde_json::to_string(&lean).unwrap_or_else(|_| "[]".to_string())
+    }
+
     /// The original JSON of event `index`.
     pub fn raw(&self, index: usize) -> Option<String> {
         let event = self.events.get(index)?;

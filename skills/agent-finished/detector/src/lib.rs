@@ -2,7 +2,7 @@
 //! Parity with the OpenHands SDK's `AgentFinishedCritic`, which checks the patch
 //! first and then the last action.
 
-use critic_sdk::{finished, DetectorInput, DetectorOutput};
+use critic_sdk::{finished, DetectorInput, DetectorOutput, EventKind};
 use serde_json::json;
 
 /// The detector.
@@ -14,7 +14,10 @@ pub fn detect(input: &DetectorInput) -> Result<DetectorOutput, String> {
         )
         .with_metadata(json!({ "reason": "empty patch" })));
     }
-    if !finished(input.events()?) {
+    // Only the stream from the last action on decides it.
+    let tail =
+        input.events_from_last(|e| matches!(e.kind, EventKind::Action | EventKind::Finish))?;
+    if !finished(&tail) {
         return Ok(DetectorOutput::fire(
             "Your last action was not a finish: the run stopped before you declared the task \
              done. Complete the task and end with the finish tool.",

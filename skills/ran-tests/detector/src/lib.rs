@@ -2,7 +2,7 @@
 //! test command after the agent's last file edit. Only a critic that sees the
 //! events can know this; the patch alone cannot tell.
 
-use critic_sdk::{commands, last_file_edit, DetectorInput, DetectorOutput};
+use critic_sdk::{commands, is_file_edit, last_file_edit, DetectorInput, DetectorOutput};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -36,9 +36,10 @@ pub fn detect(input: &DetectorInput) -> Result<DetectorOutput, String> {
     if config.test_commands.iter().any(|c| c.trim().is_empty()) {
         return Err("config.test_commands has an empty entry".into());
     }
-    let events = input.events()?;
-    let last_edit = last_file_edit(events);
-    let runs = commands(events);
+    // Only the stream from the last file edit on can hold the runs that count.
+    let events = input.events_from_last(is_file_edit)?;
+    let last_edit = last_file_edit(&events);
+    let runs = commands(&events);
     let is_test = |cmd: &str| {
         config
             .test_commands
