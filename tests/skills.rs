@@ -68,7 +68,10 @@ fn ran_tests_and_agent_finished_see_the_end_of_a_long_stream() {
     repo.apply(&demo_patch(3));
     let text = std::fs::read_to_string(demo_events(3)).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    let finish = lines.iter().rposition(|l| l.contains("\"FinishAction\"")).unwrap();
+    let finish = lines
+        .iter()
+        .rposition(|l| l.contains("\"FinishAction\""))
+        .unwrap();
     let mut long: Vec<String> = lines[..finish].iter().map(|l| l.to_string()).collect();
     for round in 0..75 {
         for l in &lines[2..4] {

@@ -237,9 +237,13 @@ mod tests {
     fn the_stream_from_its_last_match() {
         let input = input_with(&["message", "action", "observation", "action", "observation"]);
         assert_eq!(input.event_count().unwrap(), 5);
-        let tail = input.events_from_last(|e| e.kind == EventKind::Action).unwrap();
+        let tail = input
+            .events_from_last(|e| e.kind == EventKind::Action)
+            .unwrap();
         assert_eq!(tail.iter().map(|e| e.index).collect::<Vec<_>>(), [3, 4]);
-        let all = input.events_from_last(|e| e.kind == EventKind::Finish).unwrap();
+        let all = input
+            .events_from_last(|e| e.kind == EventKind::Finish)
+            .unwrap();
         assert_eq!(all.len(), 5, "no match: the whole stream");
         let mid = input.events_range(1, 3).unwrap();
         assert_eq!(mid.iter().map(|e| e.index).collect::<Vec<_>>(), [1, 2]);
