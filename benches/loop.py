@@ -1,0 +1,108 @@
+"""Interleaved timing of `critic check` against the git baseline.
+
+The criterion bench (`cargo bench --bench check`) times each scenario in its
+own block, so a drift in the machine's speed between blocks (common on this
+VM: the git baseline alone moves between 6.5 and 9.5 ms within minutes) shows
+up as a difference between scenarios. This script alternates them run by run,
+so they share the noise, and prints medians.
+
+Same inputs as benches/check.rs: the demo repository with the recorded
+finish-3 patch applied, the recorded OpenHands stream grown to 50+ events (and
+to 10 MB), and a skill with three shipped WASM gates.
+
+Usage, from the repository root:
+
+    cargo build --release
+    python3 benches/loop.py [RUNS]        # default 100 runs of each
+"""
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CRITIC = ROOT / "target" / "release" / "critic"
+
+
+def git(repo, *args):
+    subprocess.run(["git", "-c", "user.name=b", "-c", "user.email=b@localhost", *args],
+                   cwd=repo, check=True, capture_output=True)
+
+
+def events(path, min_events, min_bytes):
+    """The recorded stream with its middle repeated (fresh ids) until big enough."""
+    lines = (ROOT / "examples/demo-run/finish-3.jsonl").read_text().splitlines()
+    head, body, tail = lines[:3], lines[3:-4], lines[-4:]
+    out, rounds = list(head), 0
+    while len(out) + len(tail) < min_events or sum(len(l) + 1 for l in out) < min_bytes:
+        out += [l.replace('"id":"', f'"id":"r{rounds}-') for l in body]
+        rounds += 1
+    path.write_text("\n".join(out + tail) + "\n")
+    return path
+
+
+def timed(*cmds):
+    start = time.perf_counter()
+    for cmd in cmds:
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
+    return (time.perf_counter() - start) * 1000
+
+
+def main():
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+    if not CRITIC.exists():
+        sys.exit(f"{CRITIC} not found: run `cargo build --release` first")
+    tmp = Path(tempfile.mkdtemp(prefix="critic-loop-"))
+    try:
+        repo = tmp / "repo"
+        shutil.copytree(ROOT / "examples/demo-repo", repo)
+        git(repo, "init", "-q")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", "base")
+        git(repo, "apply", str(ROOT / "examples/demo-run/finish-3.patch"))
+        skill = tmp / "skill"
+        skill.mkdir()
+        skills = ROOT / "skills"
+        gates = [("empty", "empty-patch/empty_patch.wasm"), ("ran-tests", "ran-tests/ran_tests.wasm"),
+                 ("finished", "agent-finished/agent_finished.wasm")]
+        (skill / "critic.yaml").write_text(
+            "name: bench\nversion: 0.1.0\ncapabilities: [read-file]\nsignals:\n" + "".join(
+                f"  - {{name: {n}, type: hard_gate, detector: {skills / p}}}\n" for n, p in gates))
+        small = events(tmp / "small.jsonl", 50, 0)
+        large = events(tmp / "large.jsonl", 0, 10 << 20)
+
+        def check(ev):
+            return [str(CRITIC), "check", "--skill", str(skill), "--workspace", str(repo),
+                    "--events", str(ev), "--state-dir", str(tmp / "state"),
+                    "--cache-dir", str(tmp / "cache")]
+
+        baseline = (["git", "status", "--porcelain"], ["git", "diff", "HEAD"])
+        os.chdir(repo)
+        timed(check(small), check(large), *baseline)  # warm the caches
+        small_ms, git_ms, large_ms = [], [], []
+        for i in range(runs):
+            small_ms.append(timed(check(small)))
+            git_ms.append(timed(*baseline))
+            if i % 5 == 0:
+                large_ms.append(timed(check(large)))
+        med = statistics.median
+        report = {
+            "check_3_gates_50_events_ms": round(med(small_ms), 2),
+            "git_status_and_diff_ms": round(med(git_ms), 2),
+            "ratio": round(med(small_ms) / med(git_ms), 2),
+            "check_3_gates_10mb_events_ms": round(med(large_ms), 1),
+            "runs": runs,
+        }
+        print(json.dumps(report, indent=2))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
