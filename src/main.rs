@@ -184,19 +184,25 @@ fn main() -> ExitCode {
 }
 
 fn init_logging(verbose: u8) {
-    let default = match verbose {
-        0 => "warn",
-        1 => "info",
-        2 => "debug",
-        _ => "trace",
+    let level = match verbose {
+        0 => tracing::Level::WARN,
+        1 => tracing::Level::INFO,
+        2 => tracing::Level::DEBUG,
+        _ => tracing::Level::TRACE,
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("CRITIC_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let fmt = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_target(false)
-        .init();
+        .with_target(false);
+    // A directive filter compiles its directives; only pay for it when asked.
+    match std::env::var("CRITIC_LOG") {
+        Ok(directives) => fmt
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_new(&directives)
+                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level.as_str())),
+            )
+            .init(),
+        Err(_) => fmt.with_max_level(level).init(),
+    }
 }
 
 fn run(command: Command) -> anyhow::Result<u8> {
