@@ -168,11 +168,7 @@ impl LlmArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);
-    if let Err(e) = pluggable_critic::sandbox::cleanup_on_signals() {
-        tracing::warn!(
-            "cannot watch for interrupts; scratch copies may outlive an interrupted run: {e}"
-        );
-    }
+    pluggable_critic::sandbox::cleanup_on_signals();
     match run(cli.command) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {

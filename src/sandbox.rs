@@ -54,8 +54,31 @@ fn live() -> std::sync::MutexGuard<'static, Live> {
 /// On SIGINT, SIGTERM or SIGHUP: kill every running command's process group,
 /// remove every scratch pool, and exit with 128 + the signal. For programs
 /// that own their process (the `critic` binary calls it at start); a library
-/// embedding the host keeps its own signal handling.
-pub fn cleanup_on_signals() -> std::io::Result<()> {
+/// embedding the host keeps its own signal handling. The handling thread
+/// starts with the first scratch pool, so a check that runs nothing keeps the
+/// default signal behavior and pays nothing for it.
+pub fn cleanup_on_signals() {
+    CLEANUP_WANTED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+static CLEANUP_WANTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Start the signal thread if the program asked for it and it is not running.
+fn arm_cleanup() {
+    static ARMED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    if !CLEANUP_WANTED.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
+    ARMED.get_or_init(|| {
+        if let Err(e) = spawn_cleanup() {
+            tracing::warn!(
+                "cannot watch for interrupts; scratch copies may outlive an interrupted run: {e}"
+            );
+        }
+    });
+}
+
+fn spawn_cleanup() -> std::io::Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
     std::thread::Builder::new()
@@ -193,6 +216,8 @@ impl ScratchPool {
     /// A pool for commit `base` of the repository at `workspace`, with up to
     /// `jobs` slots (checked out on demand, in parallel).
     pub fn new(workspace: &Path, base: &str, jobs: usize) -> Result<ScratchPool, SandboxError> {
+        // Before the pool exists, so an interrupt can never leave it behind.
+        arm_cleanup();
         let place = scratch_root();
         sweep_stale(&place);
         let root = tempfile::Builder::new()
