@@ -4,15 +4,22 @@ mod common;
 
 use common::*;
 
-#[test]
-fn demo_replays_the_recorded_run() {
-    let out = run(critic().arg("demo"));
+/// Run `critic demo ARGS`; its output and the verdict lines in it.
+fn demo(args: &[&str]) -> (String, Vec<String>) {
+    let out = run(critic().arg("demo").args(args));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let text = String::from_utf8_lossy(&out.stdout);
-    let verdicts: Vec<&str> = text
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let verdicts = text
         .lines()
         .filter(|l| l.starts_with("ACCEPT") || l.starts_with("REJECT"))
+        .map(str::to_string)
         .collect();
+    (text, verdicts)
+}
+
+#[test]
+fn demo_replays_the_recorded_run() {
+    let (text, verdicts) = demo(&[]);
     assert_eq!(verdicts.len(), 3, "{text}");
     assert!(
         verdicts[0].starts_with("REJECT")
@@ -26,13 +33,7 @@ fn demo_replays_the_recorded_run() {
 
 #[test]
 fn demo_coharden_replays_a_full_session_with_live_test_runs() {
-    let out = run(critic().args(["demo", "coharden"]));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let text = String::from_utf8_lossy(&out.stdout);
-    let verdicts: Vec<&str> = text
-        .lines()
-        .filter(|l| l.starts_with("ACCEPT") || l.starts_with("REJECT"))
-        .collect();
+    let (text, verdicts) = demo(&["coharden"]);
     assert_eq!(verdicts.len(), 3, "{text}");
     assert!(verdicts[2].starts_with("ACCEPT coharden"), "{text}");
     assert!(

@@ -95,6 +95,19 @@ impl Session {
         v
     }
 
+    /// [`Session::finish`], checking that the check left the workspace as
+    /// it found it (feedback files aside).
+    fn finish_untouched(&self, round: &str) -> Value {
+        let before = workspace_files(self.ws());
+        let v = self.finish();
+        assert_same(
+            &workspace_files(self.ws()),
+            &before,
+            &format!("{round} wrote to the workspace"),
+        );
+        v
+    }
+
     /// The detector's stored state.
     fn state(&self) -> Value {
         let path = self
@@ -189,13 +202,7 @@ fn a_full_session_hardens_the_test_and_leaves_the_workspace_untouched() {
 
     // Round 0: the lax reproduction alone.
     s.write_test(LAX);
-    let before = workspace_files(s.ws());
-    let v = s.finish();
-    assert_same(
-        &workspace_files(s.ws()),
-        &before,
-        "round 0 wrote to the workspace",
-    );
+    let v = s.finish_untouched("round 0");
     assert_eq!(v["accepted"], false);
     assert!(followup(&v).contains("Round 0 is done"), "{}", followup(&v));
     assert!(followup(&v).contains("Round 1"));
@@ -208,13 +215,7 @@ fn a_full_session_hardens_the_test_and_leaves_the_workspace_untouched() {
 
     // Round 1: the fix, with the test unchanged: mutants survive, go on.
     s.fix();
-    let before = workspace_files(s.ws());
-    let v = s.finish();
-    assert_same(
-        &workspace_files(s.ws()),
-        &before,
-        "round 1 wrote to the workspace",
-    );
+    let v = s.finish_untouched("round 1");
     assert_eq!(v["accepted"], false);
     let m = meta(&v);
     assert_eq!(m["decision"], "continue", "{m:#}");
@@ -259,13 +260,7 @@ fn a_full_session_hardens_the_test_and_leaves_the_workspace_untouched() {
 
     // Round 2: a hardened test kills every mutant: clean round, accepted.
     s.write_test(STRONG);
-    let before = workspace_files(s.ws());
-    let v = s.finish();
-    assert_same(
-        &workspace_files(s.ws()),
-        &before,
-        "round 2 wrote to the workspace",
-    );
+    let v = s.finish_untouched("round 2");
     assert_eq!(v["accepted"], true, "{v:#}");
     let m = meta(&v);
     assert_eq!(m["decision"], "clean");
