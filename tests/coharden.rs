@@ -609,15 +609,20 @@ fn a_patch_that_does_not_apply_is_an_error_and_nothing_is_written() {
     assert_same(&workspace_files(s.ws()), &before, "workspace");
 }
 
-/// A model answer to `prompt`: a real variant (`kind` 0), prose without
-/// code (1), or an edit outside the file (2).
-fn model_answer(prompt: &str, kind: u64) -> String {
-    let line = prompt
+/// The number the sampling prompt shows for the buggy line of merge.py.
+fn buggy_line_number(prompt: &str) -> String {
+    prompt
         .lines()
         .find(|l| l.contains(BUGGY_LINE))
         .and_then(|l| l.split_whitespace().next())
         .unwrap()
-        .to_string();
+        .to_string()
+}
+
+/// A model answer to `prompt`: a real variant (`kind` 0), prose without
+/// code (1), or an edit outside the file (2).
+fn model_answer(prompt: &str, kind: u64) -> String {
+    let line = buggy_line_number(prompt);
     match kind {
         0 => format!(
             "The variant only merges exactly touching intervals.\n```python\n\
@@ -823,13 +828,7 @@ fn a_host_killed_mid_round_leaves_the_workspace_byte_identical() {
 fn a_hanging_mutant_is_excluded_not_counted() {
     // The model's only variant never returns from merge().
     let stub = Stub::start(Duration::ZERO, |_, body| {
-        let prompt = body["messages"][0]["content"].as_str().unwrap_or_default();
-        let line = prompt
-            .lines()
-            .find(|l| l.contains(BUGGY_LINE))
-            .and_then(|l| l.split_whitespace().next())
-            .unwrap()
-            .to_string();
+        let line = buggy_line_number(body["messages"][0]["content"].as_str().unwrap_or_default());
         let answer = format!(
             "```python\nedit_file('intervals/merge.py', {line}, {line}, \
              '        while True:\\n            pass\\n        if merged and start <= merged[-1][1]:')\n```"
