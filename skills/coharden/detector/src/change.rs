@@ -6,6 +6,7 @@ use crate::state::TestFiles;
 use critic_sdk::diff::{apply, sections};
 use critic_sdk::host::read_file_string;
 use critic_sdk::mutants::FixFile;
+use critic_sdk::python::syntax_error;
 use critic_sdk::{FileChange, FileStatus, Hunk, Patch, PatchOrigin};
 
 /// The patch of one finish.
@@ -63,6 +64,30 @@ impl Change {
         }
         Ok(change)
     }
+}
+
+impl Change {
+    /// The test files the patch keeps (deleted ones left out).
+    pub fn present_tests(&self) -> TestFiles {
+        self.tests
+            .iter()
+            .filter(|(_, c)| c.is_some())
+            .map(|(p, c)| (p.clone(), c.clone()))
+            .collect()
+    }
+}
+
+/// The first Python file of `tests` (by `python_suffixes`) that does not
+/// parse, with where and why.
+pub fn syntax_problem(tests: &TestFiles, python_suffixes: &[String]) -> Option<(String, String)> {
+    tests.iter().find_map(|(path, content)| {
+        let python = python_suffixes.iter().any(|s| path.ends_with(s.as_str()));
+        let error = content
+            .as_deref()
+            .filter(|_| python)
+            .and_then(syntax_error)?;
+        Some((path.clone(), error))
+    })
 }
 
 /// A file's `(base, new)` content. For a working-tree patch the workspace

@@ -1,7 +1,7 @@
 //! Rounds k >= 1: fail-to-pass of (t_k, c_k), the mutant pool C_k, the
 //! Temporal Matrix against t_ref, and Algorithm 1's decision.
 
-use crate::change::Change;
+use crate::change::{syntax_problem, Change};
 use crate::config::Source;
 use crate::decide::{decide, RoundFacts};
 use crate::evaluate::Runs;
@@ -18,7 +18,7 @@ use crate::{Ctx, Step};
 use critic_sdk::first_user_message;
 use critic_sdk::host::llm_complete;
 use critic_sdk::mutants::FixFile;
-use critic_sdk::python::{same_code, syntax_error};
+use critic_sdk::python::same_code;
 use serde_json::{json, Value};
 
 /// The feedback file every follow-up points to.
@@ -29,12 +29,7 @@ pub fn evaluate(ctx: &Ctx, state: &mut State) -> Result<Step, String> {
     let config = &ctx.config;
     let change = Change::read(&ctx.input.patch, &config.python_suffixes)
         .map_err(|u| format!("cannot read `{}` from the workspace: {}", u.path, u.reason))?;
-    let test: TestFiles = change
-        .tests
-        .iter()
-        .filter(|(_, c)| c.is_some())
-        .map(|(p, c)| (p.clone(), c.clone()))
-        .collect();
+    let test = change.present_tests();
     if let Some(step) = incomplete(ctx, state, &change, &test)? {
         return Ok(step);
     }
@@ -134,12 +129,10 @@ fn incomplete(
         let summary = format!("Round {k}: the patch holds no fix");
         return retry(ctx, state, "no_fix", json!({}), summary).map(Some);
     }
-    for (path, content) in test {
-        if let Some(e) = content.as_deref().and_then(syntax_error) {
-            let summary = format!("Round {k}: `{path}` is not valid Python ({e})");
-            let extra = json!({ "path": path, "detail": e });
-            return retry(ctx, state, "syntax_error", extra, summary).map(Some);
-        }
+    if let Some((path, e)) = syntax_problem(test, &ctx.config.python_suffixes) {
+        let summary = format!("Round {k}: `{path}` is not valid Python ({e})");
+        let extra = json!({ "path": path, "detail": e });
+        return retry(ctx, state, "syntax_error", extra, summary).map(Some);
     }
     Ok(None)
 }

@@ -2,12 +2,11 @@
 //! else, and the test must detect the bug on the base: exit with the
 //! bug-present code, not by crashing. Success stores t0 and asks for Round 1.
 
-use crate::change::Change;
+use crate::change::{syntax_problem, Change};
 use crate::outcome::{tail, Outcome};
-use crate::state::{Phase, State, TestFiles};
+use crate::state::{Phase, State};
 use crate::{Ctx, Step};
 use critic_sdk::host::run;
-use critic_sdk::python::syntax_error;
 use critic_sdk::RunRequest;
 use serde_json::{json, Value};
 
@@ -39,27 +38,17 @@ pub fn evaluate(ctx: &Ctx, state: &mut State) -> Result<Step, String> {
         );
         return reject("source_edit", json!({}), summary);
     }
-    let tests: TestFiles = change
-        .tests
-        .into_iter()
-        .filter(|(_, c)| c.is_some())
-        .collect();
+    let tests = change.present_tests();
     if tests.is_empty() {
         return reject("no_test", json!({}), "Round 0 has no test file".into());
     }
-    for (path, content) in &tests {
-        let python = config
-            .python_suffixes
-            .iter()
-            .any(|s| path.ends_with(s.as_str()));
-        if let (true, Some(e)) = (python, content.as_deref().and_then(syntax_error)) {
-            let summary = format!("`{path}` is not valid Python ({e})");
-            return reject(
-                "syntax_error",
-                json!({ "path": path, "detail": e }),
-                summary,
-            );
-        }
+    if let Some((path, e)) = syntax_problem(&tests, &config.python_suffixes) {
+        let summary = format!("`{path}` is not valid Python ({e})");
+        return reject(
+            "syntax_error",
+            json!({ "path": path, "detail": e }),
+            summary,
+        );
     }
     let result = run(&RunRequest {
         files: tests.clone(),
