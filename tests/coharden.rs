@@ -53,7 +53,7 @@ impl Session {
     fn new(config: Value) -> Session {
         let mut merged = json!({
             "max_rounds": 5, "tau": 0.2, "test_file": "reproduction.py",
-            "test_command": ["python", "reproduction.py"], "bug_exit_code": 1,
+            "test_command": ["python3", "reproduction.py"], "bug_exit_code": 1,
             "test_timeout_secs": 60, "mutation": {"source": "deterministic"},
         });
         for (k, v) in config.as_object().unwrap() {

@@ -64,14 +64,14 @@ def task(ws):
     template = (SKILL / "templates" / "task.md.j2").read_text()
     return jinja2.Template(template).render(
         workspace=str(ws), issue=ISSUE, test_file="reproduction.py",
-        test_command="python reproduction.py", bug_exit_code=1,
+        test_command="python3 reproduction.py", bug_exit_code=1,
     )
 
 
 def script(ws):
     merge = f"{ws}/intervals/merge.py"
     repro = f"{ws}/reproduction.py"
-    run_repro = f"cd {ws} && python reproduction.py; echo exit=$?"
+    run_repro = f"cd {ws} && python3 reproduction.py; echo exit=$?"
     return [
         # Round 0: read the code, write the reproduction only, see it fail.
         call(1, "file_editor", command="view", path=merge),

@@ -86,7 +86,7 @@ impl Default for Config {
             max_rounds: 5,
             tau: 0.2,
             test_file: "reproduction.py".into(),
-            test_command: vec!["python".into(), "reproduction.py".into()],
+            test_command: vec!["python3".into(), "reproduction.py".into()],
             bug_exit_code: 1,
             test_timeout_secs: 60,
             output_tail_chars: 2000,
@@ -111,7 +111,7 @@ impl Config {
         if self.test_command.is_empty() || self.test_command[0].is_empty() {
             return bad(
                 "test_command",
-                "must name a program, e.g. [python, reproduction.py]",
+                "must name a program, e.g. [python3, reproduction.py]",
             );
         }
         if self.bug_exit_code == 0 {
