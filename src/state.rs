@@ -348,8 +348,10 @@ fn write_json<T: Serialize>(path: &Path, value: &T, durable: bool) -> Result<(),
     };
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-    serde_json::to_writer_pretty(&mut tmp, value).map_err(|e| io(std::io::Error::other(e)))?;
-    tmp.write_all(b"\n").map_err(io)?;
+    // One write: serde would otherwise issue a system call per token.
+    let mut text = serde_json::to_vec_pretty(value).map_err(|e| io(std::io::Error::other(e)))?;
+    text.push(b'\n');
+    tmp.write_all(&text).map_err(io)?;
     if durable {
         tmp.as_file().sync_all().map_err(io)?;
     }
