@@ -8,7 +8,6 @@
 
 use crate::git;
 use critic_sdk::Artifact;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The directory, relative to the workspace root, artifacts go under.
@@ -75,15 +74,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ArtifactError + '_ {
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ArtifactError> {
-    let parent = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent).map_err(io(parent))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(parent).map_err(io(parent))?;
-    tmp.write_all(bytes).map_err(io(path))?;
-    tmp.persist(path).map_err(|e| ArtifactError::Io {
-        path: path.to_path_buf(),
-        source: e.error,
-    })?;
-    Ok(())
+    crate::atomic_file::write(path, bytes, false).map_err(io(path))
 }
 
 /// Make sure `info/exclude` of the repository at `root` ignores `/.critic/`.

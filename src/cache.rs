@@ -124,7 +124,7 @@ impl ComponentCache {
             Some(c) => (c, CacheOutcome::Hit),
             None => {
                 let component = Component::from_binary(engine, wasm)?;
-                if let Err(e) = store(dir, &path, &component) {
+                if let Err(e) = store(&path, &component) {
                     tracing::warn!(dir = %dir.display(), "cannot write the component cache: {e}");
                 }
                 (component, CacheOutcome::Compiled)
@@ -132,7 +132,7 @@ impl ComponentCache {
         };
         if let Some(key) = key {
             // Only a shortcut for the next load: without it, that load hashes again.
-            if let Err(e) = write_atomic(&key.0, digest.as_bytes()) {
+            if let Err(e) = crate::atomic_file::write(&key.0, digest.as_bytes(), false) {
                 tracing::debug!("cannot remember the digest of a detector: {e}");
             }
         }
@@ -181,19 +181,7 @@ fn populate(component: &Component) {
     }
 }
 
-fn store(dir: &Path, path: &Path, component: &Component) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
+fn store(path: &Path, component: &Component) -> std::io::Result<()> {
     let bytes = component.serialize().map_err(std::io::Error::other)?;
-    write_atomic(path, &bytes)
-}
-
-/// Write through a temp file in the same directory and rename, so readers
-/// never see a partial file.
-fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let tmp = tempfile::NamedTempFile::new_in(dir)?;
-    std::fs::write(tmp.path(), bytes)?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    crate::atomic_file::write(path, &bytes, false)
 }

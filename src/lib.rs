@@ -9,6 +9,7 @@
 //! themselves.
 
 pub mod artifacts;
+pub mod atomic_file;
 pub mod build;
 pub mod cache;
 pub mod capabilities;

@@ -10,7 +10,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -346,23 +345,9 @@ fn write_json<T: Serialize>(path: &Path, value: &T, durable: bool) -> Result<(),
         path: path.to_path_buf(),
         source,
     };
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-    // One write: serde would otherwise issue a system call per token.
     let mut text = serde_json::to_vec_pretty(value).map_err(|e| io(std::io::Error::other(e)))?;
     text.push(b'\n');
-    tmp.write_all(&text).map_err(io)?;
-    if durable {
-        tmp.as_file().sync_all().map_err(io)?;
-    }
-    tmp.persist(path).map_err(|e| io(e.error))?;
-    // The rename is durable only once the directory entry is.
-    if durable {
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
-        }
-    }
-    Ok(())
+    crate::atomic_file::write(path, &text, durable).map_err(io)
 }
 
 #[cfg(test)]
