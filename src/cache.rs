@@ -144,39 +144,18 @@ impl ComponentCache {
 #[derive(Debug, Clone)]
 pub struct FileKey(PathBuf);
 
-/// A cache entry, mapped and pre-faulted; `None` (with a warning) when it is
-/// unusable.
+/// A cache entry, mapped (its pages fault in as the detector touches them,
+/// which is cheaper than mapping the whole image up front); `None` (with a
+/// warning) when it is unusable.
 fn deserialize(engine: &Engine, path: &Path) -> Option<Component> {
     // SAFETY: the file is one this cache wrote with `Component::serialize`
     // for an engine with the same compatibility hash (the directory name);
     // writes go through a temp file and rename, so it is never partial.
     match unsafe { Component::deserialize_file(engine, path) } {
-        Ok(c) => {
-            populate(&c);
-            Some(c)
-        }
+        Ok(c) => Some(c),
         Err(e) => {
             tracing::warn!(path = %path.display(), "discarding unusable cache entry: {e:#}");
             None
-        }
-    }
-}
-
-/// Map the component's code in now, on the loading thread (which overlaps
-/// git), rather than page by page during its first call. Only a hint: kernels
-/// without `MADV_POPULATE_READ` (before Linux 5.14) just fault lazily.
-fn populate(component: &Component) {
-    #[cfg(target_os = "linux")]
-    {
-        const MADV_POPULATE_READ: libc::c_int = 22;
-        let range = component.image_range();
-        let page = 4096;
-        let start = (range.start as usize) & !(page - 1);
-        let len = range.end as usize - start;
-        // SAFETY: the range is the component's own mapping, alive for as long
-        // as `component`; the advice only pre-faults readable pages.
-        unsafe {
-            libc::madvise(start as *mut libc::c_void, len, MADV_POPULATE_READ);
         }
     }
 }

@@ -47,14 +47,31 @@ pub struct CheckOptions {
     pub allow_native: bool,
     /// Wait this long for a concurrent check on the same session.
     pub lock_timeout: Duration,
-    /// Commands the `run` capabilities run at once.
-    pub jobs: usize,
+    /// Commands the `run` capabilities run at once (`None`: one per core).
+    pub jobs: Option<usize>,
     /// The model for `llm-complete`.
     pub llm: Option<crate::capabilities::llm::LlmConfig>,
 }
 
+/// A check with its inputs loaded: the skill's critic and the finish to judge.
+pub struct Prepared {
+    /// The skill, its detectors loaded.
+    pub critic: SkillCritic,
+    /// The events, the patch and the session.
+    pub finish: Finish,
+}
+
 /// Run one check.
 pub fn run(opts: &CheckOptions) -> Result<Verdict, Error> {
+    let started = Instant::now();
+    let prepared = prepare(opts)?;
+    let verdict = decide(&prepared.critic, &prepared.finish);
+    tracing::debug!(ms = ms(started), "evaluated");
+    verdict
+}
+
+/// Load the skill, the events and the patch of one check, all at once.
+pub fn prepare(opts: &CheckOptions) -> Result<Prepared, Error> {
     let started = Instant::now();
     let memo = opts.cache_dir.as_ref().map(|d| d.join("manifests"));
     let skill = manifest::load_with_memo(&opts.skill, memo.as_deref())?;
@@ -129,9 +146,7 @@ pub fn run(opts: &CheckOptions) -> Result<Verdict, Error> {
         workspace: root,
         session: opts.session.clone(),
     };
-    let verdict = decide(&critic, &finish);
-    tracing::debug!(ms = ms(started), "evaluated");
-    verdict
+    Ok(Prepared { critic, finish })
 }
 
 /// Milliseconds since `t`, for phase timings in the debug log.

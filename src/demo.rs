@@ -180,7 +180,7 @@ pub fn run(examples: &Path, name: Option<&str>, out: &mut dyn Write) -> Result<(
             deny: Vec::new(),
             allow_native: false,
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
-            jobs: crate::harness::default_jobs(),
+            jobs: None,
             llm: None,
         })?;
         w(out, verdict.to_text())?;

@@ -34,15 +34,10 @@ pub struct HarnessOptions {
     pub allow_native: bool,
     /// How long to wait for a concurrent check on the same session.
     pub lock_timeout: Duration,
-    /// Commands the `run` capabilities run at once (default: one per core).
-    pub jobs: usize,
+    /// Commands the `run` capabilities run at once (`None`: one per core).
+    pub jobs: Option<usize>,
     /// The model `llm-complete` talks to (`None`: not configured).
     pub llm: Option<LlmConfig>,
-}
-
-/// One job per core.
-pub fn default_jobs() -> usize {
-    crate::parallel::cores()
 }
 
 impl Default for HarnessOptions {
@@ -51,7 +46,7 @@ impl Default for HarnessOptions {
             deny: Vec::new(),
             allow_native: false,
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
-            jobs: default_jobs(),
+            jobs: None,
             llm: None,
         }
     }
@@ -64,7 +59,7 @@ pub struct SkillCritic {
     grants: Grants,
     state: StateStore,
     lock_timeout: Duration,
-    jobs: usize,
+    jobs: Option<usize>,
     llm: Option<LlmConfig>,
 }
 
@@ -118,7 +113,7 @@ impl SkillCritic {
             grants,
             state,
             lock_timeout: options.lock_timeout,
-            jobs: options.jobs.max(1),
+            jobs: options.jobs,
             llm: options.llm.clone(),
         }
     }
@@ -278,7 +273,8 @@ impl Critic for SkillCritic {
             }
         };
         let mut calls = if self.speculative() {
-            crate::parallel::map(m.signals.len(), crate::parallel::cores(), call)
+            // One thread per signal: the calls are short, and a skill has few.
+            crate::parallel::map(m.signals.len(), m.signals.len(), call)
         } else {
             Vec::new()
         };

@@ -4,8 +4,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 use pluggable_critic::capabilities::llm::LlmConfig;
 use pluggable_critic::capabilities::Capability;
 use pluggable_critic::check::{self, CheckOptions, DEFAULT_SESSION};
+use pluggable_critic::critic::decide;
 use pluggable_critic::events::EventsFormat;
-use pluggable_critic::{build, cache, demo, harness, manifest, runtime, scaffold, state};
+use pluggable_critic::{build, cache, demo, manifest, runtime, scaffold, state};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -234,10 +235,14 @@ fn run(command: Command) -> anyhow::Result<u8> {
                 deny,
                 allow_native,
                 lock_timeout: Duration::from_secs(lock_timeout),
-                jobs: jobs.unwrap_or_else(harness::default_jobs),
+                jobs,
                 llm: (*llm).config(),
             };
-            let verdict = check::run(&opts)?;
+            let prepared = check::prepare(&opts)?;
+            let verdict = decide(&prepared.critic, &prepared.finish)?;
+            // The process ends next; unmapping the compiled detectors and
+            // freeing the events would only delay the answer.
+            std::mem::forget(prepared);
             match output {
                 Output::Json => println!("{}", serde_json::to_string_pretty(&verdict)?),
                 Output::Text => print!("{}", verdict.to_text()),

@@ -18,7 +18,7 @@ use std::time::Instant;
 pub struct Runner {
     workspace: PathBuf,
     base: String,
-    jobs: usize,
+    jobs: Option<usize>,
     pool: OnceLock<Result<ScratchPool, String>>,
 }
 
@@ -38,8 +38,8 @@ impl std::fmt::Debug for Runner {
 
 impl Runner {
     /// Runs against commit `base` of the repository at `workspace`, up to
-    /// `jobs` at a time.
-    pub fn new(workspace: PathBuf, base: String, jobs: usize) -> Runner {
+    /// `jobs` at a time (`None`: one per core, asked only when a run needs it).
+    pub fn new(workspace: PathBuf, base: String, jobs: Option<usize>) -> Runner {
         Runner {
             workspace,
             base,
@@ -51,8 +51,12 @@ impl Runner {
     fn pool(&self) -> Result<&ScratchPool, String> {
         self.pool
             .get_or_init(|| {
-                ScratchPool::new(&self.workspace, &self.base, self.jobs)
-                    .map_err(|e| format!("cannot make scratch copies of the workspace: {e}"))
+                ScratchPool::new(
+                    &self.workspace,
+                    &self.base,
+                    self.jobs.unwrap_or_else(crate::parallel::cores).max(1),
+                )
+                .map_err(|e| format!("cannot make scratch copies of the workspace: {e}"))
             })
             .as_ref()
             .map_err(Clone::clone)

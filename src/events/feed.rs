@@ -67,7 +67,10 @@ fn encode(events: &[Event]) -> Arc<str> {
         let lean: Vec<_> = chunk.iter().map(Event::lean).collect();
         serde_json::to_string(&lean).unwrap_or_else(|_| "[]".to_string())
     };
-    let threads = crate::parallel::cores().min(events.len() / CHUNK).max(1);
+    let threads = match events.len() / CHUNK {
+        0 | 1 => 1,
+        chunks => crate::parallel::cores().min(chunks),
+    };
     if threads == 1 {
         return encode_chunk(events).into();
     }

@@ -157,7 +157,10 @@ where
     F: Fn(usize, T) -> U + Sync,
 {
     const MIN_CHUNK: usize = 2048;
-    let threads = crate::parallel::cores().min(items.len() / MIN_CHUNK).max(1);
+    let threads = match items.len() / MIN_CHUNK {
+        0 | 1 => 1,
+        chunks => crate::parallel::cores().min(chunks),
+    };
     if threads == 1 {
         return items
             .into_iter()
