@@ -8,12 +8,12 @@ use crate::critic::{decide, Finish};
 use crate::events::{self, EventsFormat};
 use crate::harness::{load_detectors, HarnessOptions, SkillCritic};
 use crate::manifest;
-use crate::patch::{self, TestClassifier, Workspace};
+use crate::patch::{self, RawDiff, TestClassifier, Workspace};
 use crate::runtime::Runtime;
 use crate::state::StateStore;
 use crate::verdict::Verdict;
 use crate::Error;
-use critic_sdk::{Patch, PatchOrigin};
+use critic_sdk::PatchOrigin;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -71,40 +71,35 @@ pub fn run(opts: &CheckOptions) -> Result<Verdict, Error> {
 }
 
 /// Load the skill, the events and the patch of one check, all at once.
+///
+/// git is started first, since it takes longest and needs only the
+/// workspace; the detectors load while it runs, and the test patterns that
+/// classify the patch's files compile meanwhile on the calling thread, which
+/// also reads the events.
 pub fn prepare(opts: &CheckOptions) -> Result<Prepared, Error> {
     let started = Instant::now();
-    let memo = opts.cache_dir.as_ref().map(|d| d.join("manifests"));
-    let skill = manifest::load_with_memo(&opts.skill, memo.as_deref())?;
-    tracing::debug!(ms = ms(started), "manifest loaded and validated");
-    let classifier = TestClassifier::new(&skill.manifest.test_patterns).map_err(|e| {
-        Error::Usage(format!(
-            "{}: test_patterns: {e}",
-            skill.manifest_path.display()
-        ))
-    })?;
     let (workspace, patch, critic, events) = std::thread::scope(|s| {
-        let git = s.spawn(|| -> Result<(Workspace, Patch), Error> {
-            let (ws, patch) = match &opts.patch_file {
+        let git = s.spawn(|| -> Result<(Workspace, RawDiff), Error> {
+            let diff = match &opts.patch_file {
                 Some(file) => {
                     let ws = Workspace::open(&opts.workspace)?;
                     let base = match &opts.base {
                         Some(rev) => ws.resolve(rev)?,
                         None => ws.head.clone(),
                     };
-                    let patch = read_patch_file(file, &base, &classifier)?;
-                    (ws, patch)
+                    (ws, read_patch_file(file, base)?)
                 }
-                None => {
-                    Workspace::open_with_patch(&opts.workspace, opts.base.as_deref(), &classifier)?
-                }
+                None => Workspace::open_with_diff(&opts.workspace, opts.base.as_deref())?,
             };
-            tracing::debug!(
-                ms = ms(started),
-                files = patch.files.len(),
-                "patch computed"
-            );
-            Ok((ws, patch))
+            tracing::debug!(ms = ms(started), "diff computed");
+            Ok(diff)
         });
+        let memo = opts.cache_dir.as_ref().map(|d| d.join("manifests"));
+        let skill = manifest::load_with_memo(&opts.skill, memo.as_deref())?;
+        tracing::debug!(ms = ms(started), "manifest loaded and validated");
+        // The loader takes the skill; the patterns stay here for the classifier.
+        let patterns = skill.manifest.test_patterns.clone();
+        let manifest_path = skill.manifest_path.clone();
         let loader = s.spawn(move || -> Result<_, Error> {
             let runtime = Runtime::new(opts.cache_dir.as_deref())
                 .map_err(|e| Error::Internal(e.to_string()))?;
@@ -113,9 +108,12 @@ pub fn prepare(opts: &CheckOptions) -> Result<Prepared, Error> {
             tracing::debug!(ms = ms(started), "detectors loaded");
             Ok((skill, detectors))
         });
+        let classifier = TestClassifier::new(&patterns)
+            .map_err(|e| Error::Usage(format!("{}: test_patterns: {e}", manifest_path.display())));
         let events = events::load(&opts.events, opts.events_format);
         tracing::debug!(ms = ms(started), "events loaded");
-        let (ws, patch) = join(git)?;
+        let (ws, diff) = join(git)?;
+        let patch = diff.parse(&classifier?)?;
         let (skill, detectors) = join(loader)?;
         let events = events?;
         let state_root = opts
@@ -160,16 +158,15 @@ fn join<T>(handle: std::thread::ScopedJoinHandle<'_, Result<T, Error>>) -> Resul
         .map_err(|_| Error::Internal("a worker thread panicked".into()))?
 }
 
-fn read_patch_file(path: &Path, base: &str, classifier: &TestClassifier) -> Result<Patch, Error> {
+fn read_patch_file(path: &Path, base: String) -> Result<RawDiff, Error> {
     let raw = std::fs::read_to_string(path).map_err(|source| patch::PatchError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    Ok(patch::parse_patch(
-        raw,
+    Ok(RawDiff {
         base,
-        PatchOrigin::File,
-        &path.display().to_string(),
-        classifier,
-    )?)
+        raw,
+        origin: PatchOrigin::File,
+        source_name: path.display().to_string(),
+    })
 }

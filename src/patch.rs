@@ -127,11 +127,11 @@ impl Workspace {
     /// The diff from `base` to the working tree, untracked files included.
     pub fn worktree_patch(&self, base: &str, tests: &TestClassifier) -> Result<Patch, PatchError> {
         let raw = worktree_diff(&self.root, &self.git_dir, base)?;
-        parse_patch(raw, base, PatchOrigin::Worktree, "git diff", tests)
+        RawDiff::worktree(base, raw).parse(tests)
     }
 
-    /// Open the work tree containing `dir` and compute its patch against
-    /// `base` (HEAD when `None`).
+    /// Open the work tree containing `dir` and diff it against `base` (HEAD
+    /// when `None`); parse the result with [`RawDiff::parse`].
     ///
     /// The common case costs two git processes: the work tree, git directory
     /// and HEAD commit are found the way git finds them (the nearest `.git`,
@@ -140,17 +140,15 @@ impl Workspace {
     /// the path through `git rev-parse`, which also produces the error
     /// messages, so the result is always what [`Workspace::open`] plus
     /// [`Workspace::worktree_patch`] give.
-    pub fn open_with_patch(
+    pub fn open_with_diff(
         dir: &Path,
         base: Option<&str>,
-        tests: &TestClassifier,
-    ) -> Result<(Workspace, Patch), PatchError> {
+    ) -> Result<(Workspace, RawDiff), PatchError> {
         if base.is_none() {
             if let Some(ws) = find_workspace(dir) {
                 if let Ok(raw) = worktree_diff(&ws.root, &ws.git_dir, &ws.head) {
-                    let patch =
-                        parse_patch(raw, &ws.head, PatchOrigin::Worktree, "git diff", tests)?;
-                    return Ok((ws, patch));
+                    let diff = RawDiff::worktree(&ws.head, raw);
+                    return Ok((ws, diff));
                 }
             }
         }
@@ -159,8 +157,39 @@ impl Workspace {
             Some(rev) => ws.resolve(rev)?,
             None => ws.head.clone(),
         };
-        let patch = ws.worktree_patch(&base, tests)?;
-        Ok((ws, patch))
+        let raw = worktree_diff(&ws.root, &ws.git_dir, &base)?;
+        let diff = RawDiff::worktree(&base, raw);
+        Ok((ws, diff))
+    }
+}
+
+/// Diff text not parsed yet, so it can be produced before the test patterns
+/// that classify its files are known.
+#[derive(Debug, Clone)]
+pub struct RawDiff {
+    /// The commit it is against.
+    pub base: String,
+    /// The diff text.
+    pub raw: String,
+    /// Where it came from.
+    pub origin: PatchOrigin,
+    /// Its name in parse errors (`git diff` or the patch file).
+    pub source_name: String,
+}
+
+impl RawDiff {
+    fn worktree(base: &str, raw: String) -> RawDiff {
+        RawDiff {
+            base: base.to_string(),
+            raw,
+            origin: PatchOrigin::Worktree,
+            source_name: "git diff".into(),
+        }
+    }
+
+    /// Parse it, classifying test files with `tests`.
+    pub fn parse(self, tests: &TestClassifier) -> Result<Patch, PatchError> {
+        parse_patch(self.raw, &self.base, self.origin, &self.source_name, tests)
     }
 }
 
