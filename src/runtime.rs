@@ -18,7 +18,7 @@ use crate::events::feed::EventFeed;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -201,8 +201,64 @@ pub struct CallReport {
 /// A process-wide engine with its epoch ticker and component cache.
 pub struct Runtime {
     clock: Arc<EpochClock>,
-    linker: Linker<HostState>,
+    /// Linked with [`BASIC_WASI`] only; made on first use.
+    basic: OnceLock<Result<Linker<HostState>, String>>,
+    /// Linked with all of WASI, for components that import more; made on
+    /// first use.
+    full: OnceLock<Result<Linker<HostState>, String>>,
     cache: ComponentCache,
+}
+
+/// The WASI interfaces (name prefixes) Rust's standard library imports in a
+/// detector that touches neither files nor sockets: `wasi:cli` (stdio, exit,
+/// environment, terminals), `wasi:io` streams, clocks and randomness. Linking
+/// only these takes a third of the time linking all of WASI takes, which
+/// every check would pay for interfaces no detector calls.
+const BASIC_WASI: [&str; 4] = ["wasi:cli/", "wasi:io/", "wasi:clocks/", "wasi:random/"];
+
+/// Host functions that need only the resource table (`wasi:io`).
+struct HasTable;
+
+impl wasmtime::component::HasData for HasTable {
+    type Data<'a> = &'a mut ResourceTable;
+}
+
+/// A linker with the `critic:detector/host` interface and either
+/// [`BASIC_WASI`] or all of WASI.
+fn linker(engine: &Engine, full: bool) -> wasmtime::Result<Linker<HostState>> {
+    use wasmtime_wasi::cli::{WasiCli, WasiCliView};
+    use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
+    use wasmtime_wasi::p2::bindings::{cli, clocks, random, sync::io};
+    use wasmtime_wasi::random::{WasiRandom, WasiRandomView};
+    let mut linker = Linker::<HostState>::new(engine);
+    let l = &mut linker;
+    if full {
+        wasmtime_wasi::p2::add_to_linker_sync(l)?;
+    } else {
+        io::error::add_to_linker::<_, HasTable>(l, |s| &mut s.table)?;
+        io::poll::add_to_linker::<_, HasTable>(l, |s| &mut s.table)?;
+        io::streams::add_to_linker::<_, HasTable>(l, |s| &mut s.table)?;
+        let cli = <HostState as WasiCliView>::cli;
+        cli::exit::add_to_linker::<_, WasiCli>(l, cli)?;
+        cli::environment::add_to_linker::<_, WasiCli>(l, cli)?;
+        cli::stdin::add_to_linker::<_, WasiCli>(l, cli)?;
+        cli::stdout::add_to_linker::<_, WasiCli>(l, cli)?;
+        cli::stderr::add_to_linker::<_, WasiCli>(l, cli)?;
+        cli::terminal_input::add_to_linker::<_, WasiCli>(l, cli)?;
+        cli::terminal_output::add_to_linker::<_, WasiCli>(l, cli)?;
+        cli::terminal_stdin::add_to_linker::<_, WasiCli>(l, cli)?;
+        cli::terminal_stdout::add_to_linker::<_, WasiCli>(l, cli)?;
+        cli::terminal_stderr::add_to_linker::<_, WasiCli>(l, cli)?;
+        let clocks = <HostState as WasiClocksView>::clocks;
+        clocks::wall_clock::add_to_linker::<_, WasiClocks>(l, clocks)?;
+        clocks::monotonic_clock::add_to_linker::<_, WasiClocks>(l, clocks)?;
+        let random = <HostState as WasiRandomView>::random;
+        random::random::add_to_linker::<_, WasiRandom>(l, random)?;
+        random::insecure::add_to_linker::<_, WasiRandom>(l, random)?;
+        random::insecure_seed::add_to_linker::<_, WasiRandom>(l, random)?;
+    }
+    CriticDetector::add_to_linker::<HostState, HasSelf<HostState>>(l, |s| s)?;
+    Ok(linker)
 }
 
 /// The engine and the thread that advances its epoch. Every loaded detector
@@ -238,10 +294,6 @@ impl Runtime {
             message: format!("{e:#}"),
         };
         let engine = Engine::new(&config).map_err(load_err)?;
-        let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(load_err)?;
-        CriticDetector::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)
-            .map_err(load_err)?;
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let engine = engine.clone();
@@ -266,7 +318,8 @@ impl Runtime {
                 stop,
                 thread: Some(thread),
             }),
-            linker,
+            basic: OnceLock::new(),
+            full: OnceLock::new(),
             cache,
         })
     }
@@ -297,7 +350,17 @@ impl Runtime {
             }
         };
         let version = detector_version(engine, &component, path)?;
-        let pre = self.linker.instantiate_pre(&component).map_err(load_err)?;
+        let full = component.component_type().imports(engine).any(|(name, _)| {
+            name.starts_with("wasi:") && !BASIC_WASI.iter().any(|p| name.starts_with(p))
+        });
+        let linker = if full { &self.full } else { &self.basic }
+            .get_or_init(|| linker(engine, full).map_err(|e| format!("{e:#}")))
+            .as_ref()
+            .map_err(|message| DetectorError::Load {
+                path: PathBuf::from("<engine>"),
+                message: message.clone(),
+            })?;
+        let pre = linker.instantiate_pre(&component).map_err(load_err)?;
         let pre = CriticDetectorPre::new(pre).map_err(load_err)?;
         Ok(WasmDetector {
             clock: self.clock.clone(),

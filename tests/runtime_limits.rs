@@ -116,6 +116,42 @@ fn read_file_reads_the_workspace_only() {
 }
 
 #[test]
+fn wasi_gives_a_detector_no_files_environment_or_network() {
+    // Something listens, so only the sandbox can make the connection fail.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let host_file = misbehave_wasm();
+    let skill = one(
+        &format!(
+            "{{mode: escape, port: {port}, path: \"{}\"}}",
+            host_file.display()
+        ),
+        "",
+    );
+    let repo = Repo::demo();
+    let state = tempfile::tempdir().unwrap();
+    let out = run(
+        check(skill.path(), repo.path(), &demo_events(3), state.path())
+            .env("CRITIC_TEST_SECRET", "leak"),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let m = &json_out(&out)["signals"][0]["metadata"];
+    assert!(
+        m["file"]["Err"].is_string(),
+        "a host path was readable: {m}"
+    );
+    assert!(m["dir"]["Err"].is_string(), "a directory was listable: {m}");
+    assert_eq!(m["env"], serde_json::json!([]), "environment leaked: {m}");
+    assert_eq!(m["args"], 0, "{m}");
+    assert!(
+        m["tcp"]["Err"].is_string(),
+        "the network was reachable: {m}"
+    );
+    listener.set_nonblocking(true).unwrap();
+    assert!(listener.accept().is_err(), "a connection arrived");
+}
+
+#[test]
 fn capabilities_are_denied_by_default_and_by_flag() {
     let undeclared = temp_skill(
         "name: t\nversion: 0.1.0\nsignals:\n  - {name: s, type: hard_gate, detector: {misbehave}, config: {mode: read, path: README.md}}\n",
