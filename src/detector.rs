@@ -30,6 +30,19 @@ impl Detector {
         runtime.load(path).map(Detector::Wasm)
     }
 
+    /// [`Detector::load`] without compiling: `None` when `path` is a
+    /// component whose compiled form is not in the cache.
+    pub fn load_cached(
+        runtime: &Runtime,
+        path: &Path,
+        allow_native: bool,
+    ) -> Result<Option<Detector>, DetectorError> {
+        if native::is_native(path) {
+            return Detector::load(runtime, path, allow_native).map(Some);
+        }
+        Ok(runtime.load_cached(path)?.map(Detector::Wasm))
+    }
+
     /// Run the detector on one input.
     pub fn call(
         &self,

@@ -162,26 +162,47 @@ struct Call {
     logs: Vec<LogLine>,
 }
 
-/// Load the detector of every signal of `skill`, all at once (loads wait on
-/// the disk and on page faults, so they overlap well even on few cores);
-/// results in manifest order, errors naming the signal and its line.
+/// Load the detector of every signal of `skill`; results in manifest order,
+/// errors naming the signal and its line.
+///
+/// A component in the compile cache loads in a fraction of a millisecond, so
+/// the calling thread takes all of those, leaving the other cores to whatever
+/// runs beside (git, in a check): one thread each made warm loads slower.
+/// Only compiling, hundreds of milliseconds per component, gets a thread per
+/// detector.
 pub fn load_detectors(
     skill: &Skill,
     runtime: &Runtime,
     allow_native: bool,
 ) -> Result<Vec<Detector>, Error> {
     let signals = &skill.manifest.signals;
-    crate::parallel::map(signals.len(), signals.len(), |i| {
-        let s = &signals[i];
-        Detector::load(runtime, &s.detector_path, allow_native).map_err(|source| Error::Detector {
-            manifest: skill.manifest_path.clone(),
-            line: s.position.line,
-            signal: s.name.clone(),
-            source,
+    let path = |i: usize| &signals[i].detector_path;
+    let mut loaded: Vec<Option<Result<Detector, DetectorError>>> = (0..signals.len())
+        .map(|i| Detector::load_cached(runtime, path(i), allow_native).transpose())
+        .collect();
+    let misses: Vec<usize> = (0..signals.len())
+        .filter(|&i| loaded[i].is_none())
+        .collect();
+    let compiled = crate::parallel::map(misses.len(), misses.len(), |j| {
+        Detector::load(runtime, path(misses[j]), allow_native)
+    });
+    for (i, detector) in misses.into_iter().zip(compiled) {
+        loaded[i] = Some(detector);
+    }
+    loaded
+        .into_iter()
+        .zip(signals)
+        .map(|(detector, s)| {
+            detector
+                .expect("every signal was loaded from the cache or compiled")
+                .map_err(|source| Error::Detector {
+                    manifest: skill.manifest_path.clone(),
+                    line: s.position.line,
+                    signal: s.name.clone(),
+                    source,
+                })
         })
-    })
-    .into_iter()
-    .collect()
+        .collect()
 }
 
 /// Error text shown to the agent when a fail-closed signal could not run.

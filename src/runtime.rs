@@ -327,28 +327,46 @@ impl Runtime {
     /// Load a detector component: check it is a component of a supported world
     /// version, compile (or fetch from cache) and pre-link it.
     pub fn load(&self, path: &Path) -> Result<WasmDetector, DetectorError> {
-        let load_err = |e: wasmtime::Error| DetectorError::Load {
-            path: path.to_path_buf(),
-            message: format!("{e:#}"),
-        };
+        if let Some(detector) = self.load_cached(path)? {
+            return Ok(detector);
+        }
         let engine = &self.clock.engine;
-        // A cache entry was compiled from this very file, so it passed the
-        // checks below when it was made.
         let key = self.cache.file_key(path);
-        let cached = key.as_ref().and_then(|k| self.cache.cached(engine, k));
-        let (component, outcome) = match cached {
-            Some(c) => (c, CacheOutcome::Hit),
-            None => {
-                let bytes = std::fs::read(path).map_err(|source| DetectorError::Io {
-                    path: path.to_path_buf(),
-                    source,
-                })?;
-                check_header(path, &bytes)?;
-                self.cache
-                    .load(engine, key.as_ref(), &bytes)
-                    .map_err(load_err)?
-            }
+        let bytes = std::fs::read(path).map_err(|source| DetectorError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        check_header(path, &bytes)?;
+        let (component, outcome) = self
+            .cache
+            .load(engine, key.as_ref(), &bytes)
+            .map_err(|e| load_error(path, e))?;
+        self.link(path, component, outcome)
+    }
+
+    /// [`Runtime::load`] when the compiled component is in the cache (a
+    /// fraction of a millisecond); `None` when it would have to be compiled.
+    pub fn load_cached(&self, path: &Path) -> Result<Option<WasmDetector>, DetectorError> {
+        // A cache entry was compiled from this very file, so it passed the
+        // checks `load` makes when it was made.
+        let Some(component) = self
+            .cache
+            .file_key(path)
+            .and_then(|k| self.cache.cached(&self.clock.engine, &k))
+        else {
+            return Ok(None);
         };
+        self.link(path, component, CacheOutcome::Hit).map(Some)
+    }
+
+    fn link(
+        &self,
+        path: &Path,
+        component: Component,
+        outcome: CacheOutcome,
+    ) -> Result<WasmDetector, DetectorError> {
+        let engine = &self.clock.engine;
+        let load_err = |e| load_error(path, e);
         let version = detector_version(engine, &component, path)?;
         let full = component.component_type().imports(engine).any(|(name, _)| {
             name.starts_with("wasi:") && !BASIC_WASI.iter().any(|p| name.starts_with(p))
@@ -369,6 +387,13 @@ impl Runtime {
             version,
             cache: outcome,
         })
+    }
+}
+
+fn load_error(path: &Path, e: wasmtime::Error) -> DetectorError {
+    DetectorError::Load {
+        path: path.to_path_buf(),
+        message: format!("{e:#}"),
     }
 }
 
