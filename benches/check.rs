@@ -181,14 +181,7 @@ fn bench_library(c: &mut Criterion) {
     let tmp = tempfile::tempdir().unwrap();
     let ws_dir = repo();
     let skill = manifest::load(&three_gates(tmp.path())).unwrap();
-    let runtime = Runtime::new(Some(&tmp.path().join("cache"))).unwrap();
-    let critic = SkillCritic::new(
-        skill,
-        &runtime,
-        StateStore::new(tmp.path().join("state")).without_fsync(),
-        &HarnessOptions::default(),
-    )
-    .unwrap();
+    let cache = tmp.path().join("cache");
     let ws = Workspace::open(ws_dir.path()).unwrap();
     let classifier = TestClassifier::new(&["tests/**".to_string()]).unwrap();
     let finish = Finish {
@@ -199,9 +192,24 @@ fn bench_library(c: &mut Criterion) {
         workspace: ws.root.canonicalize().unwrap(),
         session: "bench".into(),
     };
-    c.bench_function("library_evaluate_small", |b| {
-        b.iter(|| critic.evaluate(&finish).unwrap())
-    });
+    // The pooled runtime is the one for a long-lived host; the on-demand one
+    // is what `critic check` uses, shown for comparison.
+    for (name, runtime) in [
+        ("library_evaluate_small", Runtime::pooled(Some(&cache), 16)),
+        (
+            "library_evaluate_small_on_demand",
+            Runtime::new(Some(&cache)),
+        ),
+    ] {
+        let critic = SkillCritic::new(
+            skill.clone(),
+            &runtime.unwrap(),
+            StateStore::new(tmp.path().join(name)).without_fsync(),
+            &HarnessOptions::default(),
+        )
+        .unwrap();
+        c.bench_function(name, |b| b.iter(|| critic.evaluate(&finish).unwrap()));
+    }
 }
 
 criterion_group!(benches, bench_cli, bench_library);

@@ -108,3 +108,66 @@ fn normalized_events_match_their_schema() {
         }
     }
 }
+
+#[test]
+fn a_pooled_runtime_gives_the_same_verdicts_call_after_call() {
+    let skill = manifest::load(&root().join("examples/demo-skill")).unwrap();
+    let pooled = Runtime::pooled(Some(&cache_dir()), 8).unwrap();
+    let fresh = Runtime::new(Some(&cache_dir())).unwrap();
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let critic = |runtime: &Runtime, dir: &std::path::Path| {
+        SkillCritic::new(
+            skill.clone(),
+            runtime,
+            StateStore::new(dir).without_fsync(),
+            &HarnessOptions::default(),
+        )
+        .unwrap()
+    };
+    let (pooled, fresh) = (critic(&pooled, a.path()), critic(&fresh, b.path()));
+    let repo = Repo::demo();
+    repo.apply(&demo_patch(3));
+    let finish = finish(&repo, 3);
+    // More calls than the pool has slots: slots are reused.
+    for _ in 0..5 {
+        let (p, f) = (
+            decide(&pooled, &finish).unwrap(),
+            decide(&fresh, &finish).unwrap(),
+        );
+        assert_eq!(p.accepted, f.accepted);
+        assert_eq!(p.followup, f.followup);
+        let statuses = |v: &Verdict| v.signals.iter().map(|s| s.status).collect::<Vec<_>>();
+        assert_eq!(statuses(&p), statuses(&f), "{}", p.to_text());
+    }
+}
+
+#[test]
+fn a_full_pool_is_a_clear_error() {
+    // Two slow soft signals run side by side; a pool of one slot starts one.
+    let skill = temp_skill(
+        "name: t\nversion: 0.1.0\nsignals:\n  - {name: a, type: soft, weight: 1, detector: {misbehave}, config: {mode: sleep, ms: 300}}\n  - {name: b, type: soft, weight: 1, detector: {misbehave}, config: {mode: sleep, ms: 300}}\n",
+    );
+    let skill = manifest::load(skill.path()).unwrap();
+    let runtime = Runtime::pooled(Some(&cache_dir()), 1).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let critic = SkillCritic::new(
+        skill,
+        &runtime,
+        StateStore::new(state.path()).without_fsync(),
+        &HarnessOptions::default(),
+    )
+    .unwrap();
+    let repo = Repo::demo();
+    let v = decide(&critic, &finish(&repo, 1)).unwrap();
+    let errors: Vec<&str> = v
+        .signals
+        .iter()
+        .filter_map(|s| s.error.as_deref())
+        .collect();
+    assert_eq!(errors.len(), 1, "{}", v.to_text());
+    assert!(
+        errors[0].contains("could not start") && errors[0].contains("`calls` limit"),
+        "{}",
+        errors[0]
+    );
+}
