@@ -142,108 +142,11 @@ impl SkillCritic {
             && self.grants.effective().iter().all(|c| c.is_pure())
     }
 
-    fn limits(&self, signal: &Signal) -> CallLimits {
-        let l = self.skill.manifest.limits;
-        CallLimits {
-            timeout: signal.timeout,
-            memory_bytes: signal.memory_bytes,
-            output_bytes: l.output_bytes,
-            stdio_bytes: l.stdio_bytes,
-        }
-    }
-}
-
-/// One detector call's outcome, kept until the harness walks the signals in
-/// manifest order. `outcome` is `None` only after it was taken.
-#[derive(Default)]
-struct Call {
-    outcome: Option<Result<DetectorOutput, DetectorError>>,
-    duration_ms: f64,
-    logs: Vec<LogLine>,
-}
-
-/// Load the detector of every signal of `skill`; results in manifest order,
-/// errors naming the signal and its line.
-///
-/// A component in the compile cache loads in a fraction of a millisecond, so
-/// the calling thread takes all of those, leaving the other cores to whatever
-/// runs beside (git, in a check): one thread each made warm loads slower.
-/// Only compiling, hundreds of milliseconds per component, gets a thread per
-/// detector.
-pub fn load_detectors(
-    skill: &Skill,
-    runtime: &Runtime,
-    allow_native: bool,
-) -> Result<Vec<Detector>, Error> {
-    let signals = &skill.manifest.signals;
-    let path = |i: usize| &signals[i].detector_path;
-    let mut loaded: Vec<Option<Result<Detector, DetectorError>>> = (0..signals.len())
-        .map(|i| Detector::load_cached(runtime, path(i), allow_native).transpose())
-        .collect();
-    let misses: Vec<usize> = (0..signals.len())
-        .filter(|&i| loaded[i].is_none())
-        .collect();
-    let compiled = crate::parallel::map(misses.len(), misses.len(), |j| {
-        Detector::load(runtime, path(misses[j]), allow_native)
-    });
-    for (i, detector) in misses.into_iter().zip(compiled) {
-        loaded[i] = Some(detector);
-    }
-    loaded
-        .into_iter()
-        .zip(signals)
-        .map(|(detector, s)| {
-            detector
-                .expect("every signal was loaded from the cache or compiled")
-                .map_err(|source| Error::Detector {
-                    manifest: skill.manifest_path.clone(),
-                    line: s.position.line,
-                    signal: s.name.clone(),
-                    source,
-                })
-        })
-        .collect()
-}
-
-/// Error text shown to the agent when a fail-closed signal could not run.
-fn error_followup(signal: &str, error: &str) -> String {
-    format!(
-        "The critic's check `{signal}` could not run ({error}), and this skill treats that as a \
-         failure. If your work is complete, finish again; if the problem persists, tell the user."
-    )
-}
-
-impl Critic for SkillCritic {
-    fn evaluate(&self, finish: &Finish) -> Result<Verdict, Error> {
-        let started = Instant::now();
+    /// Call the detectors (all at once when [`SkillCritic::speculative`]) and
+    /// walk their outcomes in manifest order, writing the artifacts of the
+    /// calls that count.
+    fn run_signals(&self, finish: &Finish, inputs: &[String]) -> Ran {
         let m = &self.skill.manifest;
-        let info = self.info();
-        let mut session = self.state.open(
-            &m.name,
-            &finish.session,
-            &finish.instance_key(),
-            self.lock_timeout,
-        )?;
-        let iteration = session.harness.iteration + 1;
-        let shared = |events| {
-            serde_json::to_string(&SharedInput {
-                api_version: API_VERSION,
-                skill: &info,
-                iteration,
-                session: &finish.session,
-                events,
-                patch: &finish.patch,
-            })
-            .map_err(|e| Error::Internal(format!("cannot encode detector input: {e}")))
-        };
-        // Each is a JSON object; a signal's own fields are spliced in before its
-        // closing brace, so the shared part is encoded once for all signals.
-        let wasm_shared = shared(None)?;
-        let native_shared = if self.detectors.iter().any(Detector::is_native) {
-            shared(Some(&finish.events))?
-        } else {
-            String::new()
-        };
         let feed = Arc::new(EventFeed::new(finish.events.clone()));
         let runner = Arc::new(Runner::new(
             finish.workspace.clone(),
@@ -251,22 +154,6 @@ impl Critic for SkillCritic {
             self.jobs,
         ));
         let llm = Arc::new(LlmClient::new(self.llm.clone()));
-        let mut inputs = Vec::with_capacity(m.signals.len());
-        for (signal, detector) in m.signals.iter().zip(&self.detectors) {
-            let state = session.signal_state(&signal.name)?;
-            let tail = serde_json::to_string(&SignalInput {
-                signal: &signal.name,
-                config: &signal.config,
-                state: &state,
-            })
-            .map_err(|e| Error::Internal(format!("cannot encode detector input: {e}")))?;
-            let shared = if detector.is_native() {
-                &native_shared
-            } else {
-                &wasm_shared
-            };
-            inputs.push(format!("{},{}", &shared[..shared.len() - 1], &tail[1..]));
-        }
         let call = |i: usize| -> Call {
             let (signal, detector) = (&m.signals[i], &self.detectors[i]);
             let ctx = CallContext {
@@ -372,6 +259,156 @@ impl Critic for SkillCritic {
             results.push(result);
         }
 
+        Ran {
+            results,
+            new_states,
+            gate_fired,
+        }
+    }
+
+    fn limits(&self, signal: &Signal) -> CallLimits {
+        let l = self.skill.manifest.limits;
+        CallLimits {
+            timeout: signal.timeout,
+            memory_bytes: signal.memory_bytes,
+            output_bytes: l.output_bytes,
+            stdio_bytes: l.stdio_bytes,
+        }
+    }
+}
+
+/// One detector call's outcome, kept until the harness walks the signals in
+/// manifest order. `outcome` is `None` only after it was taken.
+#[derive(Default)]
+struct Call {
+    outcome: Option<Result<DetectorOutput, DetectorError>>,
+    duration_ms: f64,
+    logs: Vec<LogLine>,
+}
+
+/// What running a finish's signals gave, in manifest order.
+struct Ran {
+    results: Vec<SignalResult>,
+    /// States the detectors returned, by signal.
+    new_states: Vec<(String, Value)>,
+    /// Whether a hard gate fired (later signals are skipped).
+    gate_fired: bool,
+}
+
+/// Load the detector of every signal of `skill`; results in manifest order,
+/// errors naming the signal and its line.
+///
+/// A component in the compile cache loads in a fraction of a millisecond, so
+/// the calling thread takes all of those, leaving the other cores to whatever
+/// runs beside (git, in a check): one thread each made warm loads slower.
+/// Only compiling, hundreds of milliseconds per component, gets a thread per
+/// detector.
+pub fn load_detectors(
+    skill: &Skill,
+    runtime: &Runtime,
+    allow_native: bool,
+) -> Result<Vec<Detector>, Error> {
+    let signals = &skill.manifest.signals;
+    let path = |i: usize| &signals[i].detector_path;
+    let mut loaded: Vec<Option<Result<Detector, DetectorError>>> = (0..signals.len())
+        .map(|i| Detector::load_cached(runtime, path(i), allow_native).transpose())
+        .collect();
+    let misses: Vec<usize> = (0..signals.len())
+        .filter(|&i| loaded[i].is_none())
+        .collect();
+    let compiled = crate::parallel::map(misses.len(), misses.len(), |j| {
+        Detector::load(runtime, path(misses[j]), allow_native)
+    });
+    for (i, detector) in misses.into_iter().zip(compiled) {
+        loaded[i] = Some(detector);
+    }
+    loaded
+        .into_iter()
+        .zip(signals)
+        .map(|(detector, s)| {
+            detector
+                .expect("every signal was loaded from the cache or compiled")
+                .map_err(|source| Error::Detector {
+                    manifest: skill.manifest_path.clone(),
+                    line: s.position.line,
+                    signal: s.name.clone(),
+                    source,
+                })
+        })
+        .collect()
+}
+
+/// Error text shown to the agent when a fail-closed signal could not run.
+fn error_followup(signal: &str, error: &str) -> String {
+    format!(
+        "The critic's check `{signal}` could not run ({error}), and this skill treats that as a \
+         failure. If your work is complete, finish again; if the problem persists, tell the user."
+    )
+}
+
+impl Critic for SkillCritic {
+    fn evaluate(&self, finish: &Finish) -> Result<Verdict, Error> {
+        let started = Instant::now();
+        let m = &self.skill.manifest;
+        let info = self.info();
+        let mut session = self.state.open(
+            &m.name,
+            &finish.session,
+            &finish.instance_key(),
+            self.lock_timeout,
+        )?;
+        let iteration = session.harness.iteration + 1;
+        let shared = |events| {
+            serde_json::to_string(&SharedInput {
+                api_version: API_VERSION,
+                skill: &info,
+                iteration,
+                session: &finish.session,
+                events,
+                patch: &finish.patch,
+            })
+            .map_err(|e| Error::Internal(format!("cannot encode detector input: {e}")))
+        };
+        // Each is a JSON object; a signal's own fields are spliced in before its
+        // closing brace, so the shared part is encoded once for all signals.
+        let wasm_shared = shared(None)?;
+        let native_shared = if self.detectors.iter().any(Detector::is_native) {
+            shared(Some(&finish.events))?
+        } else {
+            String::new()
+        };
+        let mut inputs = Vec::with_capacity(m.signals.len());
+        for (signal, detector) in m.signals.iter().zip(&self.detectors) {
+            let state = session.signal_state(&signal.name)?;
+            let tail = serde_json::to_string(&SignalInput {
+                signal: &signal.name,
+                config: &signal.config,
+                state: &state,
+            })
+            .map_err(|e| Error::Internal(format!("cannot encode detector input: {e}")))?;
+            let shared = if detector.is_native() {
+                &native_shared
+            } else {
+                &wasm_shared
+            };
+            inputs.push(format!("{},{}", &shared[..shared.len() - 1], &tail[1..]));
+        }
+        session.harness.iteration = iteration;
+        let (ran, recorded) = std::thread::scope(|s| {
+            // The finish is counted as it starts, on a thread of its own: the
+            // write waits on the disk while the detectors use the CPU. A
+            // rejection is recorded at the end, once known.
+            let recording = s.spawn(|| session.save_harness());
+            let ran = self.run_signals(finish, &inputs);
+            (ran, recording.join())
+        });
+        recorded.map_err(|_| Error::Internal("the state writer panicked".into()))??;
+        let Ran {
+            results,
+            new_states,
+            gate_fired,
+        } = ran;
+
         let score = score(&results, gate_fired);
         let mut accepted = score >= m.threshold;
         let mut budget_exhausted = false;
@@ -381,13 +418,12 @@ impl Critic for SkillCritic {
                 budget_exhausted = true;
             } else {
                 session.harness.rejections += 1;
+                session.save_harness()?;
             }
         }
-        session.harness.iteration = iteration;
         for (name, state) in new_states {
             session.save_signal(&name, state)?;
         }
-        session.save_harness()?;
 
         let message = message(
             &results,
