@@ -57,7 +57,7 @@ pub struct HarnessState {
     pub session: String,
     /// Base commit and workspace; a change resets the session.
     pub instance: String,
-    /// Finish calls evaluated so far.
+    /// Finish calls evaluated so far (counted as each one starts).
     pub iteration: u32,
     /// How many of them were rejected.
     pub rejections: u32,
