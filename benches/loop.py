@@ -36,14 +36,28 @@ def git(repo, *args):
 
 
 def events(path, min_events, min_bytes):
-    """The recorded stream with its middle repeated (fresh ids) until big enough."""
+    """The recorded stream with its middle repeated (fresh ids) until big enough.
+
+    Written line by line: holding 10 MB of lines would grow this process, and
+    a child's peak RSS as the kernel reports it starts from its parent's.
+    """
     lines = (ROOT / "examples/demo-run/finish-3.jsonl").read_text().splitlines()
     head, body, tail = lines[:3], lines[3:-4], lines[-4:]
-    out, rounds = list(head), 0
-    while len(out) + len(tail) < min_events or sum(len(l) + 1 for l in out) < min_bytes:
-        out += [l.replace('"id":"', f'"id":"r{rounds}-') for l in body]
-        rounds += 1
-    path.write_text("\n".join(out + tail) + "\n")
+    count, size, rounds = 0, 0, 0
+    with open(path, "w") as f:
+        def put(line):
+            nonlocal count, size
+            f.write(line + "\n")
+            count, size = count + 1, size + len(line) + 1
+
+        for line in head:
+            put(line)
+        while count + len(tail) < min_events or size < min_bytes:
+            for line in body:
+                put(line.replace('"id":"', f'"id":"r{rounds}-'))
+            rounds += 1
+        for line in tail:
+            put(line)
     return path
 
 
@@ -52,6 +66,18 @@ def timed(*cmds):
     for cmd in cmds:
         subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
     return (time.perf_counter() - start) * 1000
+
+
+def timed_with_rss(cmd):
+    """Wall time (ms) and peak resident set (KiB) of one run of `cmd`."""
+    start = time.perf_counter()
+    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    elapsed = (time.perf_counter() - start) * 1000
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        sys.exit(f"{cmd[0]} exited with {child.returncode}")
+    return elapsed, usage.ru_maxrss
 
 
 def main():
@@ -91,8 +117,11 @@ def main():
         for _ in range(runs):
             small_ms.append(timed(check(small)))
             git_ms.append(timed(*baseline))
+        large_rss = []
         for _ in range(max(runs // 5, 5)):
-            large_ms.append(timed(check(large)))
+            ms, rss_kib = timed_with_rss(check(large))
+            large_ms.append(ms)
+            large_rss.append(rss_kib)
         med = statistics.median
         report = {
             "check_3_gates_50_events_ms": round(med(small_ms), 2),
@@ -102,6 +131,7 @@ def main():
             # change in the machine's speed affects both sides of a ratio.
             "median_pair_ratio": round(med(a / b for a, b in zip(small_ms, git_ms)), 2),
             "check_3_gates_10mb_events_ms": round(med(large_ms), 1),
+            "check_10mb_peak_rss_mib": round(max(large_rss) / 1024, 1),
             "runs": runs,
         }
         print(json.dumps(report, indent=2))
