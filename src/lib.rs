@@ -7,6 +7,38 @@
 //! [`events::load`] plus the patch from [`patch::Workspace`]) into a
 //! [`verdict::Verdict`]. Programs can also implement [`critic::Critic`]
 //! themselves.
+//!
+//! A long-lived host builds the critic once, on a pooled runtime (instances
+//! then reuse memory reserved up front), and evaluates each finish:
+//!
+//! ```no_run
+//! use pluggable_critic::critic::{decide, Finish};
+//! use pluggable_critic::harness::{HarnessOptions, SkillCritic};
+//! use pluggable_critic::patch::{TestClassifier, Workspace};
+//! use pluggable_critic::{events, manifest, runtime::Runtime, state::StateStore};
+//! use std::path::Path;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let skill = manifest::load(Path::new("skills/ran-tests"))?;
+//! let classifier = TestClassifier::new(&skill.manifest.test_patterns)?;
+//! let runtime = Runtime::pooled(Some(Path::new("/tmp/critic-cache")), 16)?;
+//! let state = StateStore::new("/tmp/critic-state");
+//! let critic = SkillCritic::new(skill, &runtime, state, &HarnessOptions::default())?;
+//!
+//! let ws = Workspace::open(Path::new("path/to/repo"))?;
+//! let finish = Finish {
+//!     events: events::load(Path::new("events.jsonl"), None)?.into(),
+//!     patch: ws.worktree_patch(&ws.head, &classifier)?,
+//!     workspace: ws.root.canonicalize()?,
+//!     session: "run-1".into(),
+//! };
+//! let verdict = decide(&critic, &finish)?;
+//! if let Some(followup) = &verdict.followup {
+//!     println!("next user turn: {followup}");
+//! }
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod artifacts;
 pub mod atomic_file;
