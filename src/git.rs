@@ -8,7 +8,7 @@
 
 use std::ffi::OsStr;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 /// A git command failed or could not start.
 #[derive(Debug, thiserror::Error)]
@@ -68,35 +68,58 @@ pub fn command(dir: &Path) -> Command {
 }
 
 /// Run `cmd` and return stdout, or an error carrying stderr.
-pub fn run(mut cmd: Command) -> Result<Vec<u8>, GitError> {
-    let describe = |cmd: &Command| {
-        let args: Vec<_> = cmd
-            .get_args()
-            .map(OsStr::to_string_lossy)
-            .skip_while(|a| a == "-c" || a.contains('='))
-            .collect();
-        (
-            args.join(" "),
-            cmd.get_current_dir()
-                .map(|d| d.display().to_string())
-                .unwrap_or_default(),
-        )
-    };
-    let output: Output = cmd.output().map_err(|e| {
-        let (args, dir) = describe(&cmd);
-        GitError {
+pub fn run(cmd: Command) -> Result<Vec<u8>, GitError> {
+    spawn(cmd)?.wait()
+}
+
+/// A git process started by [`spawn`]; [`Running::wait`] collects it.
+pub struct Running {
+    child: Child,
+    args: String,
+    dir: String,
+}
+
+/// Start `cmd` with its output captured, so several can run at once from
+/// one thread.
+pub fn spawn(mut cmd: Command) -> Result<Running, GitError> {
+    let args: Vec<_> = cmd
+        .get_args()
+        .map(OsStr::to_string_lossy)
+        .skip_while(|a| a == "-c" || a.contains('='))
+        .collect();
+    let args = args.join(" ");
+    let dir = cmd
+        .get_current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
+    match cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn() {
+        Ok(child) => Ok(Running { child, args, dir }),
+        Err(e) => Err(GitError {
             args,
             dir,
             message: format!("cannot run git: {e} (is git installed and on PATH?)"),
-        }
-    })?;
-    if !output.status.success() {
-        let (args, dir) = describe(&cmd);
-        return Err(GitError {
-            args,
-            dir,
-            message: String::from_utf8_lossy(&output.stderr).trim().to_string(),
-        });
+        }),
     }
-    Ok(output.stdout)
+}
+
+impl Running {
+    /// Wait for the process; its stdout, or an error carrying its stderr.
+    /// Each process writes to its own pipes, so waiting for one while
+    /// another fills its pipe only pauses the other.
+    pub fn wait(self) -> Result<Vec<u8>, GitError> {
+        let Running { child, args, dir } = self;
+        let output: Output = child.wait_with_output().map_err(|e| GitError {
+            args: args.clone(),
+            dir: dir.clone(),
+            message: format!("cannot read git's output: {e}"),
+        })?;
+        if !output.status.success() {
+            return Err(GitError {
+                args,
+                dir,
+                message: String::from_utf8_lossy(&output.stderr).trim().to_string(),
+            });
+        }
+        Ok(output.stdout)
+    }
 }

@@ -254,23 +254,18 @@ fn worktree_diff(root: &Path, git_dir: &Path, rev: &str) -> Result<String, Patch
 /// files' sections (the reference the native ones are tested against).
 fn diff_with(root: &Path, git_dir: &Path, rev: &str, native: bool) -> Result<String, PatchError> {
     let index = index_copy(&git_dir.join("index"))?;
-    let git = |args: &[&str]| {
+    let start = |args: &[&str]| {
         let mut cmd = git::command(root);
         cmd.env("GIT_INDEX_FILE", index.path()).args(args);
-        git::run(cmd).map(|out| String::from_utf8_lossy(&out).into_owned())
+        git::spawn(cmd)
     };
-    let diff = || git(&diff_args(rev));
-    let (tracked, untracked) = std::thread::scope(|s| {
-        let listing = s.spawn(|| git(&["ls-files", "-z", "--others", "--exclude-standard"]));
-        let tracked = diff();
-        let untracked = listing.join().map_err(|_| GitError {
-            args: "ls-files".into(),
-            dir: root.display().to_string(),
-            message: "the listing thread panicked".into(),
-        });
-        (tracked, untracked)
-    });
-    let (tracked, untracked) = (tracked?, untracked??);
+    let text = |out: Vec<u8>| String::from_utf8_lossy(&out).into_owned();
+    let diff = || start(&diff_args(rev))?.wait().map(text);
+    // The listing of untracked files and the diff run at once.
+    let listing = start(&["ls-files", "-z", "--others", "--exclude-standard"])?;
+    let tracked = diff();
+    let untracked = listing.wait().map(text);
+    let (tracked, untracked) = (tracked?, untracked?);
     let untracked: Vec<&str> = untracked.split('\0').filter(|p| !p.is_empty()).collect();
     if untracked.is_empty() {
         return Ok(tracked);
@@ -280,7 +275,7 @@ fn diff_with(root: &Path, git_dir: &Path, rev: &str, native: bool) -> Result<Str
             return Ok(merged);
         }
     }
-    git(&["add", "--intent-to-add", "--", "."])?;
+    start(&["add", "--intent-to-add", "--", "."])?.wait()?;
     Ok(diff()?)
 }
 
