@@ -142,6 +142,51 @@ impl SkillCritic {
             && self.grants.effective().iter().all(|c| c.is_pure())
     }
 
+    /// Each signal's input JSON: the shared part (encoded once) with the
+    /// signal's name, config and state spliced in before its closing brace.
+    fn inputs(
+        &self,
+        states: &[Value],
+        finish: &Finish,
+        info: &SkillInfo,
+        iteration: u32,
+    ) -> Result<Vec<String>, Error> {
+        let m = &self.skill.manifest;
+        let shared = |events| {
+            serde_json::to_string(&SharedInput {
+                api_version: API_VERSION,
+                skill: info,
+                iteration,
+                session: &finish.session,
+                events,
+                patch: &finish.patch,
+            })
+            .map_err(|e| Error::Internal(format!("cannot encode detector input: {e}")))
+        };
+        let wasm_shared = shared(None)?;
+        let native_shared = if self.detectors.iter().any(Detector::is_native) {
+            shared(Some(&finish.events))?
+        } else {
+            String::new()
+        };
+        let mut inputs = Vec::with_capacity(m.signals.len());
+        for ((signal, detector), state) in m.signals.iter().zip(&self.detectors).zip(states) {
+            let tail = serde_json::to_string(&SignalInput {
+                signal: &signal.name,
+                config: &signal.config,
+                state,
+            })
+            .map_err(|e| Error::Internal(format!("cannot encode detector input: {e}")))?;
+            let shared = if detector.is_native() {
+                &native_shared
+            } else {
+                &wasm_shared
+            };
+            inputs.push(format!("{},{}", &shared[..shared.len() - 1], &tail[1..]));
+        }
+        Ok(inputs)
+    }
+
     /// Call the detectors (all at once when [`SkillCritic::speculative`]) and
     /// walk their outcomes in manifest order, writing the artifacts of the
     /// calls that count.
@@ -358,50 +403,23 @@ impl Critic for SkillCritic {
             self.lock_timeout,
         )?;
         let iteration = session.harness.iteration + 1;
-        let shared = |events| {
-            serde_json::to_string(&SharedInput {
-                api_version: API_VERSION,
-                skill: &info,
-                iteration,
-                session: &finish.session,
-                events,
-                patch: &finish.patch,
-            })
-            .map_err(|e| Error::Internal(format!("cannot encode detector input: {e}")))
-        };
-        // Each is a JSON object; a signal's own fields are spliced in before its
-        // closing brace, so the shared part is encoded once for all signals.
-        let wasm_shared = shared(None)?;
-        let native_shared = if self.detectors.iter().any(Detector::is_native) {
-            shared(Some(&finish.events))?
-        } else {
-            String::new()
-        };
-        let mut inputs = Vec::with_capacity(m.signals.len());
-        for (signal, detector) in m.signals.iter().zip(&self.detectors) {
-            let state = session.signal_state(&signal.name)?;
-            let tail = serde_json::to_string(&SignalInput {
-                signal: &signal.name,
-                config: &signal.config,
-                state: &state,
-            })
-            .map_err(|e| Error::Internal(format!("cannot encode detector input: {e}")))?;
-            let shared = if detector.is_native() {
-                &native_shared
-            } else {
-                &wasm_shared
-            };
-            inputs.push(format!("{},{}", &shared[..shared.len() - 1], &tail[1..]));
-        }
         session.harness.iteration = iteration;
+        let states = m
+            .signals
+            .iter()
+            .map(|signal| session.signal_state(&signal.name))
+            .collect::<Result<Vec<_>, _>>()?;
         let (ran, recorded) = std::thread::scope(|s| {
             // The finish is counted as it starts, on a thread of its own: the
             // write waits on the disk while the detectors use the CPU. A
             // rejection is recorded at the end, once known.
             let recording = s.spawn(|| session.save_harness());
-            let ran = self.run_signals(finish, &inputs);
+            let ran = self
+                .inputs(&states, finish, &info, iteration)
+                .map(|inputs| self.run_signals(finish, &inputs));
             (ran, recording.join())
         });
+        let ran = ran?;
         recorded.map_err(|_| Error::Internal("the state writer panicked".into()))??;
         let Ran {
             results,
