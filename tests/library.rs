@@ -22,18 +22,23 @@ fn finish(repo: &Repo, n: usize) -> Finish {
     }
 }
 
+/// The skill's critic on `runtime`, its state under `state` (not fsync'd).
+fn critic_on(skill: manifest::Skill, runtime: &Runtime, state: &std::path::Path) -> SkillCritic {
+    SkillCritic::new(
+        skill,
+        runtime,
+        StateStore::new(state).without_fsync(),
+        &HarnessOptions::default(),
+    )
+    .unwrap()
+}
+
 #[test]
 fn skill_critic_evaluates_in_process() {
     let skill = manifest::load(&root().join("examples/demo-skill")).unwrap();
     let runtime = Runtime::new(Some(&cache_dir())).unwrap();
     let state = tempfile::tempdir().unwrap();
-    let critic = SkillCritic::new(
-        skill,
-        &runtime,
-        StateStore::new(state.path()).without_fsync(),
-        &HarnessOptions::default(),
-    )
-    .unwrap();
+    let critic = critic_on(skill, &runtime, state.path());
     let repo = Repo::demo();
     let v = decide(&critic, &finish(&repo, 1)).unwrap();
     assert!(!v.accepted);
@@ -115,16 +120,10 @@ fn a_pooled_runtime_gives_the_same_verdicts_call_after_call() {
     let pooled = Runtime::pooled(Some(&cache_dir()), 8).unwrap();
     let fresh = Runtime::new(Some(&cache_dir())).unwrap();
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let critic = |runtime: &Runtime, dir: &std::path::Path| {
-        SkillCritic::new(
-            skill.clone(),
-            runtime,
-            StateStore::new(dir).without_fsync(),
-            &HarnessOptions::default(),
-        )
-        .unwrap()
-    };
-    let (pooled, fresh) = (critic(&pooled, a.path()), critic(&fresh, b.path()));
+    let (pooled, fresh) = (
+        critic_on(skill.clone(), &pooled, a.path()),
+        critic_on(skill, &fresh, b.path()),
+    );
     let repo = Repo::demo();
     repo.apply(&demo_patch(3));
     let finish = finish(&repo, 3);
@@ -150,13 +149,7 @@ fn a_full_pool_is_a_clear_error() {
     let skill = manifest::load(skill.path()).unwrap();
     let runtime = Runtime::pooled(Some(&cache_dir()), 1).unwrap();
     let state = tempfile::tempdir().unwrap();
-    let critic = SkillCritic::new(
-        skill,
-        &runtime,
-        StateStore::new(state.path()).without_fsync(),
-        &HarnessOptions::default(),
-    )
-    .unwrap();
+    let critic = critic_on(skill, &runtime, state.path());
     let repo = Repo::demo();
     let v = decide(&critic, &finish(&repo, 1)).unwrap();
     let errors: Vec<&str> = v
