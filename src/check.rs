@@ -8,7 +8,7 @@ use crate::critic::{decide, Finish};
 use crate::events::{self, EventsFormat};
 use crate::harness::{load_detectors, HarnessOptions, SkillCritic};
 use crate::manifest;
-use crate::patch::{self, RawDiff, TestClassifier, Workspace};
+use crate::patch::{self, PendingDiff, RawDiff, TestClassifier, Workspace};
 use crate::runtime::Runtime;
 use crate::state::StateStore;
 use crate::verdict::Verdict;
@@ -79,20 +79,24 @@ pub fn run(opts: &CheckOptions) -> Result<Verdict, Error> {
 pub fn prepare(opts: &CheckOptions) -> Result<Prepared, Error> {
     let started = Instant::now();
     let (workspace, patch, critic, events) = std::thread::scope(|s| {
-        let git = s.spawn(|| -> Result<(Workspace, RawDiff), Error> {
-            let diff = match &opts.patch_file {
+        // The thread only starts git's processes (or, for a patch file,
+        // checks the workspace); this thread collects their output later.
+        let git = s.spawn(|| -> Result<Git, Error> {
+            Ok(match &opts.patch_file {
                 Some(file) => {
                     let ws = Workspace::open(&opts.workspace)?;
                     let base = match &opts.base {
                         Some(rev) => ws.resolve(rev)?,
                         None => ws.head.clone(),
                     };
-                    (ws, read_patch_file(file, base)?)
+                    let diff = read_patch_file(file, base)?;
+                    Git::Done(ws, diff)
                 }
-                None => Workspace::open_with_diff(&opts.workspace, opts.base.as_deref())?,
-            };
-            tracing::debug!(ms = ms(started), "diff computed");
-            Ok(diff)
+                None => Git::Running(Workspace::start_diff(
+                    &opts.workspace,
+                    opts.base.as_deref(),
+                )?),
+            })
         });
         let memo = opts.cache_dir.as_ref().map(|d| d.join("manifests"));
         let skill = manifest::load_with_memo(&opts.skill, memo.as_deref())?;
@@ -112,7 +116,11 @@ pub fn prepare(opts: &CheckOptions) -> Result<Prepared, Error> {
             .map_err(|e| Error::Usage(format!("{}: test_patterns: {e}", manifest_path.display())));
         let events = events::load(&opts.events, opts.events_format);
         tracing::debug!(ms = ms(started), "events loaded");
-        let (ws, diff) = join(git)?;
+        let (ws, diff) = match join(git)? {
+            Git::Done(ws, diff) => (ws, diff),
+            Git::Running(pending) => pending.finish()?,
+        };
+        tracing::debug!(ms = ms(started), "diff computed");
         let patch = diff.parse(&classifier?)?;
         let (skill, detectors) = join(loader)?;
         let events = events?;
@@ -145,6 +153,14 @@ pub fn prepare(opts: &CheckOptions) -> Result<Prepared, Error> {
         session: opts.session.clone(),
     };
     Ok(Prepared { critic, finish })
+}
+
+/// What the git thread of [`prepare`] hands back.
+enum Git {
+    /// git's processes, still running.
+    Running(PendingDiff),
+    /// A patch file's diff, its workspace checked.
+    Done(Workspace, RawDiff),
 }
 
 /// Milliseconds since `t`, for phase timings in the debug log.

@@ -132,6 +132,15 @@ impl Workspace {
 
     /// Open the work tree containing `dir` and diff it against `base` (HEAD
     /// when `None`); parse the result with [`RawDiff::parse`].
+    pub fn open_with_diff(
+        dir: &Path,
+        base: Option<&str>,
+    ) -> Result<(Workspace, RawDiff), PatchError> {
+        Workspace::start_diff(dir, base)?.finish()
+    }
+
+    /// [`Workspace::open_with_diff`] in two steps: this one starts git, whose
+    /// processes then run on their own until [`PendingDiff::finish`].
     ///
     /// The common case costs two git processes: the work tree, git directory
     /// and HEAD commit are found the way git finds them (the nearest `.git`,
@@ -140,15 +149,16 @@ impl Workspace {
     /// the path through `git rev-parse`, which also produces the error
     /// messages, so the result is always what [`Workspace::open`] plus
     /// [`Workspace::worktree_patch`] give.
-    pub fn open_with_diff(
-        dir: &Path,
-        base: Option<&str>,
-    ) -> Result<(Workspace, RawDiff), PatchError> {
+    pub fn start_diff(dir: &Path, base: Option<&str>) -> Result<PendingDiff, PatchError> {
         if base.is_none() {
             if let Some(ws) = find_workspace(dir) {
-                if let Ok(raw) = worktree_diff(&ws.root, &ws.git_dir, &ws.head) {
-                    let diff = RawDiff::worktree(&ws.head, raw);
-                    return Ok((ws, diff));
+                if let Ok(run) = DiffRun::start(&ws.root, &ws.git_dir, &ws.head) {
+                    return Ok(PendingDiff {
+                        dir: dir.to_path_buf(),
+                        ws,
+                        run,
+                        retry: true,
+                    });
                 }
             }
         }
@@ -157,9 +167,39 @@ impl Workspace {
             Some(rev) => ws.resolve(rev)?,
             None => ws.head.clone(),
         };
-        let raw = worktree_diff(&ws.root, &ws.git_dir, &base)?;
-        let diff = RawDiff::worktree(&base, raw);
-        Ok((ws, diff))
+        let run = DiffRun::start(&ws.root, &ws.git_dir, &base)?;
+        Ok(PendingDiff {
+            dir: dir.to_path_buf(),
+            ws,
+            run,
+            retry: false,
+        })
+    }
+}
+
+/// A diff whose git processes are running; see [`Workspace::start_diff`].
+pub struct PendingDiff {
+    dir: PathBuf,
+    ws: Workspace,
+    run: DiffRun,
+    /// Found without asking git: on failure, go the way that asks it.
+    retry: bool,
+}
+
+impl PendingDiff {
+    /// Wait for git; the workspace and the diff.
+    pub fn finish(self) -> Result<(Workspace, RawDiff), PatchError> {
+        let base = self.run.rev.clone();
+        match self.run.finish(true) {
+            Ok(raw) => Ok((self.ws, RawDiff::worktree(&base, raw))),
+            Err(_) if self.retry => {
+                let ws = Workspace::open(&self.dir)?;
+                let base = ws.head.clone();
+                let raw = DiffRun::start(&ws.root, &ws.git_dir, &base)?.finish(true)?;
+                Ok((ws, RawDiff::worktree(&base, raw)))
+            }
+            Err(e) => Err(e),
+        }
     }
 }
 
@@ -253,30 +293,70 @@ fn worktree_diff(root: &Path, git_dir: &Path, rev: &str) -> Result<String, Patch
 /// [`worktree_diff`]; `native: false` always lets git write the untracked
 /// files' sections (the reference the native ones are tested against).
 fn diff_with(root: &Path, git_dir: &Path, rev: &str, native: bool) -> Result<String, PatchError> {
-    let index = index_copy(&git_dir.join("index"))?;
-    let start = |args: &[&str]| {
-        let mut cmd = git::command(root);
-        cmd.env("GIT_INDEX_FILE", index.path()).args(args);
-        git::spawn(cmd)
-    };
-    let text = |out: Vec<u8>| String::from_utf8_lossy(&out).into_owned();
-    let diff = || start(&diff_args(rev))?.wait().map(text);
-    // The listing of untracked files and the diff run at once.
-    let listing = start(&["ls-files", "-z", "--others", "--exclude-standard"])?;
-    let tracked = diff();
-    let untracked = listing.wait().map(text);
-    let (tracked, untracked) = (tracked?, untracked?);
-    let untracked: Vec<&str> = untracked.split('\0').filter(|p| !p.is_empty()).collect();
-    if untracked.is_empty() {
-        return Ok(tracked);
+    DiffRun::start(root, git_dir, rev)?.finish(native)
+}
+
+/// The listing of untracked files and the diff of tracked ones, running at
+/// once.
+struct DiffRun {
+    root: PathBuf,
+    rev: String,
+    index: tempfile::NamedTempFile,
+    listing: git::Running,
+    tracked: git::Running,
+}
+
+impl DiffRun {
+    fn start(root: &Path, git_dir: &Path, rev: &str) -> Result<DiffRun, PatchError> {
+        let index = index_copy(&git_dir.join("index"))?;
+        let listing = git::spawn(with_index(
+            root,
+            &index,
+            &["ls-files", "-z", "--others", "--exclude-standard"],
+        ))?;
+        let tracked = git::spawn(with_index(root, &index, &diff_args(rev)))?;
+        Ok(DiffRun {
+            root: root.to_path_buf(),
+            rev: rev.to_string(),
+            index,
+            listing,
+            tracked,
+        })
     }
-    if native {
-        if let Some(merged) = with_new_files(root, &tracked, &untracked) {
-            return Ok(merged);
+
+    fn finish(self, native: bool) -> Result<String, PatchError> {
+        let text = |out: Vec<u8>| String::from_utf8_lossy(&out).into_owned();
+        let (root, rev, index) = (&self.root, self.rev.as_str(), &self.index);
+        let tracked = self.tracked.wait().map(text);
+        let untracked = self.listing.wait().map(text);
+        let (tracked, untracked) = (tracked?, untracked?);
+        let untracked: Vec<&str> = untracked.split('\0').filter(|p| !p.is_empty()).collect();
+        if untracked.is_empty() {
+            return Ok(tracked);
         }
+        if native {
+            if let Some(merged) = with_new_files(root, &tracked, &untracked) {
+                return Ok(merged);
+            }
+        }
+        git::run(with_index(
+            root,
+            index,
+            &["add", "--intent-to-add", "--", "."],
+        ))?;
+        Ok(git::run(with_index(root, index, &diff_args(rev))).map(text)?)
     }
-    start(&["add", "--intent-to-add", "--", "."])?.wait()?;
-    Ok(diff()?)
+}
+
+/// A git command in `root` that uses `index` as its index.
+fn with_index(
+    root: &Path,
+    index: &tempfile::NamedTempFile,
+    args: &[&str],
+) -> std::process::Command {
+    let mut cmd = git::command(root);
+    cmd.env("GIT_INDEX_FILE", index.path()).args(args);
+    cmd
 }
 
 /// A private copy of the index at `user_index` (empty when there is none):
