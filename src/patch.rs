@@ -162,6 +162,11 @@ impl Workspace {
                 }
             }
         }
+        Workspace::start_diff_through_git(dir, base)
+    }
+
+    /// [`Workspace::start_diff`] with the work tree and base found by git.
+    fn start_diff_through_git(dir: &Path, base: Option<&str>) -> Result<PendingDiff, PatchError> {
         let ws = Workspace::open(dir)?;
         let base = match base {
             Some(rev) => ws.resolve(rev)?,
@@ -192,12 +197,7 @@ impl PendingDiff {
         let base = self.run.rev.clone();
         match self.run.finish(true) {
             Ok(raw) => Ok((self.ws, RawDiff::worktree(&base, raw))),
-            Err(_) if self.retry => {
-                let ws = Workspace::open(&self.dir)?;
-                let base = ws.head.clone();
-                let raw = DiffRun::start(&ws.root, &ws.git_dir, &base)?.finish(true)?;
-                Ok((ws, RawDiff::worktree(&base, raw)))
-            }
+            Err(_) if self.retry => Workspace::start_diff_through_git(&self.dir, None)?.finish(),
             Err(e) => Err(e),
         }
     }
@@ -378,8 +378,17 @@ fn index_copy(user_index: &Path) -> Result<tempfile::NamedTempFile, PatchError> 
             .map_err(|e| (dir.clone(), e))
             .and_then(|copy| {
                 if user_index.is_file() {
-                    std::fs::copy(user_index, copy.path())
-                        .map_err(|e| (user_index.to_path_buf(), e))?;
+                    let io = |e| (user_index.to_path_buf(), e);
+                    std::fs::copy(user_index, copy.path()).map_err(io)?;
+                    // git trusts an entry's stat data only for files changed
+                    // before the index was written (it rereads "racily clean"
+                    // ones): the copy must keep the index's time, or a file
+                    // edited in the same second, to the same size, would look
+                    // unchanged.
+                    let written = std::fs::metadata(user_index)
+                        .and_then(|m| m.modified())
+                        .map_err(io)?;
+                    copy.as_file().set_modified(written).map_err(io)?;
                 }
                 Ok(copy)
             });
