@@ -574,6 +574,42 @@ mod tests {
     }
 
     #[test]
+    fn an_edit_in_the_second_the_index_was_written_is_seen() {
+        // The racy-git case, made deterministic: the file, its index entry
+        // and the index itself all carry one past second, and the edit keeps
+        // the file's size and that timestamp. Only git's rereading of
+        // "racily clean" entries (a file changed in the second its index was
+        // written) can see the edit, and only if the index git reads still
+        // carries that second.
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let file = root.join("a.py");
+        let stamp = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        let set = |path: &Path| {
+            std::fs::File::options()
+                .write(true)
+                .open(path)
+                .unwrap()
+                .set_modified(stamp)
+                .unwrap()
+        };
+        std::fs::write(&file, "x = 1\n").unwrap();
+        set(&file);
+        git(&root, &["init", "-q"]);
+        git(&root, &["config", "core.trustctime", "false"]);
+        git(&root, &["add", "-A"]);
+        git(&root, &["commit", "-qm", "base"]);
+        std::fs::write(&file, "x = 2\n").unwrap();
+        set(&file);
+        set(&root.join(".git/index"));
+        let ws = Workspace::open(&root).unwrap();
+        let patch = ws
+            .worktree_patch(&ws.head, &TestClassifier::new(&[]).unwrap())
+            .unwrap();
+        assert!(patch.raw.contains("+x = 2"), "edit missed:\n{}", patch.raw);
+    }
+
+    #[test]
     fn native_untracked_sections_match_git_byte_for_byte() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
