@@ -419,13 +419,12 @@ impl Critic for SkillCritic {
                 .map(|inputs| self.run_signals(finish, &inputs));
             (ran, recording.join())
         });
-        let ran = ran?;
-        recorded.map_err(|_| Error::Internal("the state writer panicked".into()))??;
         let Ran {
             results,
             new_states,
             gate_fired,
-        } = ran;
+        } = ran?;
+        recorded.map_err(|_| Error::Internal("the state writer panicked".into()))??;
 
         let score = score(&results, gate_fired);
         let mut accepted = score >= m.threshold;
