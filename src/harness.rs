@@ -189,8 +189,14 @@ impl SkillCritic {
 
     /// Call the detectors (all at once when [`SkillCritic::speculative`]) and
     /// walk their outcomes in manifest order, writing the artifacts of the
-    /// calls that count.
-    fn run_signals(&self, finish: &Finish, inputs: &[String]) -> Ran {
+    /// calls that count. `beside` runs meanwhile: on this thread while
+    /// speculative calls run on their own, else on a thread of its own.
+    fn run_signals<U: Send>(
+        &self,
+        finish: &Finish,
+        inputs: &[String],
+        beside: impl FnOnce() -> U + Send,
+    ) -> (Ran, U) {
         let m = &self.skill.manifest;
         let feed = Arc::new(EventFeed::new(finish.events.clone()));
         let runner = Arc::new(Runner::new(
@@ -225,13 +231,28 @@ impl SkillCritic {
                 logs: ctx.take_logs(),
             }
         };
-        let mut calls = if self.speculative() {
+        if self.speculative() {
             // One thread per signal: the calls are short, and a skill has few.
-            crate::parallel::map(m.signals.len(), m.signals.len(), call)
+            let (calls, beside) =
+                crate::parallel::map_beside(m.signals.len(), m.signals.len(), call, beside);
+            (self.walk(finish, calls, call), beside)
         } else {
-            Vec::new()
-        };
+            std::thread::scope(|s| {
+                let beside = s.spawn(beside);
+                let ran = self.walk(finish, Vec::new(), call);
+                let beside = beside
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (ran, beside)
+            })
+        }
+    }
 
+    /// The signals' outcomes in manifest order: `calls` holds those made
+    /// already, `call` makes the rest as they are reached; a fired hard
+    /// gate ends the walk.
+    fn walk(&self, finish: &Finish, mut calls: Vec<Call>, call: impl Fn(usize) -> Call) -> Ran {
+        let m = &self.skill.manifest;
         let mut results = Vec::with_capacity(m.signals.len());
         let mut new_states = Vec::new();
         let mut gate_fired = false;
@@ -409,22 +430,17 @@ impl Critic for SkillCritic {
             .iter()
             .map(|signal| session.signal_state(&signal.name))
             .collect::<Result<Vec<_>, _>>()?;
-        let (ran, recorded) = std::thread::scope(|s| {
-            // The finish is counted as it starts, on a thread of its own: the
-            // write waits on the disk while the detectors use the CPU. A
-            // rejection is recorded at the end, once known.
-            let recording = s.spawn(|| session.save_harness());
-            let ran = self
-                .inputs(&states, finish, &info, iteration)
-                .map(|inputs| self.run_signals(finish, &inputs));
-            (ran, recording.join())
-        });
+        let inputs = self.inputs(&states, finish, &info, iteration)?;
+        // The finish is counted as the detectors run: the write waits on the
+        // disk while they use the CPU. A rejection is recorded at the end,
+        // once known.
+        let (ran, recorded) = self.run_signals(finish, &inputs, || session.save_harness());
+        recorded?;
         let Ran {
             results,
             new_states,
             gate_fired,
-        } = ran?;
-        recorded.map_err(|_| Error::Internal("the state writer panicked".into()))??;
+        } = ran;
 
         let score = score(&results, gate_fired);
         let mut accepted = score >= m.threshold;

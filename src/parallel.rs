@@ -12,6 +12,36 @@ where
     T: Send,
     F: Fn(usize) -> T + Sync,
 {
+    // The calling thread is one of the workers: one spawn fewer, none for a
+    // single worker.
+    let spawned = workers.clamp(1, n.max(1)) - 1;
+    queue(n, spawned, job, || ()).0
+}
+
+/// [`map`] on `workers` new threads while the calling thread runs `beside`
+/// (work that mostly waits, such as a durable write), then takes any jobs
+/// still queued. `beside` starts at once, without the wake-up a new thread
+/// costs, and waiting in it leaves the cores to the jobs.
+pub fn map_beside<T, F, U>(
+    n: usize,
+    workers: usize,
+    job: F,
+    beside: impl FnOnce() -> U,
+) -> (Vec<T>, U)
+where
+    T: Send,
+    F: Fn(usize) -> T + Sync,
+{
+    queue(n, workers.min(n), job, beside)
+}
+
+/// `job(0..n)` on `spawned` new threads and the calling thread, which runs
+/// `first` before it takes jobs.
+fn queue<T, F, U>(n: usize, spawned: usize, job: F, first: impl FnOnce() -> U) -> (Vec<T>, U)
+where
+    T: Send,
+    F: Fn(usize) -> T + Sync,
+{
     let next = AtomicUsize::new(0);
     let slots: Vec<Mutex<Option<T>>> = (0..n).map(|_| Mutex::new(None)).collect();
     let work = || loop {
@@ -22,22 +52,23 @@ where
         let done = job(i);
         *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(done);
     };
-    // The calling thread is one of the workers: one spawn fewer, none for a
-    // single worker.
-    std::thread::scope(|s| {
-        for _ in 1..workers.clamp(1, n.max(1)) {
+    let first_out = std::thread::scope(|s| {
+        for _ in 0..spawned {
             s.spawn(work);
         }
+        let first_out = first();
         work();
+        first_out
     });
-    slots
+    let results = slots
         .into_iter()
         .map(|m| {
             m.into_inner()
                 .unwrap_or_else(|p| p.into_inner())
                 .expect("every index below n is taken by a worker")
         })
-        .collect()
+        .collect();
+    (results, first_out)
 }
 
 /// One worker per core (asked once: on Linux the answer costs reads of
@@ -53,5 +84,14 @@ mod tests {
     fn results_keep_their_order() {
         assert_eq!(super::map(5, 3, |i| i * 10), vec![0, 10, 20, 30, 40]);
         assert!(super::map(0, 3, |i| i).is_empty());
+    }
+
+    #[test]
+    fn beside_runs_once_and_the_jobs_all_run() {
+        let (results, beside) = super::map_beside(4, 2, |i| i + 1, || "done");
+        assert_eq!((results, beside), (vec![1, 2, 3, 4], "done"));
+        let (results, beside) = super::map_beside(0, 2, |i| i, || 7);
+        assert!(results.is_empty());
+        assert_eq!(beside, 7);
     }
 }
