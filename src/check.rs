@@ -105,7 +105,7 @@ pub fn prepare(opts: &CheckOptions) -> Result<Prepared, Error> {
         let patterns = skill.manifest.test_patterns.clone();
         let manifest_path = skill.manifest_path.clone();
         let loader = s.spawn(move || -> Result<_, Error> {
-            let runtime = Runtime::new(opts.cache_dir.as_deref())
+            let runtime = Runtime::short_lived(opts.cache_dir.as_deref())
                 .map_err(|e| Error::Internal(e.to_string()))?;
             tracing::debug!(ms = ms(started), "engine ready");
             let detectors = load_detectors(&skill, &runtime, opts.allow_native)?;

@@ -275,6 +275,19 @@ struct EpochClock {
     engine: Engine,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+    /// The stores of finished calls, when [`Runtime::short_lived`] defers
+    /// their release; dropped with the clock.
+    retired: Option<Mutex<Vec<Store<HostState>>>>,
+}
+
+impl EpochClock {
+    /// Release a finished call's store now, or keep it for later.
+    fn retire(&self, store: Store<HostState>) {
+        match &self.retired {
+            Some(kept) => kept.lock().unwrap_or_else(|p| p.into_inner()).push(store),
+            None => drop(store),
+        }
+    }
 }
 
 impl Drop for EpochClock {
@@ -291,9 +304,22 @@ impl Runtime {
     /// An engine with epoch interruption and a compile cache under `cache_dir`
     /// (`None` disables the cache). Each call maps its instance's memory and
     /// unmaps it after: the right choice for a process that calls each
-    /// detector a few times, such as `critic check`.
+    /// detector a few times.
     pub fn new(cache_dir: Option<&Path>) -> Result<Runtime, DetectorError> {
-        Runtime::with_allocation(cache_dir, None)
+        Runtime::with_allocation(cache_dir, None, false)
+    }
+
+    /// Like [`Runtime::new`], for a process that evaluates one finish and
+    /// exits, such as `critic check`: a finished call's instance is kept
+    /// until the runtime (and every detector it loaded) is dropped, instead
+    /// of being unmapped before the call returns. Unmapping then happens off
+    /// the answer's path, or not at all when the process exits without
+    /// dropping the runtime (the kernel tears the whole address space down
+    /// at once, without interrupting the other cores to flush their TLBs).
+    /// Memory grows with every call, so a long-lived host wants
+    /// [`Runtime::new`] or [`Runtime::pooled`].
+    pub fn short_lived(cache_dir: Option<&Path>) -> Result<Runtime, DetectorError> {
+        Runtime::with_allocation(cache_dir, None, true)
     }
 
     /// Like [`Runtime::new`], for a process that evaluates many finishes (a
@@ -317,12 +343,14 @@ impl Runtime {
         Runtime::with_allocation(
             cache_dir,
             Some(wasmtime::InstanceAllocationStrategy::Pooling(pool)),
+            false,
         )
     }
 
     fn with_allocation(
         cache_dir: Option<&Path>,
         allocation: Option<wasmtime::InstanceAllocationStrategy>,
+        defer_release: bool,
     ) -> Result<Runtime, DetectorError> {
         let mut config = Config::new();
         config
@@ -360,6 +388,7 @@ impl Runtime {
                 engine,
                 stop,
                 thread: Some(thread),
+                retired: defer_release.then(Mutex::default),
             }),
             basic: OnceLock::new(),
             full: OnceLock::new(),
@@ -550,6 +579,8 @@ impl WasmDetector {
         }
         let result =
             instance.and_then(|b| b.critic_detector_detector().call_detect(&mut store, input));
+        let memory_cap_hit = store.data().limiter.hit;
+        self.clock.retire(store);
         let report = CallReport {
             stdout: stdout.text(),
             stderr: stderr.text(),
@@ -569,7 +600,7 @@ impl WasmDetector {
             }
             Ok(Err(message)) => Err(DetectorError::Reported(message)),
             Err(e) => {
-                if store.data().limiter.hit {
+                if memory_cap_hit {
                     return Err(DetectorError::OutOfMemory(limits.memory_bytes));
                 }
                 if matches!(

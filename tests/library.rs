@@ -115,28 +115,46 @@ fn normalized_events_match_their_schema() {
 }
 
 #[test]
-fn a_pooled_runtime_gives_the_same_verdicts_call_after_call() {
+fn every_runtime_gives_the_same_verdicts_call_after_call() {
     let skill = manifest::load(&root().join("examples/demo-skill")).unwrap();
-    let pooled = Runtime::pooled(Some(&cache_dir()), 8).unwrap();
-    let fresh = Runtime::new(Some(&cache_dir())).unwrap();
-    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (pooled, fresh) = (
-        critic_on(skill.clone(), &pooled, a.path()),
-        critic_on(skill, &fresh, b.path()),
-    );
+    let runtimes = [
+        ("new", Runtime::new(Some(&cache_dir())).unwrap()),
+        ("pooled", Runtime::pooled(Some(&cache_dir()), 8).unwrap()),
+        (
+            "short_lived",
+            Runtime::short_lived(Some(&cache_dir())).unwrap(),
+        ),
+    ];
+    let states: Vec<_> = runtimes
+        .iter()
+        .map(|_| tempfile::tempdir().unwrap())
+        .collect();
+    let critics: Vec<_> = runtimes
+        .iter()
+        .zip(&states)
+        .map(|((_, rt), state)| critic_on(skill.clone(), rt, state.path()))
+        .collect();
     let repo = Repo::demo();
     repo.apply(&demo_patch(3));
     let finish = finish(&repo, 3);
-    // More calls than the pool has slots: slots are reused.
+    let statuses = |v: &Verdict| v.signals.iter().map(|s| s.status).collect::<Vec<_>>();
+    // More calls than the pool has slots: slots are reused, and the
+    // short-lived runtime keeps every instance it made.
     for _ in 0..5 {
-        let (p, f) = (
-            decide(&pooled, &finish).unwrap(),
-            decide(&fresh, &finish).unwrap(),
-        );
-        assert_eq!(p.accepted, f.accepted);
-        assert_eq!(p.followup, f.followup);
-        let statuses = |v: &Verdict| v.signals.iter().map(|s| s.status).collect::<Vec<_>>();
-        assert_eq!(statuses(&p), statuses(&f), "{}", p.to_text());
+        let verdicts: Vec<Verdict> = critics
+            .iter()
+            .map(|c| decide(c, &finish).unwrap())
+            .collect();
+        for ((name, _), v) in runtimes.iter().zip(&verdicts).skip(1) {
+            assert_eq!(v.accepted, verdicts[0].accepted, "{name}");
+            assert_eq!(v.followup, verdicts[0].followup, "{name}");
+            assert_eq!(
+                statuses(v),
+                statuses(&verdicts[0]),
+                "{name}: {}",
+                v.to_text()
+            );
+        }
     }
 }
 
