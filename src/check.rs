@@ -4,9 +4,9 @@
 //! computes the patch while the detectors are loaded and the events parsed.
 
 use crate::capabilities::Capability;
-use crate::critic::{decide, Finish};
+use crate::critic::{instance_key, with_followup, Critic, Finish};
 use crate::events::{self, EventsFormat};
-use crate::harness::{load_detectors, HarnessOptions, SkillCritic};
+use crate::harness::{load_detectors, CountedFinish, HarnessOptions, SkillCritic};
 use crate::manifest;
 use crate::patch::{self, PendingDiff, RawDiff, TestClassifier, Workspace};
 use crate::runtime::Runtime;
@@ -59,13 +59,25 @@ pub struct Prepared {
     pub critic: SkillCritic,
     /// The events, the patch and the session.
     pub finish: Finish,
+    /// The finish, when it was counted while git ran.
+    counted: Option<CountedFinish>,
+}
+
+impl Prepared {
+    /// Judge the finish, as [`crate::critic::decide`] does.
+    pub fn decide(&mut self) -> Result<Verdict, Error> {
+        let verdict = match self.counted.take() {
+            Some(counted) => self.critic.evaluate_counted(&self.finish, counted)?,
+            None => self.critic.evaluate(&self.finish)?,
+        };
+        Ok(with_followup(&self.critic, verdict))
+    }
 }
 
 /// Run one check.
 pub fn run(opts: &CheckOptions) -> Result<Verdict, Error> {
     let started = Instant::now();
-    let prepared = prepare(opts)?;
-    let verdict = decide(&prepared.critic, &prepared.finish);
+    let verdict = prepare(opts)?.decide();
     tracing::debug!(ms = ms(started), "evaluated");
     verdict
 }
@@ -75,10 +87,13 @@ pub fn run(opts: &CheckOptions) -> Result<Verdict, Error> {
 /// git is started first, since it takes longest and needs only the
 /// workspace; the detectors load while it runs, and the test patterns that
 /// classify the patch's files compile meanwhile on the calling thread, which
-/// also reads the events.
+/// also reads the events and then counts the finish (see
+/// [`SkillCritic::count_ahead`]); a check that fails before
+/// [`Prepared::decide`] takes the count back, while a `Prepared` dropped
+/// undecided leaves it counted.
 pub fn prepare(opts: &CheckOptions) -> Result<Prepared, Error> {
     let started = Instant::now();
-    let (workspace, patch, critic, events) = std::thread::scope(|s| {
+    let ((root, patch, critic, events), counted) = std::thread::scope(|s| {
         // The thread only starts git's processes (or, for a patch file,
         // checks the workspace); this thread collects their output later.
         let git = s.spawn(|| -> Result<Git, Error> {
@@ -103,6 +118,7 @@ pub fn prepare(opts: &CheckOptions) -> Result<Prepared, Error> {
         tracing::debug!(ms = ms(started), "manifest loaded and validated");
         // The loader takes the skill; the patterns stay here for the classifier.
         let patterns = skill.manifest.test_patterns.clone();
+        let skill_name = skill.manifest.name.clone();
         let manifest_path = skill.manifest_path.clone();
         let loader = s.spawn(move || -> Result<_, Error> {
             let runtime = Runtime::short_lived(opts.cache_dir.as_deref())
@@ -116,43 +132,88 @@ pub fn prepare(opts: &CheckOptions) -> Result<Prepared, Error> {
             .map_err(|e| Error::Usage(format!("{}: test_patterns: {e}", manifest_path.display())));
         let events = events::load(&opts.events, opts.events_format);
         tracing::debug!(ms = ms(started), "events loaded");
-        let (ws, diff) = match join(git)? {
-            Git::Done(ws, diff) => (ws, diff),
-            Git::Running(pending) => pending.finish()?,
+        let git = join(git)?;
+        // While git runs, the finish is counted: the durable write then waits
+        // on the disk beside git instead of after the detectors.
+        let counted = match (&git, &events, &classifier) {
+            (Git::Running(pending), Ok(_), Ok(_)) => count_ahead(opts, &skill_name, pending)?,
+            _ => None,
         };
-        tracing::debug!(ms = ms(started), "diff computed");
-        let patch = diff.parse(&classifier?)?;
-        let (skill, detectors) = join(loader)?;
-        let events = events?;
-        let state_root = opts
-            .state_dir
-            .clone()
-            .unwrap_or_else(|| ws.git_dir.join("critic").join("state"));
-        let options = HarnessOptions {
-            deny: opts.deny.clone(),
-            allow_native: opts.allow_native,
-            lock_timeout: opts.lock_timeout,
-            jobs: opts.jobs,
-            llm: opts.llm.clone(),
+        let rest = || {
+            let (ws, diff) = match git {
+                Git::Done(ws, diff) => (ws, diff),
+                Git::Running(pending) => pending.finish()?,
+            };
+            tracing::debug!(ms = ms(started), "diff computed");
+            let patch = diff.parse(&classifier?)?;
+            let (skill, detectors) = join(loader)?;
+            let options = HarnessOptions {
+                deny: opts.deny.clone(),
+                allow_native: opts.allow_native,
+                lock_timeout: opts.lock_timeout,
+                jobs: opts.jobs,
+                llm: opts.llm.clone(),
+            };
+            let state = StateStore::new(state_root(opts, &ws));
+            let critic = SkillCritic::with_detectors(skill, detectors, state, &options);
+            let root = ws
+                .root
+                .canonicalize()
+                .map_err(|source| patch::PatchError::Io {
+                    path: ws.root.clone(),
+                    source,
+                })?;
+            Ok::<_, Error>((root, patch, critic, events?))
         };
-        let critic =
-            SkillCritic::with_detectors(skill, detectors, StateStore::new(state_root), &options);
-        Ok::<_, Error>((ws, patch, critic, events))
+        match (rest(), counted) {
+            (Ok(loaded), counted) => Ok((loaded, counted)),
+            (Err(e), Some(counted)) => {
+                if let Err(undo) = counted.undo() {
+                    tracing::warn!("cannot take back the count of a failed check: {undo}");
+                }
+                Err(e)
+            }
+            (Err(e), None) => Err(e),
+        }
     })?;
-    let root = workspace
-        .root
-        .canonicalize()
-        .map_err(|source| patch::PatchError::Io {
-            path: workspace.root.clone(),
-            source,
-        })?;
     let finish = Finish {
         events: events.into(),
         patch,
         workspace: root,
         session: opts.session.clone(),
     };
-    Ok(Prepared { critic, finish })
+    Ok(Prepared {
+        critic,
+        finish,
+        counted,
+    })
+}
+
+/// Where the state of a check on `ws` lives.
+fn state_root(opts: &CheckOptions, ws: &Workspace) -> PathBuf {
+    opts.state_dir
+        .clone()
+        .unwrap_or_else(|| ws.git_dir.join("critic").join("state"))
+}
+
+/// Count the finish on the work tree and base git is diffing, if the
+/// session's state is theirs (see [`SkillCritic::count_ahead`]).
+fn count_ahead(
+    opts: &CheckOptions,
+    skill: &str,
+    pending: &PendingDiff,
+) -> Result<Option<CountedFinish>, Error> {
+    let (ws, base) = pending.target();
+    let Ok(root) = ws.root.canonicalize() else {
+        return Ok(None);
+    };
+    SkillCritic::count_ahead(
+        &StateStore::new(state_root(opts, ws)),
+        skill,
+        &opts.session,
+        &instance_key(base, &root),
+        opts.lock_timeout,
+    )
 }
 
 /// What the git thread of [`prepare`] hands back.

@@ -4,7 +4,7 @@
 use crate::verdict::Verdict;
 use crate::Error;
 use critic_sdk::{Event, Patch};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The follow-up used when a critic rejects without saying why.
@@ -28,8 +28,14 @@ pub struct Finish {
 impl Finish {
     /// Base commit plus workspace: state recorded for another instance is reset.
     pub fn instance_key(&self) -> String {
-        format!("{}@{}", self.patch.base, self.workspace.display())
+        instance_key(&self.patch.base, &self.workspace)
     }
+}
+
+/// [`Finish::instance_key`] of a finish against `base` in `workspace`
+/// (canonical), before the finish itself exists.
+pub fn instance_key(base: &str, workspace: &Path) -> String {
+    format!("{base}@{}", workspace.display())
 }
 
 /// A verify-and-feedback critic at the finish boundary.
@@ -50,7 +56,12 @@ pub trait Critic {
 
 /// Evaluate and, on rejection, fill in the critic's follow-up.
 pub fn decide(critic: &dyn Critic, finish: &Finish) -> Result<Verdict, Error> {
-    let mut verdict = critic.evaluate(finish)?;
+    Ok(with_followup(critic, critic.evaluate(finish)?))
+}
+
+/// `verdict` of `critic`, its follow-up composed by [`Critic::followup`]
+/// when it rejects: what [`decide`] does after evaluating.
+pub fn with_followup(critic: &dyn Critic, mut verdict: Verdict) -> Verdict {
     verdict.followup = (!verdict.accepted).then(|| critic.followup(&verdict));
-    Ok(verdict)
+    verdict
 }

@@ -16,7 +16,7 @@ use crate::detector::Detector;
 use crate::events::feed::EventFeed;
 use crate::manifest::{OnError, Signal, SignalKind, Skill};
 use crate::runtime::{CallContext, CallLimits, DetectorError, Runtime};
-use crate::state::{StateStore, DEFAULT_LOCK_TIMEOUT};
+use crate::state::{Session, StateStore, DEFAULT_LOCK_TIMEOUT};
 use crate::verdict::{SignalResult, SignalStatus, Verdict};
 use crate::Error;
 use critic_sdk::{DetectorOutput, SkillInfo, API_VERSION};
@@ -412,29 +412,105 @@ fn error_followup(signal: &str, error: &str) -> String {
     )
 }
 
+/// A finish counted before its evaluation: its session is locked and the
+/// new iteration is on disk. See [`SkillCritic::count_ahead`].
+#[derive(Debug)]
+pub struct CountedFinish(Session);
+
+impl CountedFinish {
+    /// Take the count back, for a check that failed before its evaluation.
+    pub fn undo(mut self) -> Result<(), Error> {
+        self.0.harness.iteration -= 1;
+        Ok(self.0.save_harness()?)
+    }
+}
+
 impl Critic for SkillCritic {
     fn evaluate(&self, finish: &Finish) -> Result<Verdict, Error> {
-        let started = Instant::now();
         let m = &self.skill.manifest;
-        let info = self.info();
-        let mut session = self.state.open(
+        let session = self.state.open(
             &m.name,
             &finish.session,
             &finish.instance_key(),
             self.lock_timeout,
         )?;
-        let iteration = session.harness.iteration + 1;
-        session.harness.iteration = iteration;
+        self.evaluate_in(session, false, finish)
+    }
+}
+
+impl SkillCritic {
+    /// Count a finish of `skill` in `session` on `instance` (see
+    /// [`Finish::instance_key`]) before its events, patch and detectors are
+    /// ready, so the durable write overlaps what the caller waits for (git's
+    /// processes, in `critic check`); [`SkillCritic::evaluate_counted`]
+    /// evaluates it. `None` when the session's state belongs to another
+    /// instance: the count then waits for the evaluation, which resets it.
+    pub fn count_ahead(
+        state: &StateStore,
+        skill: &str,
+        session: &str,
+        instance: &str,
+        lock_timeout: Duration,
+    ) -> Result<Option<CountedFinish>, Error> {
+        let Some(mut session) = state.open_same_instance(skill, session, instance, lock_timeout)?
+        else {
+            return Ok(None);
+        };
+        session.harness.iteration += 1;
+        session.save_harness()?;
+        Ok(Some(CountedFinish(session)))
+    }
+
+    /// [`Critic::evaluate`] for a finish counted by
+    /// [`SkillCritic::count_ahead`]. A count made for another skill, session,
+    /// state directory or instance than the finish's is taken back and the
+    /// finish evaluated as `evaluate` would.
+    pub fn evaluate_counted(
+        &self,
+        finish: &Finish,
+        counted: CountedFinish,
+    ) -> Result<Verdict, Error> {
+        let m = &self.skill.manifest;
+        let session = &counted.0;
+        if session.dir() == self.state.session_dir(&m.name, &finish.session)
+            && session.instance() == finish.instance_key()
+        {
+            return self.evaluate_in(counted.0, true, finish);
+        }
+        counted.undo()?;
+        self.evaluate(finish)
+    }
+
+    /// Evaluate `finish` in its open `session`, counting it unless `counted`.
+    fn evaluate_in(
+        &self,
+        mut session: Session,
+        counted: bool,
+        finish: &Finish,
+    ) -> Result<Verdict, Error> {
+        let started = Instant::now();
+        let m = &self.skill.manifest;
+        let info = self.info();
+        if !counted {
+            session.harness.iteration += 1;
+        }
+        let iteration = session.harness.iteration;
         let states = m
             .signals
             .iter()
             .map(|signal| session.signal_state(&signal.name))
             .collect::<Result<Vec<_>, _>>()?;
         let inputs = self.inputs(&states, finish, &info, iteration)?;
-        // The finish is counted as the detectors run: the write waits on the
-        // disk while they use the CPU. A rejection is recorded at the end,
-        // once known.
-        let (ran, recorded) = self.run_signals(finish, &inputs, || session.save_harness());
+        // The finish is counted as the detectors run (unless it was already):
+        // the write waits on the disk while they use the CPU. A rejection is
+        // recorded at the end, once known.
+        let (ran, recorded) = self.run_signals(finish, &inputs, || {
+            if counted {
+                Ok(())
+            } else {
+                session.save_harness()
+            }
+        });
         recorded?;
         let Ran {
             results,

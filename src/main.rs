@@ -4,7 +4,6 @@ use clap::{Parser, Subcommand, ValueEnum};
 use pluggable_critic::capabilities::llm::LlmConfig;
 use pluggable_critic::capabilities::Capability;
 use pluggable_critic::check::{self, CheckOptions, DEFAULT_SESSION};
-use pluggable_critic::critic::decide;
 use pluggable_critic::events::EventsFormat;
 use pluggable_critic::{build, cache, demo, manifest, runtime, scaffold, state};
 use std::path::PathBuf;
@@ -238,8 +237,8 @@ fn run(command: Command) -> anyhow::Result<u8> {
                 jobs,
                 llm: (*llm).config(),
             };
-            let prepared = check::prepare(&opts)?;
-            let verdict = decide(&prepared.critic, &prepared.finish)?;
+            let mut prepared = check::prepare(&opts)?;
+            let verdict = prepared.decide()?;
             // The process ends next; unmapping the compiled detectors and
             // freeing the events would only delay the answer.
             std::mem::forget(prepared);

@@ -192,6 +192,13 @@ pub struct PendingDiff {
 }
 
 impl PendingDiff {
+    /// The work tree and base commit git is diffing. Found without asking
+    /// git, they are a guess: should git fail on them, [`PendingDiff::finish`]
+    /// asks it and may end up elsewhere.
+    pub fn target(&self) -> (&Workspace, &str) {
+        (&self.ws, &self.run.rev)
+    }
+
     /// Wait for git; the workspace and the diff.
     pub fn finish(self) -> Result<(Workspace, RawDiff), PatchError> {
         let base = self.run.rev.clone();

@@ -284,7 +284,11 @@ impl EpochClock {
     /// Release a finished call's store now, or keep it for later.
     fn retire(&self, store: Store<HostState>) {
         match &self.retired {
-            Some(kept) => kept.lock().unwrap_or_else(|p| p.into_inner()).push(store),
+            Some(kept) => {
+                let mut store = store;
+                store.data_mut().ctx = None;
+                kept.lock().unwrap_or_else(|p| p.into_inner()).push(store);
+            }
             None => drop(store),
         }
     }
@@ -563,7 +567,7 @@ impl WasmDetector {
                 limit: limits.memory_bytes,
                 hit: false,
             },
-            ctx: ctx.clone(),
+            ctx: Some(ctx.clone()),
         };
         let mut store = Store::new(&self.clock.engine, state);
         store.limiter(|s| &mut s.limiter);
@@ -657,7 +661,18 @@ struct HostState {
     wasi: WasiCtx,
     table: ResourceTable,
     limiter: MemoryCap,
-    ctx: CallContext,
+    /// `None` once the call is over: a store kept by [`Runtime::short_lived`]
+    /// must not keep the check's scratch copies and clients alive.
+    ctx: Option<CallContext>,
+}
+
+impl HostState {
+    /// The context of the call in progress.
+    fn call(&self) -> &CallContext {
+        self.ctx
+            .as_ref()
+            .expect("host functions run only during a call")
+    }
 }
 
 impl WasiView for HostState {
@@ -671,8 +686,8 @@ impl WasiView for HostState {
 
 impl critic::detector::host::Host for HostState {
     fn log(&mut self, level: LogLevel, message: String) {
-        if let Err(e) = self.ctx.grants.check(Capability::Log) {
-            tracing::debug!(signal = %self.ctx.signal, "dropped log line: {e}");
+        if let Err(e) = self.call().grants.check(Capability::Log) {
+            tracing::debug!(signal = %self.call().signal, "dropped log line: {e}");
             return;
         }
         let level = match level {
@@ -682,7 +697,7 @@ impl critic::detector::host::Host for HostState {
             LogLevel::Warn => Level::Warn,
             LogLevel::Error => Level::Error,
         };
-        self.ctx
+        self.call()
             .logs
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -690,39 +705,41 @@ impl critic::detector::host::Host for HostState {
     }
 
     fn read_file(&mut self, path: String) -> Result<Vec<u8>, String> {
-        self.ctx.grants.check(Capability::ReadFile)?;
-        crate::capabilities::read_file::read(&self.ctx.workspace, &path)
+        self.call().grants.check(Capability::ReadFile)?;
+        crate::capabilities::read_file::read(&self.call().workspace, &path)
     }
 
     fn run(&mut self, request: String) -> Result<String, String> {
-        self.ctx.grants.check(Capability::Run)?;
-        self.ctx.runner.run(&request, self.ctx.deadline)
+        self.call().grants.check(Capability::Run)?;
+        self.call().runner.run(&request, self.call().deadline)
     }
 
     fn run_matrix(&mut self, requests: String) -> Result<String, String> {
-        self.ctx.grants.check(Capability::RunMatrix)?;
-        self.ctx.runner.run_matrix(&requests, self.ctx.deadline)
+        self.call().grants.check(Capability::RunMatrix)?;
+        self.call()
+            .runner
+            .run_matrix(&requests, self.call().deadline)
     }
 
     fn llm_complete(&mut self, requests: String) -> Result<String, String> {
-        self.ctx.grants.check(Capability::LlmComplete)?;
-        self.ctx.llm.complete_json(&requests)
+        self.call().grants.check(Capability::LlmComplete)?;
+        self.call().llm.complete_json(&requests)
     }
 
     fn events(&mut self) -> String {
-        self.ctx.events.lean_json().to_string()
+        self.call().events.lean_json().to_string()
     }
 
     fn event_raw(&mut self, index: u32) -> Option<String> {
-        self.ctx.events.raw(index as usize)
+        self.call().events.raw(index as usize)
     }
 
     fn event_count(&mut self) -> u32 {
-        u32::try_from(self.ctx.events.len()).unwrap_or(u32::MAX)
+        u32::try_from(self.call().events.len()).unwrap_or(u32::MAX)
     }
 
     fn events_range(&mut self, start: u32, end: u32) -> String {
-        self.ctx.events.lean_range(start as usize, end as usize)
+        self.call().events.lean_range(start as usize, end as usize)
     }
 }
 

@@ -134,7 +134,37 @@ impl StateStore {
         instance: &str,
         lock_timeout: Duration,
     ) -> Result<Session, StateError> {
-        let dir = self.root.join(skill).join(dir_name(session));
+        let session = self.open_inner(skill, session, instance, lock_timeout, true)?;
+        Ok(session.expect("opening with a reset allowed always gives a session"))
+    }
+
+    /// [`StateStore::open`] on a guess of the instance: `None`, with nothing
+    /// changed, when the session's state belongs to another instance, since
+    /// opening would reset it.
+    pub fn open_same_instance(
+        &self,
+        skill: &str,
+        session: &str,
+        instance: &str,
+        lock_timeout: Duration,
+    ) -> Result<Option<Session>, StateError> {
+        self.open_inner(skill, session, instance, lock_timeout, false)
+    }
+
+    /// The directory of (`skill`, `session`).
+    pub fn session_dir(&self, skill: &str, session: &str) -> PathBuf {
+        self.root.join(skill).join(dir_name(session))
+    }
+
+    fn open_inner(
+        &self,
+        skill: &str,
+        session: &str,
+        instance: &str,
+        lock_timeout: Duration,
+        may_reset: bool,
+    ) -> Result<Option<Session>, StateError> {
+        let dir = self.session_dir(skill, session);
         std::fs::create_dir_all(&dir).map_err(|source| StateError::Io {
             path: dir.clone(),
             source,
@@ -157,6 +187,9 @@ impl StateStore {
             || harness.instance != instance
             || harness.session != session
         {
+            if harness.schema_version != 0 && !may_reset {
+                return Ok(None);
+            }
             if harness.schema_version != 0 {
                 let msg = format!(
                     "state of session {session:?} was for another instance or schema; starting over"
@@ -167,7 +200,7 @@ impl StateStore {
             clear_signals(&dir)?;
             harness = fresh;
         }
-        Ok(Session {
+        Ok(Some(Session {
             dir,
             skill: skill.to_string(),
             session: session.to_string(),
@@ -176,7 +209,7 @@ impl StateStore {
             _lock: lock,
             harness,
             warnings,
-        })
+        }))
     }
 }
 
@@ -214,6 +247,11 @@ impl Session {
     /// The session directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The instance (base commit and workspace) the state belongs to.
+    pub fn instance(&self) -> &str {
+        &self.instance
     }
 
     fn signal_path(&self, signal: &str) -> PathBuf {

@@ -244,3 +244,33 @@ fn a_patch_file_that_is_not_a_diff() {
         &["fix.patch: not a valid git diff at line 6"],
     );
 }
+
+#[test]
+fn a_check_that_fails_after_counting_the_finish_takes_the_count_back() {
+    // The finish is counted while git runs; the detector fails to load later.
+    let skill = temp_skill(
+        "name: t\nversion: 0.1.0\nsignals:\n  - {name: s, type: hard_gate, detector: d.wasm, config: {mode: pass}}\n",
+    );
+    let detector = skill.path().join("d.wasm");
+    std::fs::copy(misbehave_wasm(), &detector).unwrap();
+    let repo = Repo::demo();
+    let state = tempfile::tempdir().unwrap();
+    let iteration = |out: &std::process::Output| json_out(out)["iteration"].as_u64().unwrap();
+    let checked = || {
+        run(&mut check(
+            skill.path(),
+            repo.path(),
+            &demo_events(1),
+            state.path(),
+        ))
+    };
+    assert_eq!(iteration(&checked()), 1);
+
+    std::fs::write(&detector, b"not a component").unwrap();
+    fails_with(
+        &mut check(skill.path(), repo.path(), &demo_events(1), state.path()),
+        &["d.wasm", "not a WebAssembly file"],
+    );
+    std::fs::copy(misbehave_wasm(), &detector).unwrap();
+    assert_eq!(iteration(&checked()), 2, "the failed check was not counted");
+}
