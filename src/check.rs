@@ -128,19 +128,24 @@ pub fn prepare(opts: &CheckOptions) -> Result<Prepared, Error> {
             tracing::debug!(ms = ms(started), "detectors loaded");
             Ok((skill, detectors))
         });
+        // The finish is counted while git runs: the durable write then waits
+        // on the disk beside git instead of after the detectors. Only the
+        // plain case is counted ahead, with the work tree and HEAD found the
+        // way `Workspace::start_diff` finds them.
+        let ahead = (opts.patch_file.is_none() && opts.base.is_none())
+            .then(|| Workspace::find(&opts.workspace))
+            .flatten();
+        let counted = match &ahead {
+            Some(ws) => count_ahead(opts, &skill_name, ws, &ws.head)?,
+            None => None,
+        };
         let classifier = TestClassifier::new(&patterns)
             .map_err(|e| Error::Usage(format!("{}: test_patterns: {e}", manifest_path.display())));
         let events = events::load(&opts.events, opts.events_format);
         tracing::debug!(ms = ms(started), "events loaded");
-        let git = join(git)?;
-        // While git runs, the finish is counted: the durable write then waits
-        // on the disk beside git instead of after the detectors.
-        let counted = match (&git, &events, &classifier) {
-            (Git::Running(pending), Ok(_), Ok(_)) => count_ahead(opts, &skill_name, pending)?,
-            _ => None,
-        };
+        // Everything that can fail from here on takes the count back.
         let rest = || {
-            let (ws, diff) = match git {
+            let (ws, diff) = match join(git)? {
                 Git::Done(ws, diff) => (ws, diff),
                 Git::Running(pending) => pending.finish()?,
             };
@@ -201,9 +206,9 @@ fn state_root(opts: &CheckOptions, ws: &Workspace) -> PathBuf {
 fn count_ahead(
     opts: &CheckOptions,
     skill: &str,
-    pending: &PendingDiff,
+    ws: &Workspace,
+    base: &str,
 ) -> Result<Option<CountedFinish>, Error> {
-    let (ws, base) = pending.target();
     let Ok(root) = ws.root.canonicalize() else {
         return Ok(None);
     };

@@ -151,7 +151,7 @@ impl Workspace {
     /// [`Workspace::worktree_patch`] give.
     pub fn start_diff(dir: &Path, base: Option<&str>) -> Result<PendingDiff, PatchError> {
         if base.is_none() {
-            if let Some(ws) = find_workspace(dir) {
+            if let Some(ws) = Workspace::find(dir) {
                 if let Ok(run) = DiffRun::start(&ws.root, &ws.git_dir, &ws.head) {
                     return Ok(PendingDiff {
                         dir: dir.to_path_buf(),
@@ -192,13 +192,6 @@ pub struct PendingDiff {
 }
 
 impl PendingDiff {
-    /// The work tree and base commit git is diffing. Found without asking
-    /// git, they are a guess: should git fail on them, [`PendingDiff::finish`]
-    /// asks it and may end up elsewhere.
-    pub fn target(&self) -> (&Workspace, &str) {
-        (&self.ws, &self.run.rev)
-    }
-
     /// Wait for git; the workspace and the diff.
     pub fn finish(self) -> Result<(Workspace, RawDiff), PatchError> {
         let base = self.run.rev.clone();
@@ -240,28 +233,31 @@ impl RawDiff {
     }
 }
 
-/// The work tree containing `dir`, found as git finds it by default (the
-/// nearest `.git` directory above it, its `HEAD`, loose or packed refs), or
-/// `None` whenever that is not plain; the caller then asks git.
-fn find_workspace(dir: &Path) -> Option<Workspace> {
-    let start = dir.canonicalize().ok()?;
-    let root = start.ancestors().find(|d| d.join(".git").exists())?;
-    let git_dir = root.join(".git");
-    // Linked worktrees and submodules keep refs elsewhere: leave them to git.
-    if !git_dir.is_dir() || git_dir.join("commondir").exists() {
-        return None;
+impl Workspace {
+    /// The work tree containing `dir`, found as git finds it by default (the
+    /// nearest `.git` directory above it, its `HEAD`, loose or packed refs),
+    /// without running git; `None` whenever that is not plain (the caller
+    /// then asks git, as [`Workspace::open`] does).
+    pub fn find(dir: &Path) -> Option<Workspace> {
+        let start = dir.canonicalize().ok()?;
+        let root = start.ancestors().find(|d| d.join(".git").exists())?;
+        let git_dir = root.join(".git");
+        // Linked worktrees and submodules keep refs elsewhere: leave them to git.
+        if !git_dir.is_dir() || git_dir.join("commondir").exists() {
+            return None;
+        }
+        let head = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
+        let head = head.trim_end();
+        let commit = match head.strip_prefix("ref: ") {
+            Some(name) => resolve_ref(&git_dir, name)?,
+            None => head.to_string(),
+        };
+        is_object_id(&commit).then(|| Workspace {
+            root: root.to_path_buf(),
+            git_dir,
+            head: commit,
+        })
     }
-    let head = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
-    let head = head.trim_end();
-    let commit = match head.strip_prefix("ref: ") {
-        Some(name) => resolve_ref(&git_dir, name)?,
-        None => head.to_string(),
-    };
-    is_object_id(&commit).then(|| Workspace {
-        root: root.to_path_buf(),
-        git_dir,
-        head: commit,
-    })
 }
 
 /// A branch's commit from its loose ref file or `packed-refs`.
