@@ -189,14 +189,14 @@ impl SkillCritic {
 
     /// Call the detectors (all at once when [`SkillCritic::speculative`]) and
     /// walk their outcomes in manifest order, writing the artifacts of the
-    /// calls that count. `beside` runs meanwhile: on this thread while
-    /// speculative calls run on their own, else on a thread of its own.
+    /// calls that count. `beside`, if any, runs meanwhile: on this thread
+    /// while speculative calls run on their own, else on a thread of its own.
     fn run_signals<U: Send>(
         &self,
         finish: &Finish,
         inputs: &[String],
-        beside: impl FnOnce() -> U + Send,
-    ) -> (Ran, U) {
+        beside: Option<impl FnOnce() -> U + Send>,
+    ) -> (Ran, Option<U>) {
         let m = &self.skill.manifest;
         let feed = Arc::new(EventFeed::new(finish.events.clone()));
         let runner = Arc::new(Runner::new(
@@ -231,20 +231,27 @@ impl SkillCritic {
                 logs: ctx.take_logs(),
             }
         };
-        if self.speculative() {
-            // One thread per signal: the calls are short, and a skill has few.
-            let (calls, beside) =
-                crate::parallel::map_beside(m.signals.len(), m.signals.len(), call, beside);
-            (self.walk(finish, calls, call), beside)
-        } else {
-            std::thread::scope(|s| {
+        // Speculative calls get one thread per signal: the calls are short,
+        // and a skill has few.
+        let n = m.signals.len();
+        match (self.speculative(), beside) {
+            (true, Some(beside)) => {
+                let (calls, beside) = crate::parallel::map_beside(n, n, call, beside);
+                (self.walk(finish, calls, call), Some(beside))
+            }
+            (true, None) => {
+                let calls = crate::parallel::map(n, n, call);
+                (self.walk(finish, calls, call), None)
+            }
+            (false, Some(beside)) => std::thread::scope(|s| {
                 let beside = s.spawn(beside);
                 let ran = self.walk(finish, Vec::new(), call);
                 let beside = beside
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                (ran, beside)
-            })
+                (ran, Some(beside))
+            }),
+            (false, None) => (self.walk(finish, Vec::new(), call), None),
         }
     }
 
@@ -504,14 +511,9 @@ impl SkillCritic {
         // The finish is counted as the detectors run (unless it was already):
         // the write waits on the disk while they use the CPU. A rejection is
         // recorded at the end, once known.
-        let (ran, recorded) = self.run_signals(finish, &inputs, || {
-            if counted {
-                Ok(())
-            } else {
-                session.save_harness()
-            }
-        });
-        recorded?;
+        let count = (!counted).then_some(|| session.save_harness());
+        let (ran, recorded) = self.run_signals(finish, &inputs, count);
+        recorded.transpose()?;
         let Ran {
             results,
             new_states,
