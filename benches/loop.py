@@ -102,6 +102,19 @@ def timed_with_rss(cmd):
     return elapsed, usage.ru_maxrss
 
 
+def read_back(path):
+    """Drop `path` from the page cache, so the runs map it as read back from
+    disk, the state of an installed program. A binary the linker has just
+    written sits in the cache in large folios, which made the same `critic`
+    0.5-0.7 ms faster per check here than its copy read back from disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)  # dirty pages cannot be dropped
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
 def main():
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 100
     if not CRITIC.exists():
@@ -132,6 +145,8 @@ def main():
 
         baseline = (["git", "status", "--porcelain"], ["git", "diff", "HEAD"])
         os.chdir(repo)
+        for program in (CRITIC, shutil.which("git")):
+            read_back(program)
         timed(check(small), check(large), *baseline)  # warm the caches
         # The 10 MB runs go in their own loop: between small checks they
         # would evict what the small ones keep warm.

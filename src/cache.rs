@@ -2,9 +2,13 @@
 //!
 //! Compiling a component with Cranelift takes hundreds of milliseconds; loading
 //! a precompiled one is a memory map. Entries are keyed by the engine's
-//! compatibility hash (wasmtime version, target, and every setting that changes
-//! code) and the SHA-256 of the `.wasm` bytes, so a stale entry is never used:
-//! it simply has a different name.
+//! compatibility hash (wasmtime version and every setting that changes code)
+//! and the SHA-256 of the `.wasm` bytes, so a stale entry is never used: it
+//! simply has a different name. The engine that runs detectors has no
+//! compiler, so its hash leaves out the CPU features the code was compiled
+//! for; those are checked against the host when an entry is loaded, and an
+//! entry made for another CPU (a cache shared between machines) is compiled
+//! again.
 
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
@@ -101,18 +105,21 @@ impl ComponentCache {
     }
 
     /// The component for `wasm` (the bytes of the file `key` identifies),
-    /// from the cache or freshly compiled and stored.
-    pub fn load(
+    /// from the cache or compiled by `compiler` (an engine with the same
+    /// settings as `engine`, which may have none) and stored.
+    pub fn load<'c>(
         &self,
         engine: &Engine,
+        compiler: impl FnOnce() -> wasmtime::Result<&'c Engine>,
         key: Option<&FileKey>,
         wasm: &[u8],
     ) -> wasmtime::Result<(Component, CacheOutcome)> {
+        let compile = || compiler()?.precompile_component(wasm);
+        // SAFETY: the bytes were just compiled by an engine with the same
+        // settings as `engine`; deserializing checks that they agree.
+        let compiled = |bytes: &[u8]| unsafe { Component::deserialize(engine, bytes) };
         let Some(dir) = &self.dir else {
-            return Ok((
-                Component::from_binary(engine, wasm)?,
-                CacheOutcome::Compiled,
-            ));
+            return Ok((compiled(&compile()?)?, CacheOutcome::Compiled));
         };
         let digest = hex::encode(Sha256::digest(wasm));
         let path = dir.join(format!("{digest}.cwasm"));
@@ -123,11 +130,11 @@ impl ComponentCache {
         {
             Some(c) => (c, CacheOutcome::Hit),
             None => {
-                let component = Component::from_binary(engine, wasm)?;
-                if let Err(e) = store(&path, &component) {
+                let bytes = compile()?;
+                if let Err(e) = crate::atomic_file::write(&path, &bytes, false) {
                     tracing::warn!(dir = %dir.display(), "cannot write the component cache: {e}");
                 }
-                (component, CacheOutcome::Compiled)
+                (compiled(&bytes)?, CacheOutcome::Compiled)
             }
         };
         if let Some(key) = key {
@@ -158,9 +165,4 @@ fn deserialize(engine: &Engine, path: &Path) -> Option<Component> {
             None
         }
     }
-}
-
-fn store(path: &Path, component: &Component) -> std::io::Result<()> {
-    let bytes = component.serialize().map_err(std::io::Error::other)?;
-    crate::atomic_file::write(path, &bytes, false)
 }

@@ -207,7 +207,8 @@ fn a_finish_counted_ahead_is_evaluated_once_and_a_wrong_guess_is_taken_back() {
     );
     assert_eq!(critic.evaluate(&finish).unwrap().iteration, 2);
     // A guess of another instance would reset this one's state: refused.
-    let refused = SkillCritic::count_ahead(&store(), &name, "lib", "other@/x", Duration::ZERO);
+    let refused =
+        SkillCritic::count_ahead(&store(), &name, "lib", "other@/x", Duration::from_secs(5));
     assert!(refused.unwrap().is_none());
     assert_eq!(critic.evaluate(&finish).unwrap().iteration, 3);
 
