@@ -502,12 +502,27 @@ impl SkillCritic {
             session.harness.iteration += 1;
         }
         let iteration = session.harness.iteration;
-        let states = m
+        let inputs = m
             .signals
             .iter()
             .map(|signal| session.signal_state(&signal.name))
-            .collect::<Result<Vec<_>, _>>()?;
-        let inputs = self.inputs(&states, finish, &info, iteration)?;
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(Error::from)
+            .and_then(|states| self.inputs(&states, finish, &info, iteration));
+        let inputs = match inputs {
+            Ok(inputs) => inputs,
+            // A finish whose detectors could not be given their input is not
+            // counted; one counted ahead is taken back.
+            Err(e) => {
+                if counted {
+                    session.harness.iteration -= 1;
+                    if let Err(undo) = session.save_harness() {
+                        tracing::warn!("cannot take back the count of a failed check: {undo}");
+                    }
+                }
+                return Err(e);
+            }
+        };
         // The finish is counted as the detectors run (unless it was already):
         // the write waits on the disk while they use the CPU. A rejection is
         // recorded at the end, once known.

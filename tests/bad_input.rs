@@ -273,4 +273,20 @@ fn a_check_that_fails_after_counting_the_finish_takes_the_count_back() {
     );
     std::fs::copy(misbehave_wasm(), &detector).unwrap();
     assert_eq!(iteration(&checked()), 2, "the failed check was not counted");
+
+    // The signal's state cannot be read: the evaluation fails before any
+    // detector runs, and the count goes back too.
+    let signal_state = state.path().join("t/default/signal-s.json");
+    let _ = std::fs::remove_file(&signal_state);
+    std::fs::create_dir(&signal_state).unwrap();
+    fails_with(
+        &mut check(skill.path(), repo.path(), &demo_events(1), state.path()),
+        &["signal-s.json"],
+    );
+    std::fs::remove_dir(&signal_state).unwrap();
+    assert_eq!(
+        iteration(&checked()),
+        3,
+        "the failed evaluation was not counted"
+    );
 }
