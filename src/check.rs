@@ -201,8 +201,8 @@ fn state_root(opts: &CheckOptions, ws: &Workspace) -> PathBuf {
         .unwrap_or_else(|| ws.git_dir.join("critic").join("state"))
 }
 
-/// Count the finish on the work tree and base git is diffing, if the
-/// session's state is theirs (see [`SkillCritic::count_ahead`]).
+/// Count the finish on `ws` against `base`, if the session's state is
+/// theirs (see [`SkillCritic::count_ahead`]).
 fn count_ahead(
     opts: &CheckOptions,
     skill: &str,

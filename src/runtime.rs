@@ -288,10 +288,9 @@ struct EpochClock {
 
 impl EpochClock {
     /// Release a finished call's store now, or keep it for later.
-    fn retire(&self, store: Store<HostState>) {
+    fn retire(&self, mut store: Store<HostState>) {
         match &self.retired {
             Some(kept) => {
-                let mut store = store;
                 store.data_mut().ctx = None;
                 kept.lock().unwrap_or_else(|p| p.into_inner()).push(store);
             }
@@ -313,8 +312,8 @@ impl Drop for EpochClock {
 impl Runtime {
     /// An engine with epoch interruption and a compile cache under `cache_dir`
     /// (`None` disables the cache). Each call maps its instance's memory and
-    /// unmaps it after: the right choice for a process that calls each
-    /// detector a few times.
+    /// unmaps it before returning: for a long-running process that evaluates
+    /// now and then, where a pool's reservation would not pay off.
     pub fn new(cache_dir: Option<&Path>) -> Result<Runtime, DetectorError> {
         Runtime::with_allocation(cache_dir, None, false)
     }

@@ -138,9 +138,9 @@ impl StateStore {
         Ok(session.expect("opening with a reset allowed always gives a session"))
     }
 
-    /// [`StateStore::open`] on a guess of the instance: `None`, with nothing
-    /// changed, when the session's state belongs to another instance, since
-    /// opening would reset it.
+    /// [`StateStore::open`] on a guess of the instance: `None`, leaving the
+    /// session's state as it is, when it belongs to another instance (opening
+    /// would reset it).
     pub fn open_same_instance(
         &self,
         skill: &str,
