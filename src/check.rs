@@ -170,15 +170,14 @@ pub fn prepare(opts: &CheckOptions) -> Result<Prepared, Error> {
                 })?;
             Ok::<_, Error>((root, patch, critic, events?))
         };
-        match (rest(), counted) {
-            (Ok(loaded), counted) => Ok((loaded, counted)),
-            (Err(e), Some(counted)) => {
-                if let Err(undo) = counted.undo() {
-                    tracing::warn!("cannot take back the count of a failed check: {undo}");
+        match rest() {
+            Ok(loaded) => Ok((loaded, counted)),
+            Err(e) => {
+                if let Some(counted) = counted {
+                    counted.take_back();
                 }
                 Err(e)
             }
-            (Err(e), None) => Err(e),
         }
     })?;
     let finish = Finish {
@@ -201,7 +200,8 @@ fn state_root(opts: &CheckOptions, ws: &Workspace) -> PathBuf {
         .unwrap_or_else(|| ws.git_dir.join("critic").join("state"))
 }
 
-/// Count the finish on `ws` against `base`, if the session's state is
+/// Count the finish on `ws` (found by [`Workspace::find`], so its root is
+/// canonical, as a finish's is) against `base`, if the session's state is
 /// theirs (see [`SkillCritic::count_ahead`]).
 fn count_ahead(
     opts: &CheckOptions,
@@ -209,14 +209,11 @@ fn count_ahead(
     ws: &Workspace,
     base: &str,
 ) -> Result<Option<CountedFinish>, Error> {
-    let Ok(root) = ws.root.canonicalize() else {
-        return Ok(None);
-    };
     SkillCritic::count_ahead(
         &StateStore::new(state_root(opts, ws)),
         skill,
         &opts.session,
-        &instance_key(base, &root),
+        &instance_key(base, &ws.root),
         opts.lock_timeout,
     )
 }

@@ -430,6 +430,14 @@ impl CountedFinish {
         self.0.harness.iteration -= 1;
         Ok(self.0.save_harness()?)
     }
+
+    /// [`CountedFinish::undo`] on the way out of a failed check, whose own
+    /// error is the one to report: a failure to undo is only logged.
+    pub fn take_back(self) {
+        if let Err(e) = self.undo() {
+            tracing::warn!("cannot take back the count of a failed check: {e}");
+        }
+    }
 }
 
 impl Critic for SkillCritic {
@@ -515,10 +523,7 @@ impl SkillCritic {
             // counted; one counted ahead is taken back.
             Err(e) => {
                 if counted {
-                    session.harness.iteration -= 1;
-                    if let Err(undo) = session.save_harness() {
-                        tracing::warn!("cannot take back the count of a failed check: {undo}");
-                    }
+                    CountedFinish(session).take_back();
                 }
                 return Err(e);
             }

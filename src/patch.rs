@@ -234,10 +234,11 @@ impl RawDiff {
 }
 
 impl Workspace {
-    /// The work tree containing `dir`, found as git finds it by default (the
-    /// nearest `.git` directory above it, its `HEAD`, loose or packed refs),
-    /// without running git; `None` whenever that is not plain (the caller
-    /// then asks git, as [`Workspace::open`] does).
+    /// The work tree containing `dir` (its root canonical), found as git
+    /// finds it by default (the nearest `.git` directory above it, its
+    /// `HEAD`, loose or packed refs), without running git; `None` whenever
+    /// that is not plain (the caller then asks git, as [`Workspace::open`]
+    /// does).
     pub fn find(dir: &Path) -> Option<Workspace> {
         let start = dir.canonicalize().ok()?;
         let root = start.ancestors().find(|d| d.join(".git").exists())?;
