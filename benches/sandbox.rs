@@ -168,14 +168,14 @@ fn main() {
             (vec![], vec![], vec![], vec![], vec![]);
         for _ in 0..5 {
             let t = Instant::now();
-            let pool = ScratchPool::new(ws.path(), "HEAD", jobs).unwrap();
+            let pool = ScratchPool::new(ws.path(), "HEAD", jobs, true).unwrap();
             setup_ms.push(ms(t.elapsed()));
             let results = pool.run_all(&reqs, far);
             pool_ms.push(ms(t.elapsed()));
             assert!(results.iter().all(|r| r.error.is_none()), "{results:?}");
             let busy: f64 = results.iter().map(|r| r.duration_ms).sum();
             ideal_ms.push(busy / jobs as f64);
-            let one = ScratchPool::new(ws.path(), "HEAD", 1).unwrap();
+            let one = ScratchPool::new(ws.path(), "HEAD", 1, true).unwrap();
             one.run(&reqs[0], far);
             for r in &reqs[..6] {
                 let t = Instant::now();

@@ -1,20 +1,25 @@
 //! Files detectors hand the agent (the `artifacts` of a detector's output).
 //!
 //! They go under `.critic/feedback/<skill>/` in the workspace, the one place
-//! the host writes there, and `/.critic/` is added to the repository's
-//! `info/exclude` so they never enter the patch. Detectors themselves never
-//! get write access: they return the content, the host checks the path and
-//! writes it atomically.
+//! the host writes there, beside a `.critic/.gitignore` that ignores all of
+//! `.critic/`, so they never enter the patch. Detectors themselves never get
+//! write access: they return the content, the host checks the path and
+//! writes it atomically. The agent owns the workspace and may have planted
+//! symlinks: every write walks from the workspace root without following any
+//! (see [`crate::beneath`]).
 
-use crate::git;
+use crate::beneath::Beneath;
 use critic_sdk::Artifact;
 use std::path::{Path, PathBuf};
 
 /// The directory, relative to the workspace root, artifacts go under.
 pub const FEEDBACK_DIR: &str = ".critic/feedback";
 
-/// The line added to `info/exclude`.
-const EXCLUDE_LINE: &str = "/.critic/";
+/// `.critic/.gitignore`: everything under `.critic/`, itself included.
+const IGNORE_FILE: (&str, &str) = (
+    ".critic/.gitignore",
+    "# feedback files of PluggableCritic skills, kept out of the patch\n*\n",
+);
 
 /// Why artifacts could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -35,9 +40,6 @@ pub enum ArtifactError {
         /// The cause.
         source: std::io::Error,
     },
-    /// git could not say where `info/exclude` is.
-    #[error(transparent)]
-    Git(#[from] git::GitError),
 }
 
 /// Write `artifacts` of `signal` for `skill` into the workspace at `root`;
@@ -52,6 +54,13 @@ pub fn write(
         return Ok(Vec::new());
     }
     let dir = Path::new(FEEDBACK_DIR).join(skill);
+    let workspace = Beneath::open(root).map_err(io(root))?;
+    let (ignore, text) = IGNORE_FILE;
+    if workspace.read(Path::new(ignore)).ok().as_deref() != Some(text.as_bytes()) {
+        workspace
+            .write_atomic(Path::new(ignore), text.as_bytes())
+            .map_err(io(&root.join(ignore)))?;
+    }
     let mut paths = Vec::with_capacity(artifacts.len());
     for a in artifacts {
         let rel = crate::sandbox::relative(&a.path).map_err(|_| ArtifactError::BadPath {
@@ -59,10 +68,11 @@ pub fn write(
             path: a.path.clone(),
         })?;
         let rel = dir.join(rel);
-        write_atomic(&root.join(&rel), a.content.as_bytes())?;
+        workspace
+            .write_atomic(&rel, a.content.as_bytes())
+            .map_err(io(&root.join(&rel)))?;
         paths.push(rel.display().to_string());
     }
-    exclude(root)?;
     Ok(paths)
 }
 
@@ -71,37 +81,4 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ArtifactError + '_ {
         path: path.to_path_buf(),
         source,
     }
-}
-
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ArtifactError> {
-    crate::atomic_file::write(path, bytes, false).map_err(io(path))
-}
-
-/// Make sure `info/exclude` of the repository at `root` ignores `/.critic/`.
-fn exclude(root: &Path) -> Result<(), ArtifactError> {
-    let mut cmd = git::command(root);
-    cmd.args([
-        "rev-parse",
-        "--path-format=absolute",
-        "--git-path",
-        "info/exclude",
-    ]);
-    let out = git::run(cmd)?;
-    let path = PathBuf::from(String::from_utf8_lossy(&out).trim());
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(io(&path)(e)),
-    };
-    if text.lines().any(|l| l.trim() == EXCLUDE_LINE) {
-        return Ok(());
-    }
-    let mut new = text;
-    if !new.is_empty() && !new.ends_with('\n') {
-        new.push('\n');
-    }
-    new.push_str("# feedback files of PluggableCritic skills\n");
-    new.push_str(EXCLUDE_LINE);
-    new.push('\n');
-    write_atomic(&path, new.as_bytes())
 }

@@ -16,16 +16,14 @@ use std::path::{Path, PathBuf};
 use wasmtime::component::Component;
 use wasmtime::Engine;
 
-/// Where compiled components go when no directory is configured.
-pub fn default_dir() -> PathBuf {
+/// Where compiled components go when no directory is configured:
+/// `CRITIC_CACHE_DIR`, else the user's cache directory; `None` (compile every
+/// time) when there is no such place.
+pub fn default_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("CRITIC_CACHE_DIR") {
-        return PathBuf::from(dir);
+        return Some(PathBuf::from(dir));
     }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("pluggable-critic").join("components")
+    crate::private_dir::user_dir("XDG_CACHE_HOME", ".cache").map(|d| d.join("components"))
 }
 
 /// A directory of precompiled components for one engine configuration.
@@ -57,8 +55,16 @@ impl Hasher for HexHasher {
 
 impl ComponentCache {
     /// A cache under `dir`, partitioned by `engine`'s compatibility hash;
-    /// `None` disables caching.
+    /// `None` disables caching, and so does a directory another user could
+    /// write (its entries are loaded as native code).
     pub fn new(engine: &Engine, dir: Option<&Path>) -> ComponentCache {
+        let dir = dir.filter(|d| match crate::private_dir::ensure(d) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!("not using the component cache: {e}");
+                false
+            }
+        });
         let dir = dir.map(|d| {
             let mut h = HexHasher(Sha256::new());
             engine.precompile_compatibility_hash().hash(&mut h);

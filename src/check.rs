@@ -37,7 +37,8 @@ pub struct CheckOptions {
     pub base: Option<String>,
     /// Use this diff instead of the working tree's (workspace must be at base).
     pub patch_file: Option<PathBuf>,
-    /// State directory (default: `<git dir>/critic/state`).
+    /// State directory (default: the user's state directory, keyed by the
+    /// workspace; see [`crate::state::default_root`]).
     pub state_dir: Option<PathBuf>,
     /// Compiled-component cache (`None`: no cache).
     pub cache_dir: Option<PathBuf>,
@@ -49,6 +50,8 @@ pub struct CheckOptions {
     pub lock_timeout: Duration,
     /// Commands the `run` capabilities run at once (`None`: one per core).
     pub jobs: Option<usize>,
+    /// Run `run`/`run-matrix` commands unconfined (see [`crate::confine`]).
+    pub unconfined_runs: bool,
     /// The model for `llm-complete`.
     pub llm: Option<crate::capabilities::llm::LlmConfig>,
 }
@@ -158,8 +161,9 @@ pub fn prepare(opts: &CheckOptions) -> Result<Prepared, Error> {
                 lock_timeout: opts.lock_timeout,
                 jobs: opts.jobs,
                 llm: opts.llm.clone(),
+                unconfined_runs: opts.unconfined_runs,
             };
-            let state = StateStore::new(state_root(opts, &ws));
+            let state = StateStore::new(state_root(opts, &ws)?);
             let critic = SkillCritic::with_detectors(skill, detectors, state, &options);
             let root = ws
                 .root
@@ -193,11 +197,22 @@ pub fn prepare(opts: &CheckOptions) -> Result<Prepared, Error> {
     })
 }
 
-/// Where the state of a check on `ws` lives.
-fn state_root(opts: &CheckOptions, ws: &Workspace) -> PathBuf {
-    opts.state_dir
-        .clone()
-        .unwrap_or_else(|| ws.git_dir.join("critic").join("state"))
+/// Where the state of a check on `ws` lives: `--state-dir`, else the user's
+/// state directory keyed by the workspace (outside it, where the agent,
+/// confined to its workspace, cannot rewrite the count).
+fn state_root(opts: &CheckOptions, ws: &Workspace) -> Result<PathBuf, Error> {
+    let root = match &opts.state_dir {
+        Some(dir) => dir.clone(),
+        None => crate::state::default_root(&ws.root).ok_or_else(|| {
+            Error::Usage(
+                "no place for the critic's state: set XDG_STATE_HOME or HOME, or pass --state-dir"
+                    .into(),
+            )
+        })?,
+    };
+    crate::private_dir::ensure(&root)
+        .map_err(|e| Error::Usage(format!("state directory {e}")))?;
+    Ok(root)
 }
 
 /// Count the finish on `ws` (found by [`Workspace::find`], so its root is
@@ -210,7 +225,7 @@ fn count_ahead(
     base: &str,
 ) -> Result<Option<CountedFinish>, Error> {
     SkillCritic::count_ahead(
-        &StateStore::new(state_root(opts, ws)),
+        &StateStore::new(state_root(opts, ws)?),
         skill,
         &opts.session,
         &instance_key(base, &ws.root),

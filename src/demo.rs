@@ -176,12 +176,13 @@ pub fn run(examples: &Path, name: Option<&str>, out: &mut dyn Write) -> Result<(
             base: None,
             patch_file: None,
             state_dir: Some(tmp.path().join("state")),
-            cache_dir: Some(cache::default_dir()),
+            cache_dir: cache::default_dir(),
             deny: Vec::new(),
             allow_native: false,
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
             jobs: None,
             llm: None,
+            unconfined_runs: false,
         })?;
         w(out, verdict.to_text())?;
     }

@@ -38,6 +38,9 @@ pub struct HarnessOptions {
     pub jobs: Option<usize>,
     /// The model `llm-complete` talks to (`None`: not configured).
     pub llm: Option<LlmConfig>,
+    /// Run `run`/`run-matrix` commands without confinement (the user's
+    /// explicit opt-out; see [`crate::confine`]).
+    pub unconfined_runs: bool,
 }
 
 impl Default for HarnessOptions {
@@ -48,6 +51,7 @@ impl Default for HarnessOptions {
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
             jobs: None,
             llm: None,
+            unconfined_runs: false,
         }
     }
 }
@@ -61,6 +65,7 @@ pub struct SkillCritic {
     lock_timeout: Duration,
     jobs: Option<usize>,
     llm: Option<LlmConfig>,
+    unconfined_runs: bool,
 }
 
 /// The part of a detector's input shared by all signals, serialized once.
@@ -115,6 +120,7 @@ impl SkillCritic {
             lock_timeout: options.lock_timeout,
             jobs: options.jobs,
             llm: options.llm.clone(),
+            unconfined_runs: options.unconfined_runs,
         }
     }
 
@@ -203,6 +209,7 @@ impl SkillCritic {
             finish.workspace.clone(),
             finish.patch.base.clone(),
             self.jobs,
+            !self.unconfined_runs,
         ));
         let llm = Arc::new(LlmClient::new(self.llm.clone()));
         let call = |i: usize| -> Call {
@@ -315,7 +322,7 @@ impl SkillCritic {
                     SignalResult {
                         triggered,
                         followup_text: triggered
-                            .then(|| error_followup(&signal.name, &e.to_string())),
+                            .then(|| error_followup(&signal.name, &e.for_agent())),
                         error: Some(error),
                         duration_ms,
                         compile_cache: detector.cache_outcome(),
@@ -427,7 +434,7 @@ pub struct CountedFinish(Session);
 impl CountedFinish {
     /// Take the count back, for a check that failed before its evaluation.
     pub fn undo(mut self) -> Result<(), Error> {
-        self.0.harness.iteration -= 1;
+        self.0.harness.iteration = self.0.harness.iteration.saturating_sub(1);
         Ok(self.0.save_harness()?)
     }
 
@@ -471,7 +478,7 @@ impl SkillCritic {
         else {
             return Ok(None);
         };
-        session.harness.iteration += 1;
+        session.harness.iteration = session.harness.iteration.saturating_add(1);
         session.save_harness()?;
         Ok(Some(CountedFinish(session)))
     }
@@ -507,7 +514,7 @@ impl SkillCritic {
         let m = &self.skill.manifest;
         let info = self.info();
         if !counted {
-            session.harness.iteration += 1;
+            session.harness.iteration = session.harness.iteration.saturating_add(1);
         }
         let iteration = session.harness.iteration;
         let inputs = m

@@ -41,12 +41,15 @@
 //! ```
 
 pub mod artifacts;
+pub mod beneath;
 pub mod atomic_file;
 pub mod build;
 pub mod cache;
 pub mod capabilities;
 pub mod check;
+pub mod confine;
 pub mod critic;
+mod deadline_clock;
 pub mod demo;
 
 pub mod detector;
@@ -58,6 +61,7 @@ pub mod native;
 pub mod new_file_diff;
 pub mod parallel;
 pub mod patch;
+pub mod private_dir;
 pub mod runtime;
 pub mod sandbox;
 pub mod scaffold;

@@ -62,7 +62,7 @@ enum Command {
         /// Judge this diff instead of the working tree (the workspace must be at the base).
         #[arg(long)]
         patch: Option<PathBuf>,
-        /// State directory (default: <git dir>/critic/state).
+        /// State directory (default: $XDG_STATE_HOME/pluggable-critic/workspaces/<workspace key>, or ~/.local/state/...).
         #[arg(long)]
         state_dir: Option<PathBuf>,
         /// Compiled-component cache directory (default: CRITIC_CACHE_DIR or ~/.cache/pluggable-critic).
@@ -83,10 +83,21 @@ enum Command {
         /// Commands the `run` capabilities run at once (default: one per core).
         #[arg(long)]
         jobs: Option<usize>,
+        /// Run `run`/`run-matrix` commands unconfined, with your full
+        /// privileges (network, your files, your processes); only for skills
+        /// and model output you trust, on machines that cannot confine.
+        #[arg(long, env = "CRITIC_UNCONFINED_RUNS")]
+        unconfined_runs: bool,
         #[command(flatten)]
         llm: Box<LlmArgs>,
         /// Verdict format on stdout.
         #[arg(long, value_enum, default_value = "json")]
+        output: Output,
+    },
+    /// Report which confinement features this machine has for `run` commands.
+    Doctor {
+        /// Report format on stdout.
+        #[arg(long, value_enum, default_value = "text")]
         output: Output,
     },
     /// Check a skill: manifest, detectors (components of a supported version), capabilities.
@@ -218,6 +229,7 @@ fn run(command: Command) -> anyhow::Result<u8> {
             allow_native,
             lock_timeout,
             jobs,
+            unconfined_runs,
             llm,
             output,
         } => {
@@ -230,11 +242,16 @@ fn run(command: Command) -> anyhow::Result<u8> {
                 base,
                 patch_file: patch,
                 state_dir,
-                cache_dir: (!no_cache).then(|| cache_dir.unwrap_or_else(cache::default_dir)),
+                cache_dir: if no_cache {
+                    None
+                } else {
+                    cache_dir.or_else(cache::default_dir)
+                },
                 deny,
                 allow_native,
                 lock_timeout: Duration::from_secs(lock_timeout),
                 jobs,
+                unconfined_runs,
                 llm: (*llm).config(),
             };
             let mut prepared = check::prepare(&opts)?;
@@ -252,12 +269,23 @@ fn run(command: Command) -> anyhow::Result<u8> {
                 EXIT_REJECT
             })
         }
+        Command::Doctor { output } => {
+            let support = pluggable_critic::confine::support();
+            match output {
+                Output::Json => println!(
+                    "{}",
+                    serde_json::to_string_pretty(&pluggable_critic::confine::report(support))?
+                ),
+                Output::Text => print!("{}", pluggable_critic::confine::report_text(support)),
+            }
+            Ok(if support.missing().is_none() { 0 } else { 1 })
+        }
         Command::Validate {
             skill,
             allow_native,
         } => {
             let skill = manifest::load(&skill)?;
-            let rt = runtime::Runtime::new(Some(&cache::default_dir()))?;
+            let rt = runtime::Runtime::new(cache::default_dir().as_deref())?;
             let m = &skill.manifest;
             println!(
                 "{}: skill {} {} ({} signals)",

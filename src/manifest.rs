@@ -30,6 +30,9 @@ pub const DEFAULT_MAX_ITERATIONS: u32 = 3;
 /// Default per-signal timeout; detectors are pure computations over the input,
 /// so a second is generous.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest per-signal timeout a manifest may set: a finish must be answered
+/// while the agent still waits for it.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
 /// Default linear-memory cap per detector call.
 pub const DEFAULT_MEMORY_MB: u64 = 256;
 /// Default cap on a detector's returned JSON.
@@ -79,9 +82,11 @@ enum DurationSpec {
 }
 
 impl DurationSpec {
-    fn to_duration(&self) -> Duration {
-        match self {
-            DurationSpec::Seconds(s) => Duration::from_secs_f64(*s),
+    /// The duration, or `None` when it is not a finite, non-negative number
+    /// of at most [`MAX_TIMEOUT`].
+    fn to_duration(&self) -> Option<Duration> {
+        let d = match self {
+            DurationSpec::Seconds(s) => Duration::try_from_secs_f64(*s).ok()?,
             DurationSpec::Text(t) => {
                 // The schema's pattern guarantees one of these suffixes and a number.
                 let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
@@ -91,9 +96,10 @@ impl DurationSpec {
                 } else {
                     (t.strip_suffix('m').unwrap_or(t), 60.0)
                 };
-                Duration::from_secs_f64(num.parse::<f64>().unwrap_or(0.0) * scale)
+                Duration::try_from_secs_f64(num.parse::<f64>().ok()? * scale).ok()?
             }
-        }
+        };
+        (d <= MAX_TIMEOUT).then_some(d)
     }
 }
 
@@ -355,7 +361,8 @@ fn describe(error: &jsonschema::ValidationError, pointer: &str) -> String {
             "weight is only allowed on soft signals; remove it or set type: soft".into()
         }
         K::OneOfNotValid { .. } if pointer.ends_with("/timeout") => {
-            "must be a duration like \"500ms\", \"10s\", \"2m\", or a positive number of seconds"
+            "must be a duration like \"500ms\", \"10s\", \"2m\", or a positive number of \
+             seconds, of at most one hour"
                 .into()
         }
         _ => error.masked().to_string(),
@@ -438,20 +445,22 @@ fn parse_inner(
             message: format!("does not match the manifest structure: {e}"),
         }])
     })?;
-    let manifest = build(raw, dir, &doc);
-    let issues = semantic_issues(&manifest, &doc);
+    let mut issues = Vec::new();
+    let manifest = build(raw, dir, &doc, &mut issues);
+    issues.extend(semantic_issues(&manifest, &doc));
     if !issues.is_empty() {
         return Err(invalid(issues));
     }
     Ok(manifest)
 }
 
-fn build(raw: RawManifest, dir: &Path, doc: &Located) -> Manifest {
+fn build(raw: RawManifest, dir: &Path, doc: &Located, issues: &mut Vec<Issue>) -> Manifest {
     let on_error = raw.on_error.unwrap_or(OnError::FailClosed);
     let limits = Limits {
-        memory_bytes: raw.limits.memory_mb.unwrap_or(DEFAULT_MEMORY_MB) << 20,
-        output_bytes: raw.limits.output_kb.unwrap_or(DEFAULT_OUTPUT_KB) << 10,
-        stdio_bytes: raw.limits.stdio_kb.unwrap_or(DEFAULT_STDIO_KB) << 10,
+        // The schema bounds these; `min` keeps the shifts in range even so.
+        memory_bytes: raw.limits.memory_mb.unwrap_or(DEFAULT_MEMORY_MB).min(4096) << 20,
+        output_bytes: raw.limits.output_kb.unwrap_or(DEFAULT_OUTPUT_KB).min(262_144) << 10,
+        stdio_bytes: raw.limits.stdio_kb.unwrap_or(DEFAULT_STDIO_KB).min(65_536) << 10,
     };
     let signals = raw
         .signals
@@ -461,12 +470,24 @@ fn build(raw: RawManifest, dir: &Path, doc: &Located) -> Manifest {
             detector_path: dir.join(&s.detector),
             position: doc.position(&format!("/signals/{i}")),
             weight: s.weight.unwrap_or(0.0),
-            timeout: s
-                .timeout
-                .as_ref()
-                .map_or(DEFAULT_TIMEOUT, DurationSpec::to_duration),
+            timeout: match s.timeout.as_ref().map(DurationSpec::to_duration) {
+                None => DEFAULT_TIMEOUT,
+                Some(Some(t)) => t,
+                Some(None) => {
+                    let field = format!("/signals/{i}/timeout");
+                    issues.push(Issue {
+                        position: doc.position(&field),
+                        field,
+                        message: format!(
+                            "timeout must be a duration of at most {}s",
+                            MAX_TIMEOUT.as_secs()
+                        ),
+                    });
+                    DEFAULT_TIMEOUT
+                }
+            },
             on_error: s.on_error.unwrap_or(on_error),
-            memory_bytes: s.memory_mb.map_or(limits.memory_bytes, |m| m << 20),
+            memory_bytes: s.memory_mb.map_or(limits.memory_bytes, |m| m.min(4096) << 20),
             name: s.name,
             kind: s.kind,
             detector: s.detector,
@@ -492,6 +513,63 @@ fn build(raw: RawManifest, dir: &Path, doc: &Located) -> Manifest {
     }
 }
 
+/// Largest detector file a skill may ship; larger ones are refused before
+/// they are read.
+pub const MAX_DETECTOR_BYTES: u64 = 64 << 20;
+
+/// A detector must be a regular file inside the skill directory: the skill is
+/// untrusted, and its manifest must not make the host read (or hang on)
+/// anything else.
+fn check_detector_path(declared: &str, path: &Path) -> Result<(), String> {
+    let rel = Path::new(declared);
+    if rel.is_absolute()
+        || rel
+            .components()
+            .any(|c| !matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir))
+    {
+        return Err(format!(
+            "detector path {declared:?} leaves the skill directory; use a path relative to the \
+             skill directory without `..` (copy the component into the skill)"
+        ));
+    }
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!(
+                "detector file {} does not exist (build it with `critic build <skill dir>`)",
+                path.display()
+            ))
+        }
+        Err(e) => return Err(format!("detector file {}: {e}", path.display())),
+    };
+    if !meta.is_file() {
+        return Err(format!(
+            "detector {} is not a regular file",
+            path.display()
+        ));
+    }
+    if meta.len() > MAX_DETECTOR_BYTES {
+        return Err(format!(
+            "detector {} is {} bytes, more than the {} MiB a detector may be",
+            path.display(),
+            meta.len(),
+            MAX_DETECTOR_BYTES >> 20
+        ));
+    }
+    // A symlink inside the skill may not point out of it.
+    let skill_dir = path
+        .ancestors()
+        .nth(rel.components().count())
+        .and_then(|d| d.canonicalize().ok());
+    match (skill_dir, path.canonicalize()) {
+        (Some(dir), Ok(real)) if real.starts_with(&dir) => Ok(()),
+        _ => Err(format!(
+            "detector {} resolves outside the skill directory (a symlink); copy the component into the skill",
+            path.display()
+        )),
+    }
+}
+
 fn semantic_issues(m: &Manifest, doc: &Located) -> Vec<Issue> {
     let mut issues = Vec::new();
     for (i, s) in m.signals.iter().enumerate() {
@@ -506,15 +584,12 @@ fn semantic_issues(m: &Manifest, doc: &Located) -> Vec<Issue> {
                 ),
             });
         }
-        if !s.detector_path.is_file() {
+        if let Err(message) = check_detector_path(&s.detector, &s.detector_path) {
             let field = format!("/signals/{i}/detector");
             issues.push(Issue {
                 position: doc.position(&field),
                 field,
-                message: format!(
-                    "detector file {} does not exist (build it with `critic build <skill dir>`)",
-                    s.detector_path.display()
-                ),
+                message,
             });
         }
         if s.timeout.is_zero() {

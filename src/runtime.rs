@@ -26,6 +26,7 @@ use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{Config, Engine, ResourceLimiter, Store};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use crate::deadline_clock::{ClockView, DeadlineClock};
 
 wasmtime::component::bindgen!({
     path: "critic-sdk/wit",
@@ -37,6 +38,10 @@ use critic::detector::host::LogLevel;
 /// The largest linear memory a detector may be given (`memory_mb` is at most
 /// 4096 in the manifest schema, all a 32-bit memory can address).
 const MAX_MEMORY_BYTES: usize = 4 << 30;
+
+/// Longest error text a detector may report; the rest is cut (a detector's
+/// `Err` is a guest string of any size, and it reaches verdicts and logs).
+pub const MAX_ERROR_BYTES: usize = 4096;
 
 /// How often the epoch advances; the granularity of detector timeouts.
 pub const EPOCH_TICK: Duration = Duration::from_millis(5);
@@ -133,6 +138,30 @@ pub enum DetectorError {
         /// What went wrong.
         message: String,
     },
+}
+
+impl DetectorError {
+    /// A short account for the agent's follow-up: what happened, without the
+    /// backtrace or the detector's stderr (those are for the user, in the
+    /// verdict's signal error and the log).
+    pub fn for_agent(&self) -> String {
+        match self {
+            DetectorError::Timeout(t) => format!("the detector timed out after {t:?}"),
+            DetectorError::OutOfMemory(_) => "the detector ran out of memory".into(),
+            DetectorError::Trap { .. } => "the detector crashed".into(),
+            DetectorError::Reported(m) => {
+                let first = m.lines().next().unwrap_or_default();
+                format!(
+                    "the detector reported: {}",
+                    crate::capabilities::log::truncate(first, 300)
+                )
+            }
+            DetectorError::OutputTooLarge { .. } | DetectorError::BadOutput(_) => {
+                "the detector returned unusable output".into()
+            }
+            _ => "the detector could not be started".into(),
+        }
+    }
 }
 
 fn supported() -> String {
@@ -247,6 +276,8 @@ fn linker(engine: &Engine, full: bool) -> wasmtime::Result<Linker<HostState>> {
     let l = &mut linker;
     if full {
         wasmtime_wasi::p2::add_to_linker_sync(l)?;
+        // Replaced below by the clock whose waits end at the deadline.
+        l.allow_shadowing(true);
     } else {
         io::error::add_to_linker::<_, HasTable>(l, |s| &mut s.table)?;
         io::poll::add_to_linker::<_, HasTable>(l, |s| &mut s.table)?;
@@ -264,12 +295,15 @@ fn linker(engine: &Engine, full: bool) -> wasmtime::Result<Linker<HostState>> {
         cli::terminal_stderr::add_to_linker::<_, WasiCli>(l, cli)?;
         let clocks = <HostState as WasiClocksView>::clocks;
         clocks::wall_clock::add_to_linker::<_, WasiClocks>(l, clocks)?;
-        clocks::monotonic_clock::add_to_linker::<_, WasiClocks>(l, clocks)?;
         let random = <HostState as WasiRandomView>::random;
         random::random::add_to_linker::<_, WasiRandom>(l, random)?;
         random::insecure::add_to_linker::<_, WasiRandom>(l, random)?;
         random::insecure_seed::add_to_linker::<_, WasiRandom>(l, random)?;
     }
+    clocks::monotonic_clock::add_to_linker::<_, DeadlineClock>(l, |s| ClockView {
+        table: &mut s.table,
+        deadline: s.ctx.as_ref().map(|c| c.deadline),
+    })?;
     CriticDetector::add_to_linker::<HostState, HasSelf<HostState>>(l, |s| s)?;
     Ok(linker)
 }
@@ -418,11 +452,7 @@ impl Runtime {
         }
         let engine = &self.clock.engine;
         let key = self.cache.file_key(path);
-        let bytes = std::fs::read(path).map_err(|source| DetectorError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        check_header(path, &bytes)?;
+        let bytes = read_component(path)?;
         let compiler = || {
             self.compiler
                 .get_or_init(|| Engine::new(&self.compile_config).map_err(|e| format!("{e:#}")))
@@ -487,6 +517,32 @@ fn load_error(path: &Path, e: wasmtime::Error) -> DetectorError {
         path: path.to_path_buf(),
         message: format!("{e:#}"),
     }
+}
+
+/// The bytes of a regular file of at most
+/// [`crate::manifest::MAX_DETECTOR_BYTES`], once its header says it is a
+/// component: a huge or endless file is refused before it is read.
+fn read_component(path: &Path) -> Result<Vec<u8>, DetectorError> {
+    use std::io::Read;
+    let io = |source| DetectorError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    let limit = crate::manifest::MAX_DETECTOR_BYTES;
+    if !meta.is_file() || meta.len() > limit {
+        return Err(DetectorError::NotComponent {
+            path: path.to_path_buf(),
+            what: "not a regular file of at most 64 MiB",
+        });
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    let mut file = file.take(limit);
+    (&mut file).take(8).read_to_end(&mut bytes).map_err(io)?;
+    check_header(path, &bytes)?;
+    file.read_to_end(&mut bytes).map_err(io)?;
+    Ok(bytes)
 }
 
 /// `\0asm` then a version/layer word: 1/0 for core modules, 0xd/1 for components.
@@ -618,7 +674,9 @@ impl WasmDetector {
                 }
                 Ok((out, report))
             }
-            Ok(Err(message)) => Err(DetectorError::Reported(message)),
+            Ok(Err(message)) => Err(DetectorError::Reported(
+                crate::capabilities::log::truncate(&message, MAX_ERROR_BYTES),
+            )),
             Err(e) => {
                 if memory_cap_hit {
                     return Err(DetectorError::OutOfMemory(limits.memory_bytes));

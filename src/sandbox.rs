@@ -15,6 +15,7 @@
 //! when the pool is dropped, and directories left behind by a killed host are
 //! swept by the next pool.
 
+use crate::beneath::Beneath;
 use crate::git;
 use critic_sdk::{RunRequest, RunResult};
 use std::collections::HashMap;
@@ -29,6 +30,9 @@ use std::time::{Duration, Instant, SystemTime};
 pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default cap on captured stdout and stderr, each.
 pub const DEFAULT_OUTPUT_BYTES: usize = 64 << 10;
+/// The host's own ceiling on captured stdout and stderr, each, whatever a
+/// request asks for: the capture is held in memory and returned to the guest.
+pub const MAX_OUTPUT_BYTES: usize = 8 << 20;
 /// Environment variables passed through from the host to commands; nothing
 /// else of the host's environment (API keys, tokens) reaches them.
 pub const PASSED_ENV: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ"];
@@ -175,6 +179,8 @@ pub struct ScratchPool {
     blobs: Mutex<HashMap<PathBuf, Blob>>,
     /// Names slots; never reused, so a replacement never meets a live slot.
     serial: std::sync::atomic::AtomicUsize,
+    /// Whether commands run confined (see [`crate::confine`]).
+    confined: bool,
 }
 
 /// A file's content at the base commit, shared by the slots that restore it.
@@ -214,8 +220,14 @@ fn free_bytes(dir: &Path) -> Option<u64> {
 
 impl ScratchPool {
     /// A pool for commit `base` of the repository at `workspace`, with up to
-    /// `jobs` slots (checked out on demand, in parallel).
-    pub fn new(workspace: &Path, base: &str, jobs: usize) -> Result<ScratchPool, SandboxError> {
+    /// `jobs` slots (checked out on demand, in parallel), whose commands run
+    /// confined unless `confined` is false.
+    pub fn new(
+        workspace: &Path,
+        base: &str,
+        jobs: usize,
+        confined: bool,
+    ) -> Result<ScratchPool, SandboxError> {
         // Before the pool exists, so an interrupt can never leave it behind.
         arm_cleanup();
         let place = scratch_root();
@@ -240,6 +252,7 @@ impl ScratchPool {
             returned: Condvar::new(),
             blobs: Mutex::new(HashMap::new()),
             serial: std::sync::atomic::AtomicUsize::new(0),
+            confined,
         })
     }
 
@@ -256,7 +269,7 @@ impl ScratchPool {
             Err(e) => return failed(format!("cannot prepare a scratch copy: {e}")),
         };
         let result = match prepare(&slot.dir, request) {
-            Ok(()) => execute(&slot, request, deadline),
+            Ok(()) => execute(&slot, request, deadline, self.confined),
             Err(message) => failed(message),
         };
         let mut slot = slot;
@@ -443,31 +456,26 @@ pub fn relative(path: &str) -> Result<&Path, String> {
     Ok(p)
 }
 
-/// Apply the request's patch and files to a slot at the base.
+/// Apply the request's patch and files to a slot at the base. Every write
+/// stays in the slot: paths are relative without `..`, and no symlink (a base
+/// commit may hold one pointing anywhere) is followed (see [`Beneath`]).
 fn prepare(dir: &Path, request: &RunRequest) -> Result<(), String> {
+    let slot = Beneath::open(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     if let Some(patch) = request.patch.as_deref().filter(|p| !p.trim().is_empty()) {
-        apply_patch(dir, patch)?;
+        apply_patch(&slot, patch)?;
     }
     for (path, content) in &request.files {
-        let full = dir.join(relative(path)?);
+        let rel = relative(path)?;
         match content {
-            Some(text) => {
-                if let Some(parent) = full.parent() {
-                    std::fs::create_dir_all(parent).map_err(|e| format!("{path}: {e}"))?;
-                }
-                std::fs::write(&full, text).map_err(|e| format!("{path}: {e}"))?;
-            }
-            None => match std::fs::remove_file(&full) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(format!("{path}: {e}")),
-            },
+            Some(text) => slot.write(rel, text.as_bytes()),
+            None => slot.remove_file(rel),
         }
+        .map_err(|e| format!("{path}: {e}"))?;
     }
     Ok(())
 }
 
-fn apply_patch(dir: &Path, patch: &str) -> Result<(), String> {
+fn apply_patch(slot: &Beneath, patch: &str) -> Result<(), String> {
     use critic_sdk::FileStatus;
     let files = critic_sdk::diff::parse(patch)
         .map_err(|e| format!("the patch is not a valid diff: {e}"))?;
@@ -478,29 +486,31 @@ fn apply_patch(dir: &Path, patch: &str) -> Result<(), String> {
                 f.path
             ));
         }
-        let target = dir.join(relative(&f.path)?);
+        let target = relative(&f.path)?;
         let source = match (&f.status, &f.old_path) {
-            (FileStatus::Renamed | FileStatus::Copied, Some(old)) => dir.join(relative(old)?),
-            _ => target.clone(),
+            (FileStatus::Renamed | FileStatus::Copied, Some(old)) => relative(old)?,
+            _ => target,
         };
         let old = match f.status {
             FileStatus::Added => String::new(),
-            _ => std::fs::read_to_string(&source)
+            _ => slot
+                .read(source)
+                .and_then(|b| String::from_utf8(b).map_err(std::io::Error::other))
                 .map_err(|e| format!("the patch does not apply: {}: {e}", f.path))?,
         };
         if f.status == FileStatus::Deleted {
-            std::fs::remove_file(&target).map_err(|e| format!("{}: {e}", f.path))?;
+            slot.remove_file(target)
+                .map_err(|e| format!("{}: {e}", f.path))?;
             continue;
         }
         let new = critic_sdk::diff::apply(&old, &f.hunks)
             .map_err(|e| format!("the patch does not apply to the base: {}: {e}", f.path))?;
         if f.status == FileStatus::Renamed {
-            std::fs::remove_file(&source).map_err(|e| format!("{}: {e}", f.path))?;
+            slot.remove_file(source)
+                .map_err(|e| format!("{}: {e}", f.path))?;
         }
-        if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", f.path))?;
-        }
-        std::fs::write(&target, new).map_err(|e| format!("{}: {e}", f.path))?;
+        slot.write(target, new.as_bytes())
+            .map_err(|e| format!("{}: {e}", f.path))?;
     }
     Ok(())
 }
@@ -748,7 +758,7 @@ fn expand(text: &str, dir: &Path) -> String {
 }
 
 /// Run the request's command in its slot and collect the result.
-fn execute(slot: &Slot, request: &RunRequest, deadline: Instant) -> RunResult {
+fn execute(slot: &Slot, request: &RunRequest, deadline: Instant, confined: bool) -> RunResult {
     let Some(program) = request.argv.first() else {
         return failed("the run request has an empty argv".into());
     };
@@ -780,19 +790,34 @@ fn execute(slot: &Slot, request: &RunRequest, deadline: Instant) -> RunResult {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    #[cfg(unix)]
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    if confined {
+        match crate::confine::Confinement::new(&[&slot.dir, &slot.tmp]) {
+            Ok(c) => c.apply(&mut cmd),
+            Err(e) => return failed(format!("cannot confine the command: {e}")),
+        }
+    } else {
+        crate::confine::apply_unconfined(&mut cmd);
+    }
     let timeout = request
         .timeout_ms
         .map_or(DEFAULT_RUN_TIMEOUT, Duration::from_millis)
         .min(deadline.saturating_duration_since(Instant::now()));
-    let cap = request.output_bytes.unwrap_or(DEFAULT_OUTPUT_BYTES);
+    let cap = request
+        .output_bytes
+        .unwrap_or(DEFAULT_OUTPUT_BYTES)
+        .min(MAX_OUTPUT_BYTES);
     let started = Instant::now();
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return failed(format!(
                 "command not found: {program:?} (is it installed and on PATH?)"
+            ))
+        }
+        Err(e) if confined => {
+            return failed(format!(
+                "cannot start {program:?} confined: {e} (`critic doctor` shows what this machine \
+                 supports)"
             ))
         }
         Err(e) => return failed(format!("cannot start {program:?}: {e}")),

@@ -338,13 +338,36 @@ fn clear_signals(dir: &Path) -> Result<(), StateError> {
     Ok(())
 }
 
+/// The default state directory of the workspace at `workspace`: under the
+/// user's state directory (`$XDG_STATE_HOME`, else `~/.local/state`), one
+/// directory per workspace, named by its last component and a hash of its
+/// canonical path. `None` when neither variable is set.
+pub fn default_root(workspace: &Path) -> Option<PathBuf> {
+    use sha2::{Digest, Sha256};
+    use std::os::unix::ffi::OsStrExt;
+    let path = workspace
+        .canonicalize()
+        .unwrap_or_else(|_| workspace.to_path_buf());
+    let hash = hex::encode(&Sha256::digest(path.as_os_str().as_bytes())[..8]);
+    let name: String = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .take(40)
+        .collect();
+    crate::private_dir::user_dir("XDG_STATE_HOME", ".local/state")
+        .map(|d| d.join("workspaces").join(format!("{name}-{hash}")))
+}
+
 /// Read a JSON document; a missing file is `None`, a corrupt one is moved aside
 /// (with a warning) and also `None`.
 fn read_json<T: for<'de> Deserialize<'de>>(
     path: &Path,
     warnings: &mut Vec<String>,
 ) -> Result<Option<T>, StateError> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match std::fs::read(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => {
@@ -354,7 +377,8 @@ fn read_json<T: for<'de> Deserialize<'de>>(
             })
         }
     };
-    match serde_json::from_str(&text) {
+    // Bytes, not text: a file that is not UTF-8 is corrupt like any other.
+    match serde_json::from_slice(&text) {
         Ok(v) => Ok(Some(v)),
         Err(e) => {
             let stamp = SystemTime::now()

@@ -107,18 +107,20 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// Human-readable rendering for `--output text`.
+    /// Human-readable rendering for `--output text`. Detector-provided text
+    /// has its control characters escaped, so it cannot drive the terminal
+    /// (clear the screen, set the title) or forge lines of the report.
     pub fn to_text(&self) -> String {
         let mut out = format!(
             "{} {} (score {:.2}, threshold {:.2}, finish {} of session {:?})\n",
             if self.accepted { "ACCEPT" } else { "REJECT" },
-            self.skill.name,
+            one_line(&self.skill.name),
             self.score,
             self.threshold,
             self.iteration,
             self.session
         );
-        out.push_str(&format!("  {}\n", self.message));
+        out.push_str(&format!("  {}\n", one_line(&self.message)));
         for s in &self.signals {
             let mark = match s.status {
                 SignalStatus::Triggered => "fired",
@@ -128,26 +130,62 @@ impl Verdict {
             };
             out.push_str(&format!(
                 "  - {:<24} {:<8} {:>7.1} ms",
-                s.name, mark, s.duration_ms
+                one_line(&s.name),
+                mark,
+                s.duration_ms
             ));
             if let Some(e) = &s.error {
-                out.push_str(&format!("  {e}"));
+                out.push_str(&format!("  {}", one_line(e)));
             }
             out.push('\n');
             // A detector's own one-line account, by convention `metadata.summary`.
             if let Some(summary) = s.metadata.get("summary").and_then(Value::as_str) {
-                out.push_str(&format!("      {summary}\n"));
+                out.push_str(&format!("      {}\n", one_line(summary)));
             }
         }
         for w in &self.warnings {
-            out.push_str(&format!("  warning: {w}\n"));
+            out.push_str(&format!("  warning: {}\n", one_line(w)));
         }
         if let Some(f) = &self.followup {
             out.push_str("\nfollow-up for the agent:\n");
             for line in f.lines() {
-                out.push_str(&format!("  | {line}\n"));
+                out.push_str(&format!("  | {}\n", one_line(line)));
             }
         }
         out
+    }
+}
+
+/// `text` with every control character (newlines included) and bidi
+/// override shown as an escape, for one line of a terminal report.
+pub fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
+    fn unsafe_char(c: char) -> bool {
+        c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    }
+    if !text.chars().any(unsafe_char) {
+        return text.into();
+    }
+    text.chars()
+        .map(|c| match c {
+            '\t' => "    ".to_string(),
+            c if unsafe_char(c) => c.escape_unicode().to_string(),
+            c => c.to_string(),
+        })
+        .collect::<String>()
+        .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(one_line("plain text"), "plain text");
+        let hostile = "ok\x1b]0;pwned\x07\x1b[2J\r\n  - forged passed\u{9b}31m\u{202e}";
+        let shown = one_line(hostile);
+        assert!(!shown.chars().any(|c| c.is_control()), "{shown}");
+        assert!(shown.contains("\\u{1b}]0;pwned"), "{shown}");
+        assert!(!shown.contains('\u{202e}'));
     }
 }

@@ -138,6 +138,9 @@ fn a_reused_scratch_copy_is_reset_between_runs() {
     );
 }
 
+/// Unconfined runs (`--unconfined-runs`) still die whole: their process group
+/// is killed at the timeout. (Confined runs die with their PID namespace; see
+/// tests/security.rs.)
 #[test]
 fn a_timeout_kills_the_whole_process_group() {
     let repo = Repo::demo();
@@ -148,7 +151,7 @@ fn a_timeout_kills_the_whole_process_group() {
         "timeout_ms": 300,
     }});
     let started = std::time::Instant::now();
-    let o = run_requests(&repo, config, "run", &[]);
+    let o = run_requests(&repo, config, "run", &["--unconfined-runs"]);
     assert!(started.elapsed().as_secs() < 10);
     assert_eq!(o.results[0]["timed_out"], true, "{:#}", o.results[0]);
     let pid: i32 = std::fs::read_to_string(pidfile.path())
@@ -236,7 +239,8 @@ fn runs_need_the_capability() {
 }
 
 /// Start a check whose detector runs `sleep 30` in a scratch copy and return
-/// it once the command is running, with the pid file it writes.
+/// it once the command is running, with the pid file it writes (outside its
+/// copy, so the run is unconfined; tests/security.rs has the confined case).
 fn start_long_run(
     repo: &Repo,
     scratch: &Path,
@@ -251,7 +255,8 @@ fn start_long_run(
         "name: t\nversion: 0.1.0\ncapabilities: [run]\nsignals:\n  - {{name: r, type: hard_gate, detector: {{misbehave}}, timeout: 60s, config: {config}}}\n"
     ));
     let mut cmd = check(skill.path(), repo.path(), &demo_events(3), state);
-    cmd.env("CRITIC_SCRATCH_DIR", scratch)
+    cmd.arg("--unconfined-runs")
+        .env("CRITIC_SCRATCH_DIR", scratch)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
     let child = cmd.spawn().unwrap();

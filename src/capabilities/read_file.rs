@@ -2,7 +2,9 @@
 //!
 //! The path is relative to the workspace root. Absolute paths, `..`, and paths
 //! whose real location (after symlinks) leaves the workspace are refused, and so
-//! are non-regular files: a FIFO would block the host call forever.
+//! are non-regular files (a FIFO would block the host call forever) and
+//! anything in a `.git` directory (its config may hold credentials, and
+//! detectors judge the work tree, not the repository's internals).
 
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
@@ -52,14 +54,28 @@ fn resolve(root: &Path, rel: &str) -> Result<PathBuf, String> {
             }
         }
     }
+    if path.components().any(is_git_dir) {
+        return Err(git_refused(rel));
+    }
     let joined = root.join(path);
     let real = joined.canonicalize().map_err(|e| format!("{rel}: {e}"))?;
-    if !real.starts_with(root) {
+    let Ok(inside) = real.strip_prefix(root) else {
         return Err(format!(
             "{rel}: resolves outside the workspace (symlink escape refused)"
         ));
+    };
+    if inside.components().any(is_git_dir) {
+        return Err(git_refused(rel));
     }
     Ok(real)
+}
+
+fn git_refused(rel: &str) -> String {
+    format!("{rel}: files in .git are not readable by detectors")
+}
+
+fn is_git_dir(part: Component<'_>) -> bool {
+    matches!(part, Component::Normal(n) if n.eq_ignore_ascii_case(".git"))
 }
 
 #[cfg(test)]
@@ -99,5 +115,17 @@ mod tests {
             .unwrap_err()
             .contains("not a regular file"));
         assert!(read(&root, "missing.py").is_err());
+    }
+
+    #[test]
+    fn refuses_the_git_dir_however_it_is_named() {
+        let (_d, root) = workspace();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::write(root.join(".git/config"), "token = s3cret").unwrap();
+        std::os::unix::fs::symlink(root.join(".git/config"), root.join("cfg")).unwrap();
+        for path in [".git/config", "./.git/config", ".GIT/config", "cfg"] {
+            let err = read(&root, path).unwrap_err();
+            assert!(err.contains(".git are not readable"), "{path}: {err}");
+        }
     }
 }

@@ -3,9 +3,11 @@
 //! there (see [`crate::sandbox`]). `run-matrix` runs many such requests in
 //! parallel, one scratch copy per job.
 //!
-//! Commands run with the user's privileges (outside the WebAssembly sandbox),
-//! so a skill gets these only by declaring them, and the user can deny them.
-//! What is contained is the *workspace*: commands never see it, only copies.
+//! Commands run outside the WebAssembly sandbox, so a skill gets these only
+//! by declaring them, and the user can deny them. They run confined (see
+//! [`crate::confine`]): they write only to their copy, have no network and
+//! cannot see the host; where the machine cannot confine them, runs are
+//! refused unless the user opted out with `--unconfined-runs`.
 
 use crate::sandbox::{self, ScratchPool};
 use critic_sdk::RunRequest;
@@ -19,6 +21,7 @@ pub struct Runner {
     workspace: PathBuf,
     base: String,
     jobs: Option<usize>,
+    confined: bool,
     pool: OnceLock<Result<ScratchPool, String>>,
 }
 
@@ -38,12 +41,14 @@ impl std::fmt::Debug for Runner {
 
 impl Runner {
     /// Runs against commit `base` of the repository at `workspace`, up to
-    /// `jobs` at a time (`None`: one per core, asked only when a run needs it).
-    pub fn new(workspace: PathBuf, base: String, jobs: Option<usize>) -> Runner {
+    /// `jobs` at a time (`None`: one per core, asked only when a run needs
+    /// it), confined unless `confined` is false.
+    pub fn new(workspace: PathBuf, base: String, jobs: Option<usize>, confined: bool) -> Runner {
         Runner {
             workspace,
             base,
             jobs,
+            confined,
             pool: OnceLock::new(),
         }
     }
@@ -51,10 +56,22 @@ impl Runner {
     fn pool(&self) -> Result<&ScratchPool, String> {
         self.pool
             .get_or_init(|| {
+                if let Some(missing) = self
+                    .confined
+                    .then(|| crate::confine::support().missing())
+                    .flatten()
+                {
+                    return Err(format!(
+                        "runs are confined, and this machine lacks {missing} (`critic doctor` \
+                         shows what it has); pass --unconfined-runs to run commands with your \
+                         full privileges instead"
+                    ));
+                }
                 ScratchPool::new(
                     &self.workspace,
                     &self.base,
                     self.jobs.unwrap_or_else(crate::parallel::cores).max(1),
+                    self.confined,
                 )
                 .map_err(|e| format!("cannot make scratch copies of the workspace: {e}"))
             })

@@ -133,11 +133,17 @@ impl Repo {
     }
 }
 
-/// A skill directory in a temp dir with this manifest; `{misbehave}` in the
-/// text is replaced by the fixture component's absolute path.
+/// A skill directory in a temp dir with this manifest; `{misbehave}` (or the
+/// fixture component's absolute path) in the text names a copy of the
+/// fixture component in the skill, since detectors must live inside it.
 pub fn temp_skill(manifest: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let text = manifest.replace("{misbehave}", misbehave_wasm().to_str().unwrap());
+    let text = manifest
+        .replace("{misbehave}", "misbehave.wasm")
+        .replace(misbehave_wasm().to_str().unwrap(), "misbehave.wasm");
+    if text.contains("misbehave.wasm") {
+        std::fs::copy(misbehave_wasm(), dir.path().join("misbehave.wasm")).unwrap();
+    }
     std::fs::write(dir.path().join("critic.yaml"), text).unwrap();
     dir
 }
