@@ -176,3 +176,19 @@ fn structural_validity_catches_broken_python_and_bad_patches() {
         "does-not-apply"
     );
 }
+
+#[test]
+fn the_demo_skill_carries_the_shipped_components() {
+    let demo = root().join("examples/demo-skill");
+    for (skill, file) in [
+        ("empty-patch", "empty_patch.wasm"),
+        ("structural-validity", "structural_validity.wasm"),
+        ("ran-tests", "ran_tests.wasm"),
+        ("agent-finished", "agent_finished.wasm"),
+    ] {
+        assert!(
+            std::fs::read(demo.join(file)).unwrap() == std::fs::read(root().join("skills").join(skill).join(file)).unwrap(),
+            "examples/demo-skill/{file} differs from skills/{skill}/{file}: copy the rebuilt component"
+        );
+    }
+}

@@ -253,12 +253,11 @@ fn split_git_header(header: &str) -> Option<(String, String)> {
     let len = header.len();
     if len % 2 == 1 {
         let half = (len - 1) / 2;
-        let (a, b) = (&header[..half], &header[half + 1..]);
-        if header.is_char_boundary(half)
-            && a.strip_prefix("a/").is_some()
-            && b.strip_prefix("b/") == a.strip_prefix("a/")
-        {
-            return Some((a[2..].to_string(), b[2..].to_string()));
+        // `get` rather than indexing: the middle may fall inside a character.
+        if let (Some(a), Some(b)) = (header.get(..half), header.get(half + 1..)) {
+            if a.strip_prefix("a/").is_some() && b.strip_prefix("b/") == a.strip_prefix("a/") {
+                return Some((a[2..].to_string(), b[2..].to_string()));
+            }
         }
     }
     let (a, b) = header.split_once(" b/")?;
