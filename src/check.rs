@@ -116,7 +116,13 @@ pub fn prepare(opts: &CheckOptions) -> Result<Prepared, Error> {
                 )?),
             })
         });
-        let memo = opts.cache_dir.as_ref().map(|d| d.join("manifests"));
+        // The memo lets a manifest skip its schema check: only from a cache
+        // directory this user alone can write.
+        let memo = opts
+            .cache_dir
+            .as_ref()
+            .filter(|d| crate::private_dir::ensure(d).is_ok())
+            .map(|d| d.join("manifests"));
         let skill = manifest::load_with_memo(&opts.skill, memo.as_deref())?;
         tracing::debug!(ms = ms(started), "manifest loaded and validated");
         // The loader takes the skill; the patterns stay here for the classifier.

@@ -14,7 +14,8 @@
 //! - a **Landlock** domain: read and execute everywhere, write only to the
 //!   scratch copy, its private temporary directory and the harmless devices
 //!   (`/dev/null`...); processes outside the domain (the host among them)
-//!   cannot be traced, so `/proc/<host>/environ`, `cwd` and `mem` are closed;
+//!   cannot be traced, so `/proc/<host>/environ`, `cwd` and `mem` are closed
+//!   (and the waiter, a copy of the host inside the domain, is not dumpable);
 //! - **resource limits**: no core files, a ceiling on file size and on
 //!   processes;
 //!
@@ -341,6 +342,13 @@ fn enter(
             return Err(os());
         }
         if libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0) != 0 {
+            return Err(os());
+        }
+        // This process is a copy of the host's memory (its environment, keys
+        // read from it): the command, in the same Landlock domain, must not
+        // read it through /proc. Not dumpable, it needs CAP_SYS_PTRACE in
+        // the host's user namespace, which the command lacks.
+        if libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 {
             return Err(os());
         }
         // Tells the command whether this process is still alive.

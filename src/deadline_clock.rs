@@ -3,10 +3,10 @@
 //!
 //! Epoch interruption stops a detector only while it runs WebAssembly; a
 //! detector blocked in the host (`std::thread::sleep` is a monotonic-clock
-//! subscription and a poll) would hold the host for as long as it asked. This
-//! clock hands out pollables that are ready at the requested time or at the
-//! deadline, whichever comes first; once the guest is back in WebAssembly
-//! past its deadline, the epoch check traps it as a timeout.
+//! subscription and a poll) would hold the host for as long as it asked. A
+//! wait that would end past the call's deadline traps at once with
+//! [`DeadlineExceeded`] (the call times out then rather than later); any other
+//! wait is a pollable ready at its time.
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -40,7 +40,13 @@ fn now_nanos() -> u64 {
     u64::try_from(origin().elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// A wait that ends at `until` (already clamped to the deadline).
+/// The trap of a detector that asked to wait past its deadline; the runtime
+/// reports it as a timeout.
+#[derive(Debug, thiserror::Error)]
+#[error("the detector asked to wait past its deadline")]
+pub(crate) struct DeadlineExceeded;
+
+/// A wait that ends at `until`, before the deadline.
 struct Wake {
     until: Instant,
 }
@@ -57,7 +63,10 @@ impl ClockView<'_> {
         let now = Instant::now();
         // A call always has a deadline; outside one, nothing may wait at all.
         let limit = self.deadline.unwrap_or(now);
-        let until = now.checked_add(duration).map_or(limit, |t| t.min(limit));
+        let until = match now.checked_add(duration) {
+            Some(t) if t <= limit => t,
+            _ => return Err(DeadlineExceeded.into()),
+        };
         let wake = self.table.push(Wake { until })?;
         subscribe(self.table, wake)
     }

@@ -684,7 +684,10 @@ impl WasmDetector {
                 if matches!(
                     e.downcast_ref::<wasmtime::Trap>(),
                     Some(wasmtime::Trap::Interrupt)
-                ) {
+                ) || e
+                    .downcast_ref::<crate::deadline_clock::DeadlineExceeded>()
+                    .is_some()
+                {
                     return Err(DetectorError::Timeout(limits.timeout));
                 }
                 Err(DetectorError::Trap {

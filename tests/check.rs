@@ -174,19 +174,21 @@ fn detector_state_persists_per_session_and_resets_for_a_new_instance() {
 }
 
 #[test]
-fn default_state_dir_is_inside_the_git_dir_and_stays_out_of_the_patch() {
+fn default_state_dir_is_outside_the_workspace_and_keyed_by_it() {
     let skill = gates(&format!(
         "  - {{name: e, type: hard_gate, detector: {}, config: {{mode: echo}}}}\n",
         misbehave_wasm().display()
     ));
     let repo = Repo::demo();
+    let xdg = tempfile::tempdir().unwrap();
     let mut cmd = critic();
     cmd.args(["check", "--skill"])
         .arg(skill.path())
         .arg("--workspace")
         .arg(repo.path())
         .arg("--events")
-        .arg(demo_events(1));
+        .arg(demo_events(1))
+        .env("XDG_STATE_HOME", xdg.path());
     for _ in 0..2 {
         let out = run(&mut cmd);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -197,11 +199,19 @@ fn default_state_dir_is_inside_the_git_dir_and_stays_out_of_the_patch() {
             "{v}"
         );
     }
-    assert!(repo
-        .path()
-        .join(".git/critic/state/t/default/harness.json")
-        .is_file());
+    let root = xdg.path().join("pluggable-critic/workspaces");
+    let dirs: Vec<_> = std::fs::read_dir(&root).unwrap().flatten().collect();
+    assert_eq!(dirs.len(), 1);
+    let name = dirs[0].file_name().to_string_lossy().into_owned();
+    let base = repo.path().file_name().unwrap().to_string_lossy().replace('.', "_");
+    assert!(name.starts_with(&base), "{name} names the workspace");
+    assert!(dirs[0].path().join("t/default/harness.json").is_file());
+    assert!(!repo.path().join(".git/critic").exists());
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    // Without a state directory to use, a clear error.
+    let out = run(cmd.env_remove("XDG_STATE_HOME").env_remove("HOME"));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--state-dir"), "{}", stderr(&out));
 }
 
 #[test]
@@ -334,8 +344,12 @@ fn artifacts_are_written_for_the_agent_and_kept_out_of_the_patch() {
         "",
         "the feedback never shows in the patch"
     );
-    let exclude = std::fs::read_to_string(repo.path().join(".git/info/exclude")).unwrap();
-    assert_eq!(exclude.matches("/.critic/").count(), 1, "{exclude}");
+    assert!(
+        !std::fs::read_to_string(repo.path().join(".git/info/exclude"))
+            .unwrap_or_default()
+            .contains(".critic"),
+        "the repository's own files are not touched"
+    );
 
     let skill = temp_skill(&manifest("../escape.md"));
     let out = run(&mut check(

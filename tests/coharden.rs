@@ -141,16 +141,20 @@ impl Session {
 
 /// A skill directory using the shipped detector with `config`.
 fn coharden_skill(config: &Value) -> tempfile::TempDir {
-    let wasm = skill("coharden").join("coharden.wasm");
     let dir = tempfile::tempdir().unwrap();
+    // A skill carries its detectors: a copy of the shipped component.
+    std::fs::copy(
+        skill("coharden").join("coharden.wasm"),
+        dir.path().join("coharden.wasm"),
+    )
+    .unwrap();
     std::fs::write(
         dir.path().join("critic.yaml"),
         format!(
             "name: coharden\nversion: 0.1.0\nthreshold: 1.0\nmax_iterations: 20\n\
              test_patterns: [reproduction.py]\n\
              capabilities: [read-file, run, run-matrix, llm-complete]\n\
-             signals:\n  - {{name: coharden, type: hard_gate, detector: {}, timeout: 5m, config: {config}}}\n",
-            wasm.display()
+             signals:\n  - {{name: coharden, type: hard_gate, detector: coharden.wasm, timeout: 5m, config: {config}}}\n",
         ),
     )
     .unwrap();
@@ -169,8 +173,6 @@ fn followup(v: &Value) -> String {
     v["followup"].as_str().unwrap_or_default().to_string()
 }
 
-/// The workspace minus what the critic may write there: its feedback files
-/// and the `.critic/` line in `.git/info/exclude`.
 /// Assert two snapshots are equal, naming the files that differ.
 fn assert_same(a: &BTreeMap<String, Vec<u8>>, b: &BTreeMap<String, Vec<u8>>, what: &str) {
     let differ: Vec<&String> = a
@@ -181,18 +183,10 @@ fn assert_same(a: &BTreeMap<String, Vec<u8>>, b: &BTreeMap<String, Vec<u8>>, wha
     assert!(differ.is_empty(), "{what}: {differ:?}");
 }
 
+/// The workspace minus what the critic may write there: `.critic/`.
 fn workspace_files(ws: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut files = snapshot(ws);
     files.retain(|p, _| !p.starts_with(".critic/"));
-    if let Some(exclude) = files.get_mut(".git/info/exclude") {
-        let text = String::from_utf8(exclude.clone()).unwrap();
-        *exclude = text
-            .replace(
-                "# feedback files of PluggableCritic skills\n/.critic/\n",
-                "",
-            )
-            .into_bytes();
-    }
     files
 }
 

@@ -191,13 +191,12 @@ fn second_run_uses_the_compile_cache() {
 #[test]
 fn a_detector_rewritten_in_place_is_not_served_from_the_cache() {
     let cache = tempfile::tempdir().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let wasm = dir.path().join("d.wasm");
-    std::fs::copy(misbehave_wasm(), &wasm).unwrap();
-    let skill = temp_skill(&format!(
-        "name: t\nversion: 0.1.0\nsignals:\n  - {{name: s, type: hard_gate, detector: {}, config: {{mode: pass}}}}\n",
-        wasm.display()
-    ));
+    let skill = skill_with_detector(
+        &misbehave_wasm(),
+        "d.wasm",
+        "name: t\nversion: 0.1.0\nsignals:\n  - {name: s, type: hard_gate, detector: '{detector}', config: {mode: pass}}\n",
+    );
+    let wasm = skill.path().join("d.wasm");
     let args = ["--cache-dir", cache.path().to_str().unwrap()];
     let (_, v, _) = verdict(&skill, &args);
     assert_eq!(v["signals"][0]["compile_cache"], "compiled");
@@ -226,10 +225,11 @@ fn wrong_world_version_and_non_components_are_refused() {
         (core, "a core WebAssembly module, not a component"),
         (root().join("Cargo.toml"), "not a WebAssembly file"),
     ] {
-        let skill = temp_skill(&format!(
-            "name: t\nversion: 0.1.0\nsignals:\n  - {{name: s, type: hard_gate, detector: {}}}\n",
-            path.display()
-        ));
+        let skill = skill_with_detector(
+            &path,
+            "d.wasm",
+            "name: t\nversion: 0.1.0\nsignals:\n  - {name: s, type: hard_gate, detector: '{detector}'}\n",
+        );
         let (code, _, err) = verdict(&skill, &[]);
         assert_eq!(code, 2, "{err}");
         assert!(err.contains(expect), "{err}");
@@ -252,10 +252,11 @@ fn native_detectors_need_opt_in() {
         .status()
         .unwrap();
     assert!(built.success());
-    let skill = temp_skill(&format!(
-        "name: t\nversion: 0.1.0\nsignals:\n  - {{name: n, type: hard_gate, detector: {}}}\n",
-        lib.display()
-    ));
+    let skill = skill_with_detector(
+        &lib,
+        "libnative_detector.so",
+        "name: t\nversion: 0.1.0\nsignals:\n  - {name: n, type: hard_gate, detector: '{detector}'}\n",
+    );
     let (code, _, err) = verdict(&skill, &[]);
     assert_eq!(code, 2);
     assert!(err.contains("load only with --allow-native"), "{err}");

@@ -303,13 +303,17 @@ fn unquote(s: &str) -> String {
             b'"' => out.push(b'"'),
             b'\\' => out.push(b'\\'),
             b'0'..=b'7' if i + 1 < bytes.len() + 1 => {
-                let digits = &inner[i - 1..(i + 2).min(inner.len())];
-                match u8::from_str_radix(digits, 8) {
-                    Ok(v) => {
+                // Bytes, not `&str`: the slice may end inside a character.
+                let digits = &bytes[i - 1..(i + 2).min(bytes.len())];
+                match std::str::from_utf8(digits)
+                    .ok()
+                    .and_then(|d| u8::from_str_radix(d, 8).ok())
+                {
+                    Some(v) => {
                         out.push(v);
                         i += 2;
                     }
-                    Err(_) => out.push(c),
+                    None => out.push(c),
                 }
             }
             other => out.push(other),

@@ -148,6 +148,19 @@ pub fn temp_skill(manifest: &str) -> tempfile::TempDir {
     dir
 }
 
+/// A skill directory holding a copy of `detector` named `file`, with this
+/// manifest (`{detector}` in it names the copy).
+pub fn skill_with_detector(detector: &Path, file: &str, manifest: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(detector, dir.path().join(file)).unwrap();
+    std::fs::write(
+        dir.path().join("critic.yaml"),
+        manifest.replace("{detector}", file),
+    )
+    .unwrap();
+    dir
+}
+
 /// Recorded OpenHands events for finish `n` of the demo run (1-based).
 pub fn demo_events(n: usize) -> PathBuf {
     root().join(format!("examples/demo-run/finish-{n}.jsonl"))

@@ -1,0 +1,509 @@
+//! The host's promises against a hostile skill, a hostile agent and hostile
+//! model output (docs/SECURITY.md lists each promise with its test here).
+//! Every test attacks the real binary: a hostile detector (the misbehave
+//! fixture), a workspace an agent shaped (symlinks, edited state), or a
+//! command a detector runs.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// A one-signal skill running the misbehave fixture with `config`.
+fn skill_with(config: Value, extra: &str) -> tempfile::TempDir {
+    temp_skill(&format!(
+        "name: t\nversion: 0.1.0\nmax_iterations: 5\ncapabilities: [log, read-file, run, run-matrix]\n{extra}signals:\n  - {{name: s, type: hard_gate, detector: {{misbehave}}, timeout: 20s, config: {config}}}\n"
+    ))
+}
+
+/// Run a check; returns (exit code, verdict or Null, stderr, raw stdout length).
+fn verdict_of(cmd: &mut std::process::Command) -> (i32, Value, String, usize) {
+    let out = run(cmd);
+    let code = out.status.code().unwrap_or(-1);
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (code, v, stderr(&out), out.stdout.len())
+}
+
+/// The results of the run requests a misbehave `run` detector made.
+fn run_results(repo: &Repo, requests: Value, extra: &[&str]) -> Vec<Value> {
+    let skill = skill_with(json!({"mode": "run", "requests": requests}), "");
+    let state = tempfile::tempdir().unwrap();
+    let (code, v, err, _) =
+        verdict_of(check(skill.path(), repo.path(), &demo_events(3), state.path()).args(extra));
+    assert_eq!(code, 0, "{err}\n{v:#}");
+    v["signals"][0]["metadata"]["results"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+// 1. Every host-side wait a guest can start ends by the signal's deadline.
+#[test]
+fn a_sleeping_detector_is_stopped_at_its_timeout() {
+    let skill = temp_skill(
+        "name: t\nversion: 0.1.0\nsignals:\n  - {name: s, type: hard_gate, detector: '{misbehave}', timeout: 1s, config: {mode: sleep, ms: 60000}}\n",
+    );
+    let repo = Repo::demo();
+    let state = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let (code, v, err, _) =
+        verdict_of(&mut check(skill.path(), repo.path(), &demo_events(3), state.path()));
+    let took = started.elapsed();
+    assert_eq!(code, 1, "{err}");
+    assert!(took < Duration::from_secs(5), "held the check for {took:?}");
+    let e = v["signals"][0]["error"].as_str().unwrap();
+    assert!(e.contains("timed out after 1s"), "{e}");
+}
+
+// 2. Feedback files never follow a symlink the agent planted.
+#[test]
+fn feedback_files_do_not_follow_planted_symlinks() {
+    let skill = skill_with(
+        json!({"mode": "artifacts", "artifacts": [{"path": "notes/hint.md", "content": "pwned"}]}),
+        "",
+    );
+    for planted in [".critic", ".critic/feedback", ".critic/feedback/t", ".critic/feedback/t/notes"] {
+        let repo = Repo::demo();
+        let outside = tempfile::tempdir().unwrap();
+        let link = repo.path().join(planted);
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(outside.path(), &link).unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let (code, v, err, _) =
+            verdict_of(&mut check(skill.path(), repo.path(), &demo_events(3), state.path()));
+        assert!(
+            listing(outside.path()).is_empty(),
+            "{planted}: wrote outside the workspace: {:?}",
+            listing(outside.path())
+        );
+        // The signal fails (closed): the agent is sent back, nothing written.
+        assert_eq!(code, 1, "{planted}: {err}");
+        let e = v["signals"][0]["error"].as_str().unwrap();
+        assert!(e.contains("symlink"), "{planted}: {e}");
+    }
+    // The file itself a symlink to a file outside: replaced, never written through.
+    let repo = Repo::demo();
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    std::fs::create_dir_all(repo.path().join(".critic/feedback/t/notes")).unwrap();
+    std::os::unix::fs::symlink(&victim, repo.path().join(".critic/feedback/t/notes/hint.md"))
+        .unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let (code, v, err, _) =
+        verdict_of(&mut check(skill.path(), repo.path(), &demo_events(3), state.path()));
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join(".critic/feedback/t/notes/hint.md")).unwrap(),
+        "pwned"
+    );
+    assert_eq!(v["signals"][0]["artifacts"][0], ".critic/feedback/t/notes/hint.md");
+}
+
+// 3. Host-side writes into a scratch copy stay in it.
+#[test]
+fn scratch_preparation_does_not_follow_committed_symlinks() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("victim"), "keep").unwrap();
+    let repo = Repo::demo();
+    std::os::unix::fs::symlink(outside.path(), repo.path().join("lnk")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("victim"), repo.path().join("vic")).unwrap();
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "links"]);
+    let patch = "diff --git a/lnk/p.txt b/lnk/p.txt\nnew file mode 100644\n--- /dev/null\n+++ b/lnk/p.txt\n@@ -0,0 +1 @@\n+x\n";
+    let results = run_results(
+        &repo,
+        json!([
+            {"argv": ["true"], "files": {"lnk/t.txt": "x"}},
+            {"argv": ["true"], "files": {"lnk/victim": null}},
+            {"argv": ["true"], "files": {"vic": "overwritten"}},
+            {"argv": ["true"], "patch": patch},
+        ]),
+        &[],
+    );
+    for r in &results {
+        let e = r["error"].as_str().unwrap_or_default();
+        assert!(e.contains("symlink"), "refused: {r:#}");
+    }
+    assert_eq!(listing(outside.path()), ["victim"]);
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("victim")).unwrap(),
+        "keep"
+    );
+}
+
+// 4. State lives outside the workspace: editing `.git` cannot switch the critic off.
+#[test]
+fn state_is_kept_outside_the_workspace() {
+    let skill = skill_with(json!({"mode": "fire", "text": "not yet"}), "");
+    let repo = Repo::demo();
+    let xdg = tempfile::tempdir().unwrap();
+    let before = snapshot(repo.path());
+    let check_once = || {
+        let mut cmd = critic();
+        cmd.args(["check", "--skill"])
+            .arg(skill.path())
+            .arg("--workspace")
+            .arg(repo.path())
+            .arg("--events")
+            .arg(demo_events(3))
+            .env("XDG_STATE_HOME", xdg.path());
+        verdict_of(&mut cmd)
+    };
+    let (code, v, err, _) = check_once();
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(v["iteration"], 1);
+    assert_eq!(snapshot(repo.path()), before, "the workspace and .git are untouched");
+    let root = xdg.path().join("pluggable-critic/workspaces");
+    let dirs = listing(&root);
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    use std::os::unix::fs::MetadataExt;
+    let mode = std::fs::metadata(xdg.path().join("pluggable-critic")).unwrap().mode();
+    assert_eq!(mode & 0o077, 0, "private: {mode:o}");
+    // What an agent would try: a forged state where the old default was.
+    let forged = repo.path().join(".git/critic/state/t/default");
+    std::fs::create_dir_all(&forged).unwrap();
+    std::fs::write(
+        forged.join("harness.json"),
+        r#"{"schema_version":1,"skill":"t","session":"default","instance":"x","iteration":9,"rejections":5}"#,
+    )
+    .unwrap();
+    let (code, v, _, _) = check_once();
+    assert_eq!(code, 1);
+    assert_eq!(v["iteration"], 2);
+    assert_eq!(v["budget_exhausted"], false);
+}
+
+// 5. A detector's error string is capped, in the verdict and the follow-up.
+#[test]
+fn a_huge_error_string_is_capped() {
+    let skill = skill_with(json!({"mode": "error", "text": "e", "repeat": 50_000_000}), "");
+    let repo = Repo::demo();
+    let state = tempfile::tempdir().unwrap();
+    let (code, v, err, len) =
+        verdict_of(&mut check(skill.path(), repo.path(), &demo_events(3), state.path()));
+    assert_eq!(code, 1, "{err}");
+    assert!(len < 64 << 10, "verdict of {len} bytes");
+    assert!(err.len() < 64 << 10, "stderr of {} bytes", err.len());
+    assert!(v["signals"][0]["error"].as_str().unwrap().contains("bytes cut"));
+    assert!(v["followup"].as_str().unwrap().len() < 2000);
+}
+
+// 6. Absurd limits are refused with a clear error, never a panic.
+#[test]
+fn absurd_limits_are_refused_without_panicking() {
+    for timeout in ["1e20", "18446744073709551616", "\"999999999999m\"", "-1", ".nan", "3601"] {
+        let skill = temp_skill(&format!(
+            "name: t\nversion: 0.1.0\nsignals:\n  - {{name: s, type: hard_gate, detector: '{{misbehave}}', timeout: {timeout}}}\n"
+        ));
+        let out = run(critic().arg("validate").arg(skill.path()));
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "validate, timeout {timeout}: {err}");
+        // YAML cannot hold NaN as JSON: refused by the parser, at its place.
+        let place = if timeout == ".nan" { "critic.yaml:4:" } else { "signals[0].timeout" };
+        assert!(err.contains(place), "{timeout}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+        let repo = Repo::demo();
+        let state = tempfile::tempdir().unwrap();
+        let out = run(&mut check(skill.path(), repo.path(), &demo_events(3), state.path()));
+        assert_eq!(out.status.code(), Some(2), "check, timeout {timeout}");
+        assert!(stderr(&out).contains(place));
+    }
+    for limits in ["{memory_mb: 99999999999}", "{output_kb: 18446744073709551615}", "{stdio_kb: -5}"] {
+        let skill = temp_skill(&format!(
+            "name: t\nversion: 0.1.0\nlimits: {limits}\nsignals:\n  - {{name: s, type: hard_gate, detector: '{{misbehave}}'}}\n"
+        ));
+        let out = run(critic().arg("validate").arg(skill.path()));
+        assert_eq!(out.status.code(), Some(2), "{limits}: {}", stderr(&out));
+        assert!(stderr(&out).contains("limits."), "{}", stderr(&out));
+    }
+}
+
+// 7. The host caps what it captures of a run, whatever the request asks.
+#[test]
+fn run_output_has_a_host_ceiling() {
+    let request = json!({"argv": ["sh", "-c", "head -c 60000000 /dev/zero | tr '\\0' x"], "output_bytes": 4_000_000_000u64});
+    let skill = skill_with(
+        json!({"mode": "run", "requests": [request]}),
+        "limits: {output_kb: 20000}\n",
+    );
+    let repo = Repo::demo();
+    let state = tempfile::tempdir().unwrap();
+    let (code, v, err, _) =
+        verdict_of(&mut check(skill.path(), repo.path(), &demo_events(3), state.path()));
+    assert_eq!(code, 0, "{err}");
+    let out = v["signals"][0]["metadata"]["results"][0]["stdout"].as_str().unwrap();
+    assert!(out.len() <= (8 << 20) + 100, "{} bytes captured", out.len());
+    assert!(out.contains("bytes cut"));
+}
+
+/// Processes whose command line holds `marker`.
+fn processes_with(marker: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter_map(|e| {
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            text.contains(marker).then_some(text)
+        })
+        .collect()
+}
+
+// 8. When a run ends, everything it started is gone.
+#[test]
+fn nothing_a_run_starts_outlives_it() {
+    let repo = Repo::demo();
+    let marker = format!("{}.{}", 90 + std::process::id() % 9, std::process::id());
+    let results = run_results(
+        &repo,
+        json!([
+            {"argv": ["sh", "-c", format!("setsid sh -c 'sleep {marker}; echo > f' > /dev/null 2>&1 & echo started")]},
+            {"argv": ["sh", "-c", format!("(trap '' HUP TERM; nohup sleep {marker}1 > /dev/null 2>&1 &); sleep 30")], "timeout_ms": 500},
+        ]),
+        &["--jobs", "1"],
+    );
+    assert_eq!(results[0]["stdout"], "started\n", "{:#}", results[0]);
+    assert_eq!(results[1]["timed_out"], true, "{:#}", results[1]);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(processes_with(&format!("sleep {marker}")), Vec::<String>::new());
+}
+
+// 9. Runs are confined: no host environment, no write outside, no network.
+#[test]
+fn runs_cannot_read_host_secrets_write_outside_or_reach_the_network() {
+    let repo = Repo::demo();
+    let before = snapshot(repo.path());
+    let outside = tempfile::tempdir().unwrap();
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    tcp.set_nonblocking(true).unwrap();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_nonblocking(true).unwrap();
+    let (tport, uport) = (tcp.local_addr().unwrap().port(), udp.local_addr().unwrap().port());
+    let script = format!(
+        r#"
+import os, socket, glob
+found = []
+for p in glob.glob('/proc/[0-9]*/environ'):
+    try:
+        if b'CRITIC_TEST_SECRET' in open(p, 'rb').read(): found.append(p)
+    except OSError: pass
+print('secret:', found)
+for target in ['{ws}/pwned', '{out}/pwned', '/tmp/critic-pwned-{pid}', os.path.expanduser('~/critic-pwned-{pid}')]:
+    try:
+        open(target, 'w').write('x'); print('wrote', target)
+    except OSError as e: print('denied', target, e.errno)
+open(os.path.join(os.environ['TMPDIR'], 'ok'), 'w').write('x'); print('tmp ok')
+open('mine.txt', 'w').write('x'); print('copy ok')
+try:
+    socket.create_connection(('127.0.0.1', {tport}), timeout=2); print('tcp connected')
+except OSError as e: print('tcp failed', e)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try: s.sendto(b'leak', ('127.0.0.1', {uport})); print('udp sent')
+except OSError as e: print('udp failed', e)
+try:
+    print('cwd of parent:', os.readlink('/proc/%d/cwd' % os.getppid()))
+except OSError as e: print('parent hidden', e.errno)
+"#,
+        ws = repo.path().display(),
+        out = outside.path().display(),
+        pid = std::process::id(),
+    );
+    let skill = skill_with(
+        json!({"mode": "run", "requests": [{"argv": ["python3", "-c", script]}]}),
+        "",
+    );
+    let state = tempfile::tempdir().unwrap();
+    let mut cmd = check(skill.path(), repo.path(), &demo_events(3), state.path());
+    cmd.env("CRITIC_TEST_SECRET", "sk-live-123");
+    let (code, v, err, _) = verdict_of(&mut cmd);
+    assert_eq!(code, 0, "{err}");
+    let r = &v["signals"][0]["metadata"]["results"][0];
+    let out = r["stdout"].as_str().unwrap();
+    assert!(out.contains("secret: []"), "{r:#}");
+    assert!(!out.contains("wrote"), "{r:#}");
+    assert!(out.contains("tmp ok") && out.contains("copy ok"), "{r:#}");
+    // Inside, its own loopback answers (nothing listens there); the host's
+    // sockets below see nothing.
+    assert!(out.contains("tcp failed"), "{r:#}");
+    assert!(!out.contains("cwd of parent"), "{r:#}");
+    assert!(tcp.accept().is_err(), "a connection reached the host");
+    assert!(udp.recv(&mut [0; 16]).is_err(), "a datagram reached the host");
+    assert_eq!(snapshot(repo.path()), before);
+    assert!(listing(outside.path()).is_empty());
+    assert!(!Path::new(&format!("/tmp/critic-pwned-{}", std::process::id())).exists());
+}
+
+// 9b. Where confinement cannot be had, runs are refused unless opted out.
+#[test]
+fn doctor_reports_confinement_and_unconfined_runs_are_explicit() {
+    let out = run(critic().args(["doctor", "--output", "json"]));
+    let report = json_out(&out);
+    assert_eq!(out.status.code(), Some(0), "{report:#}");
+    assert!(report["landlock_abi"].as_u64().unwrap() >= 1);
+    assert_eq!(report["confined_runs"], "available");
+    let text = run(critic().arg("doctor"));
+    assert!(String::from_utf8_lossy(&text.stdout).contains("run confined"));
+    // Unconfined on request only: the same write then goes through.
+    let repo = Repo::demo();
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("written");
+    let write = json!([{"argv": ["sh", "-c", format!("echo x > {}", target.display())]}]);
+    let r = run_results(&repo, write.clone(), &[]);
+    assert_ne!(r[0]["exit_code"], 0, "{:#}", r[0]);
+    assert!(!target.exists());
+    let r = run_results(&repo, write, &["--unconfined-runs"]);
+    assert_eq!(r[0]["exit_code"], 0, "{:#}", r[0]);
+    assert!(target.exists());
+}
+
+// 10. A compile cache another user could write is not trusted.
+#[test]
+fn a_shared_cache_directory_is_not_trusted() {
+    use std::os::unix::fs::PermissionsExt;
+    let cache = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(cache.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let skill = skill_with(json!({"mode": "pass"}), "");
+    let repo = Repo::demo();
+    let state = tempfile::tempdir().unwrap();
+    let mut cmd = check(skill.path(), repo.path(), &demo_events(3), state.path());
+    cmd.env("CRITIC_CACHE_DIR", cache.path())
+        .env("CRITIC_LOG", "warn");
+    let (code, _, err, _) = verdict_of(&mut cmd);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("writable by group or others"), "{err}");
+    assert!(listing(cache.path()).is_empty(), "nothing cached there");
+    // Without a home, nothing falls back to a predictable shared directory.
+    let mut cmd = check(skill.path(), repo.path(), &demo_events(3), state.path());
+    cmd.env_remove("CRITIC_CACHE_DIR")
+        .env_remove("HOME")
+        .env_remove("XDG_CACHE_HOME");
+    let (code, _, err, _) = verdict_of(&mut cmd);
+    assert_eq!(code, 0, "{err}");
+}
+
+// 11. A trap gives the agent a short message; the details go to the user.
+#[test]
+fn a_crash_gives_the_agent_a_short_message() {
+    let skill = skill_with(json!({"mode": "trap", "text": "internal detail: /home/user/.ssh"}), "");
+    let repo = Repo::demo();
+    let state = tempfile::tempdir().unwrap();
+    let (code, v, err, _) =
+        verdict_of(&mut check(skill.path(), repo.path(), &demo_events(3), state.path()));
+    assert_eq!(code, 1, "{err}");
+    let followup = v["followup"].as_str().unwrap();
+    assert!(followup.contains("crashed"), "{followup}");
+    for leak in ["internal detail", "backtrace", "deliberate panic", "wasm"] {
+        assert!(!followup.contains(leak), "{leak} in {followup}");
+    }
+    let e = v["signals"][0]["error"].as_str().unwrap();
+    assert!(e.contains("internal detail") && e.contains("deliberate panic"), "{e}");
+}
+
+// 12. Text output escapes control characters from detectors.
+#[test]
+fn text_output_escapes_terminal_control() {
+    let hostile = "\u{1b}]0;owned\u{7}\u{1b}[2J\r\n  - forged                   passed";
+    let skill = skill_with(json!({"mode": "fire", "text": hostile}), "");
+    let repo = Repo::demo();
+    let state = tempfile::tempdir().unwrap();
+    let out = run(check(skill.path(), repo.path(), &demo_events(3), state.path())
+        .args(["--output", "text"]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains('\u{1b}') && !text.contains('\r'), "{text:?}");
+    assert!(!text.lines().any(|l| l.starts_with("  - forged")), "{text}");
+    assert!(text.contains("\\u{1b}]0;owned"), "{text}");
+}
+
+// 13. Corrupt or hostile state is moved aside or bounded, never fatal.
+#[test]
+fn corrupt_state_is_moved_aside_and_counts_do_not_wrap() {
+    let skill = skill_with(json!({"mode": "pass"}), "");
+    let repo = Repo::demo();
+    let state = tempfile::tempdir().unwrap();
+    let first = verdict_of(&mut check(skill.path(), repo.path(), &demo_events(3), state.path()));
+    assert_eq!(first.0, 0, "{}", first.2);
+    let session = state.path().join("t/default");
+    let harness = session.join("harness.json");
+    std::fs::write(&harness, b"{\"iteration\": \xff\xfe}").unwrap();
+    let (code, v, err, _) =
+        verdict_of(&mut check(skill.path(), repo.path(), &demo_events(3), state.path()));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(v["iteration"], 1);
+    assert!(listing(&session).iter().any(|n| n.contains("corrupt")), "{:?}", listing(&session));
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&harness).unwrap()).unwrap();
+    doc["iteration"] = json!(u32::MAX);
+    std::fs::write(&harness, doc.to_string()).unwrap();
+    let (code, v, err, _) =
+        verdict_of(&mut check(skill.path(), repo.path(), &demo_events(3), state.path()));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(v["iteration"], u32::MAX);
+}
+
+// 14. Detector paths stay inside the skill and are checked before reading.
+#[test]
+fn detector_paths_stay_in_the_skill() {
+    let outer = tempfile::tempdir().unwrap();
+    let skill = outer.path().join("skill");
+    std::fs::create_dir_all(skill.join("dir.wasm")).unwrap();
+    std::fs::copy(misbehave_wasm(), outer.path().join("x.wasm")).unwrap();
+    std::os::unix::fs::symlink(outer.path().join("x.wasm"), skill.join("out.wasm")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", skill.join("zero.wasm")).unwrap();
+    let big = std::fs::File::create(skill.join("big.wasm")).unwrap();
+    big.set_len(3 << 30).unwrap();
+    let cases = [
+        ("../x.wasm", "leaves the skill directory"),
+        ("/dev/zero", "leaves the skill directory"),
+        ("out.wasm", "resolves outside the skill directory"),
+        ("zero.wasm", "not a regular file"),
+        ("dir.wasm", "not a regular file"),
+        ("big.wasm", "more than the 64 MiB"),
+        ("gone.wasm", "does not exist"),
+    ];
+    for (path, expected) in cases {
+        std::fs::write(
+            skill.join("critic.yaml"),
+            format!("name: t\nversion: 0.1.0\nsignals:\n  - {{name: s, type: hard_gate, detector: '{path}'}}\n"),
+        )
+        .unwrap();
+        let started = Instant::now();
+        let out = run(critic().arg("validate").arg(&skill));
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{path}: {err}");
+        assert!(err.contains(expected), "{path}: {err}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{path}");
+    }
+}
+
+// 15. read-file cannot reach the repository's internals.
+#[test]
+fn read_file_cannot_read_the_git_dir() {
+    let repo = Repo::demo();
+    repo.git(&["config", "credential.helper", "store --file=/secret"]);
+    std::os::unix::fs::symlink(".git/config", repo.path().join("cfg")).unwrap();
+    for path in [".git/config", "cfg", "./.git/HEAD"] {
+        let skill = skill_with(json!({"mode": "read", "path": path}), "");
+        let state = tempfile::tempdir().unwrap();
+        let (_, v, err, _) =
+            verdict_of(&mut check(skill.path(), repo.path(), &demo_events(3), state.path()));
+        let m = &v["signals"][0]["metadata"];
+        assert!(m["text"].is_null(), "{path}: read {m:#} {err}");
+        assert!(
+            m["error"].as_str().unwrap().contains(".git are not readable"),
+            "{path}: {m:#}"
+        );
+    }
+}
