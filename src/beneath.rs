@@ -34,7 +34,10 @@ fn parts(rel: &Path) -> Result<Vec<&OsStr>> {
             _ => {
                 return Err(Error::new(
                     ErrorKind::InvalidInput,
-                    format!("{}: not a relative path inside the directory", rel.display()),
+                    format!(
+                        "{}: not a relative path inside the directory",
+                        rel.display()
+                    ),
                 ))
             }
         }

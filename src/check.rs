@@ -216,8 +216,7 @@ fn state_root(opts: &CheckOptions, ws: &Workspace) -> Result<PathBuf, Error> {
             )
         })?,
     };
-    crate::private_dir::ensure(&root)
-        .map_err(|e| Error::Usage(format!("state directory {e}")))?;
+    crate::private_dir::ensure(&root).map_err(|e| Error::Usage(format!("state directory {e}")))?;
     Ok(root)
 }
 

@@ -41,8 +41,8 @@
 //! ```
 
 pub mod artifacts;
-pub mod beneath;
 pub mod atomic_file;
+pub mod beneath;
 pub mod build;
 pub mod cache;
 pub mod capabilities;

@@ -459,7 +459,12 @@ fn build(raw: RawManifest, dir: &Path, doc: &Located, issues: &mut Vec<Issue>) -
     let limits = Limits {
         // The schema bounds these; `min` keeps the shifts in range even so.
         memory_bytes: raw.limits.memory_mb.unwrap_or(DEFAULT_MEMORY_MB).min(4096) << 20,
-        output_bytes: raw.limits.output_kb.unwrap_or(DEFAULT_OUTPUT_KB).min(262_144) << 10,
+        output_bytes: raw
+            .limits
+            .output_kb
+            .unwrap_or(DEFAULT_OUTPUT_KB)
+            .min(262_144)
+            << 10,
         stdio_bytes: raw.limits.stdio_kb.unwrap_or(DEFAULT_STDIO_KB).min(65_536) << 10,
     };
     let signals = raw
@@ -487,7 +492,9 @@ fn build(raw: RawManifest, dir: &Path, doc: &Located, issues: &mut Vec<Issue>) -
                 }
             },
             on_error: s.on_error.unwrap_or(on_error),
-            memory_bytes: s.memory_mb.map_or(limits.memory_bytes, |m| m.min(4096) << 20),
+            memory_bytes: s
+                .memory_mb
+                .map_or(limits.memory_bytes, |m| m.min(4096) << 20),
             name: s.name,
             kind: s.kind,
             detector: s.detector,
@@ -523,9 +530,12 @@ pub const MAX_DETECTOR_BYTES: u64 = 64 << 20;
 fn check_detector_path(declared: &str, path: &Path) -> Result<(), String> {
     let rel = Path::new(declared);
     if rel.is_absolute()
-        || rel
-            .components()
-            .any(|c| !matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir))
+        || rel.components().any(|c| {
+            !matches!(
+                c,
+                std::path::Component::Normal(_) | std::path::Component::CurDir
+            )
+        })
     {
         return Err(format!(
             "detector path {declared:?} leaves the skill directory; use a path relative to the \
@@ -543,10 +553,7 @@ fn check_detector_path(declared: &str, path: &Path) -> Result<(), String> {
         Err(e) => return Err(format!("detector file {}: {e}", path.display())),
     };
     if !meta.is_file() {
-        return Err(format!(
-            "detector {} is not a regular file",
-            path.display()
-        ));
+        return Err(format!("detector {} is not a regular file", path.display()));
     }
     if meta.len() > MAX_DETECTOR_BYTES {
         return Err(format!(

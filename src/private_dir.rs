@@ -67,7 +67,9 @@ mod tests {
         ensure(&dir).unwrap();
         assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-        assert!(ensure(&dir).unwrap_err().contains("writable by group or others"));
+        assert!(ensure(&dir)
+            .unwrap_err()
+            .contains("writable by group or others"));
         let file = t.path().join("f");
         std::fs::write(&file, "").unwrap();
         assert!(ensure(&file).is_err());

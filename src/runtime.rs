@@ -14,6 +14,7 @@ use crate::capabilities::llm::LlmClient;
 use crate::capabilities::log::{Level, LogBuffer, LogLine};
 use crate::capabilities::run::Runner;
 use crate::capabilities::{Capability, Grants};
+use crate::deadline_clock::{ClockView, DeadlineClock};
 use crate::events::feed::EventFeed;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
@@ -26,7 +27,6 @@ use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{Config, Engine, ResourceLimiter, Store};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
-use crate::deadline_clock::{ClockView, DeadlineClock};
 
 wasmtime::component::bindgen!({
     path: "critic-sdk/wit",
@@ -674,9 +674,10 @@ impl WasmDetector {
                 }
                 Ok((out, report))
             }
-            Ok(Err(message)) => Err(DetectorError::Reported(
-                crate::capabilities::log::truncate(&message, MAX_ERROR_BYTES),
-            )),
+            Ok(Err(message)) => Err(DetectorError::Reported(crate::capabilities::log::truncate(
+                &message,
+                MAX_ERROR_BYTES,
+            ))),
             Err(e) => {
                 if memory_cap_hit {
                     return Err(DetectorError::OutOfMemory(limits.memory_bytes));

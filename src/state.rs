@@ -354,7 +354,13 @@ pub fn default_root(workspace: &Path) -> Option<PathBuf> {
         .map(|n| n.to_string_lossy())
         .unwrap_or_default()
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(40)
         .collect();
     crate::private_dir::user_dir("XDG_STATE_HOME", ".local/state")

@@ -7,7 +7,8 @@
 //! `serde_yaml` is deprecated and its forks do not expose positions per node.
 //! `saphyr` also rejects duplicate keys, which serde-based loaders let through.
 
-use saphyr::{LoadableYamlNode, MarkedYaml, Scalar, YamlData};
+use saphyr::{LoadableYamlNode, MarkedYaml, Scalar, ScanError, YamlData};
+use saphyr_parser::{Event, Parser};
 use serde_json::{Map, Number, Value};
 use std::collections::HashMap;
 
@@ -63,15 +64,16 @@ pub struct YamlError {
     pub message: String,
 }
 
+/// The deepest nesting of sequences and mappings a document may have. Real
+/// manifests nest a few levels; the loader, the tree it builds and the
+/// conversion below each recurse once per level, so a hostile file nested
+/// thousands deep would overflow the stack.
+pub const MAX_DEPTH: usize = 64;
+
 /// Parse one YAML document into JSON with positions.
 pub fn parse(text: &str) -> Result<Located, YamlError> {
-    let docs = MarkedYaml::load_from_str(text).map_err(|e| YamlError {
-        position: Position {
-            line: e.marker().line(),
-            column: e.marker().col() + 1,
-        },
-        message: e.info().to_string(),
-    })?;
+    check_depth(text)?;
+    let docs = MarkedYaml::load_from_str(text).map_err(scan_error)?;
     let mut located = Located {
         value: Value::Null,
         values: HashMap::new(),
@@ -88,6 +90,45 @@ pub fn parse(text: &str) -> Result<Located, YamlError> {
             message: "more than one YAML document; a manifest is a single document".into(),
         }),
     }
+}
+
+fn scan_error(e: ScanError) -> YamlError {
+    YamlError {
+        position: Position {
+            line: e.marker().line(),
+            column: e.marker().col() + 1,
+        },
+        message: e.info().to_string(),
+    }
+}
+
+/// Refuse documents nested deeper than [`MAX_DEPTH`], walking the parser's
+/// events (which keep their own stack on the heap) before anything recurses.
+fn check_depth(text: &str) -> Result<(), YamlError> {
+    let mut depth = 0usize;
+    for event in Parser::new_from_str(text) {
+        let (event, span) = event.map_err(scan_error)?;
+        match event {
+            Event::SequenceStart(..) | Event::MappingStart(..) => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Err(YamlError {
+                        position: Position {
+                            line: span.start.line(),
+                            column: span.start.col() + 1,
+                        },
+                        message: format!(
+                            "nested deeper than {MAX_DEPTH} levels of lists and mappings; \
+                             a manifest needs only a few"
+                        ),
+                    });
+                }
+            }
+            Event::SequenceEnd | Event::MappingEnd => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 fn pos(node: &MarkedYaml) -> Position {
@@ -186,6 +227,26 @@ mod tests {
             Position { line: 4, column: 5 }
         );
         assert_eq!(doc.position("/signals/0/missing").line, 3);
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_stack_overflow() {
+        for text in [
+            "- ".repeat(5000) + "x\n",
+            "[".repeat(5000),
+            "? ".repeat(2000),
+            "a:\n".to_string() + &"{b: ".repeat(3000),
+        ] {
+            // The scanner has its own limit for flow collections.
+            let e = parse(&text).unwrap_err();
+            assert!(
+                e.message.contains("nested deeper than 64")
+                    || e.message.contains("recursion limit exceeded"),
+                "{e:?}"
+            );
+        }
+        let ok = "- ".repeat(MAX_DEPTH) + "x\n";
+        assert!(parse(&ok).is_ok());
     }
 
     #[test]

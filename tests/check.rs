@@ -203,7 +203,12 @@ fn default_state_dir_is_outside_the_workspace_and_keyed_by_it() {
     let dirs: Vec<_> = std::fs::read_dir(&root).unwrap().flatten().collect();
     assert_eq!(dirs.len(), 1);
     let name = dirs[0].file_name().to_string_lossy().into_owned();
-    let base = repo.path().file_name().unwrap().to_string_lossy().replace('.', "_");
+    let base = repo
+        .path()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .replace('.', "_");
     assert!(name.starts_with(&base), "{name} names the workspace");
     assert!(dirs[0].path().join("t/default/harness.json").is_file());
     assert!(!repo.path().join(".git/critic").exists());

@@ -57,8 +57,12 @@ fn a_sleeping_detector_is_stopped_at_its_timeout() {
     let repo = Repo::demo();
     let state = tempfile::tempdir().unwrap();
     let started = Instant::now();
-    let (code, v, err, _) =
-        verdict_of(&mut check(skill.path(), repo.path(), &demo_events(3), state.path()));
+    let (code, v, err, _) = verdict_of(&mut check(
+        skill.path(),
+        repo.path(),
+        &demo_events(3),
+        state.path(),
+    ));
     let took = started.elapsed();
     assert_eq!(code, 1, "{err}");
     assert!(took < Duration::from_secs(5), "held the check for {took:?}");
@@ -73,15 +77,24 @@ fn feedback_files_do_not_follow_planted_symlinks() {
         json!({"mode": "artifacts", "artifacts": [{"path": "notes/hint.md", "content": "pwned"}]}),
         "",
     );
-    for planted in [".critic", ".critic/feedback", ".critic/feedback/t", ".critic/feedback/t/notes"] {
+    for planted in [
+        ".critic",
+        ".critic/feedback",
+        ".critic/feedback/t",
+        ".critic/feedback/t/notes",
+    ] {
         let repo = Repo::demo();
         let outside = tempfile::tempdir().unwrap();
         let link = repo.path().join(planted);
         std::fs::create_dir_all(link.parent().unwrap()).unwrap();
         std::os::unix::fs::symlink(outside.path(), &link).unwrap();
         let state = tempfile::tempdir().unwrap();
-        let (code, v, err, _) =
-            verdict_of(&mut check(skill.path(), repo.path(), &demo_events(3), state.path()));
+        let (code, v, err, _) = verdict_of(&mut check(
+            skill.path(),
+            repo.path(),
+            &demo_events(3),
+            state.path(),
+        ));
         assert!(
             listing(outside.path()).is_empty(),
             "{planted}: wrote outside the workspace: {:?}",
@@ -98,18 +111,28 @@ fn feedback_files_do_not_follow_planted_symlinks() {
     let victim = outside.path().join("victim");
     std::fs::write(&victim, "keep").unwrap();
     std::fs::create_dir_all(repo.path().join(".critic/feedback/t/notes")).unwrap();
-    std::os::unix::fs::symlink(&victim, repo.path().join(".critic/feedback/t/notes/hint.md"))
-        .unwrap();
+    std::os::unix::fs::symlink(
+        &victim,
+        repo.path().join(".critic/feedback/t/notes/hint.md"),
+    )
+    .unwrap();
     let state = tempfile::tempdir().unwrap();
-    let (code, v, err, _) =
-        verdict_of(&mut check(skill.path(), repo.path(), &demo_events(3), state.path()));
+    let (code, v, err, _) = verdict_of(&mut check(
+        skill.path(),
+        repo.path(),
+        &demo_events(3),
+        state.path(),
+    ));
     assert_eq!(code, 1, "{err}");
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
     assert_eq!(
         std::fs::read_to_string(repo.path().join(".critic/feedback/t/notes/hint.md")).unwrap(),
         "pwned"
     );
-    assert_eq!(v["signals"][0]["artifacts"][0], ".critic/feedback/t/notes/hint.md");
+    assert_eq!(
+        v["signals"][0]["artifacts"][0],
+        ".critic/feedback/t/notes/hint.md"
+    );
 }
 
 // 3. Host-side writes into a scratch copy stay in it.
@@ -165,12 +188,18 @@ fn state_is_kept_outside_the_workspace() {
     let (code, v, err, _) = check_once();
     assert_eq!(code, 1, "{err}");
     assert_eq!(v["iteration"], 1);
-    assert_eq!(snapshot(repo.path()), before, "the workspace and .git are untouched");
+    assert_eq!(
+        snapshot(repo.path()),
+        before,
+        "the workspace and .git are untouched"
+    );
     let root = xdg.path().join("pluggable-critic/workspaces");
     let dirs = listing(&root);
     assert_eq!(dirs.len(), 1, "{dirs:?}");
     use std::os::unix::fs::MetadataExt;
-    let mode = std::fs::metadata(xdg.path().join("pluggable-critic")).unwrap().mode();
+    let mode = std::fs::metadata(xdg.path().join("pluggable-critic"))
+        .unwrap()
+        .mode();
     assert_eq!(mode & 0o077, 0, "private: {mode:o}");
     // What an agent would try: a forged state where the old default was.
     let forged = repo.path().join(".git/critic/state/t/default");
@@ -189,39 +218,73 @@ fn state_is_kept_outside_the_workspace() {
 // 5. A detector's error string is capped, in the verdict and the follow-up.
 #[test]
 fn a_huge_error_string_is_capped() {
-    let skill = skill_with(json!({"mode": "error", "text": "e", "repeat": 50_000_000}), "");
+    let skill = skill_with(
+        json!({"mode": "error", "text": "e", "repeat": 50_000_000}),
+        "",
+    );
     let repo = Repo::demo();
     let state = tempfile::tempdir().unwrap();
-    let (code, v, err, len) =
-        verdict_of(&mut check(skill.path(), repo.path(), &demo_events(3), state.path()));
+    let (code, v, err, len) = verdict_of(&mut check(
+        skill.path(),
+        repo.path(),
+        &demo_events(3),
+        state.path(),
+    ));
     assert_eq!(code, 1, "{err}");
     assert!(len < 64 << 10, "verdict of {len} bytes");
     assert!(err.len() < 64 << 10, "stderr of {} bytes", err.len());
-    assert!(v["signals"][0]["error"].as_str().unwrap().contains("bytes cut"));
+    assert!(v["signals"][0]["error"]
+        .as_str()
+        .unwrap()
+        .contains("bytes cut"));
     assert!(v["followup"].as_str().unwrap().len() < 2000);
 }
 
 // 6. Absurd limits are refused with a clear error, never a panic.
 #[test]
 fn absurd_limits_are_refused_without_panicking() {
-    for timeout in ["1e20", "18446744073709551616", "\"999999999999m\"", "-1", ".nan", "3601"] {
+    for timeout in [
+        "1e20",
+        "18446744073709551616",
+        "\"999999999999m\"",
+        "-1",
+        ".nan",
+        "3601",
+    ] {
         let skill = temp_skill(&format!(
             "name: t\nversion: 0.1.0\nsignals:\n  - {{name: s, type: hard_gate, detector: '{{misbehave}}', timeout: {timeout}}}\n"
         ));
         let out = run(critic().arg("validate").arg(skill.path()));
         let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(2), "validate, timeout {timeout}: {err}");
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "validate, timeout {timeout}: {err}"
+        );
         // YAML cannot hold NaN as JSON: refused by the parser, at its place.
-        let place = if timeout == ".nan" { "critic.yaml:4:" } else { "signals[0].timeout" };
+        let place = if timeout == ".nan" {
+            "critic.yaml:4:"
+        } else {
+            "signals[0].timeout"
+        };
         assert!(err.contains(place), "{timeout}: {err}");
         assert!(!err.contains("panicked"), "{err}");
         let repo = Repo::demo();
         let state = tempfile::tempdir().unwrap();
-        let out = run(&mut check(skill.path(), repo.path(), &demo_events(3), state.path()));
+        let out = run(&mut check(
+            skill.path(),
+            repo.path(),
+            &demo_events(3),
+            state.path(),
+        ));
         assert_eq!(out.status.code(), Some(2), "check, timeout {timeout}");
         assert!(stderr(&out).contains(place));
     }
-    for limits in ["{memory_mb: 99999999999}", "{output_kb: 18446744073709551615}", "{stdio_kb: -5}"] {
+    for limits in [
+        "{memory_mb: 99999999999}",
+        "{output_kb: 18446744073709551615}",
+        "{stdio_kb: -5}",
+    ] {
         let skill = temp_skill(&format!(
             "name: t\nversion: 0.1.0\nlimits: {limits}\nsignals:\n  - {{name: s, type: hard_gate, detector: '{{misbehave}}'}}\n"
         ));
@@ -241,10 +304,16 @@ fn run_output_has_a_host_ceiling() {
     );
     let repo = Repo::demo();
     let state = tempfile::tempdir().unwrap();
-    let (code, v, err, _) =
-        verdict_of(&mut check(skill.path(), repo.path(), &demo_events(3), state.path()));
+    let (code, v, err, _) = verdict_of(&mut check(
+        skill.path(),
+        repo.path(),
+        &demo_events(3),
+        state.path(),
+    ));
     assert_eq!(code, 0, "{err}");
-    let out = v["signals"][0]["metadata"]["results"][0]["stdout"].as_str().unwrap();
+    let out = v["signals"][0]["metadata"]["results"][0]["stdout"]
+        .as_str()
+        .unwrap();
     assert!(out.len() <= (8 << 20) + 100, "{} bytes captured", out.len());
     assert!(out.contains("bytes cut"));
 }
@@ -279,7 +348,10 @@ fn nothing_a_run_starts_outlives_it() {
     assert_eq!(results[0]["stdout"], "started\n", "{:#}", results[0]);
     assert_eq!(results[1]["timed_out"], true, "{:#}", results[1]);
     std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(processes_with(&format!("sleep {marker}")), Vec::<String>::new());
+    assert_eq!(
+        processes_with(&format!("sleep {marker}")),
+        Vec::<String>::new()
+    );
 }
 
 // 9. Runs are confined: no host environment, no write outside, no network.
@@ -292,7 +364,10 @@ fn runs_cannot_read_host_secrets_write_outside_or_reach_the_network() {
     tcp.set_nonblocking(true).unwrap();
     let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     udp.set_nonblocking(true).unwrap();
-    let (tport, uport) = (tcp.local_addr().unwrap().port(), udp.local_addr().unwrap().port());
+    let (tport, uport) = (
+        tcp.local_addr().unwrap().port(),
+        udp.local_addr().unwrap().port(),
+    );
     let script = format!(
         r#"
 import os, socket, glob
@@ -341,7 +416,10 @@ except OSError as e: print('parent hidden', e.errno)
     assert!(out.contains("tcp failed"), "{r:#}");
     assert!(!out.contains("cwd of parent"), "{r:#}");
     assert!(tcp.accept().is_err(), "a connection reached the host");
-    assert!(udp.recv(&mut [0; 16]).is_err(), "a datagram reached the host");
+    assert!(
+        udp.recv(&mut [0; 16]).is_err(),
+        "a datagram reached the host"
+    );
     assert_eq!(snapshot(repo.path()), before);
     assert!(listing(outside.path()).is_empty());
     assert!(!Path::new(&format!("/tmp/critic-pwned-{}", std::process::id())).exists());
@@ -398,11 +476,18 @@ fn a_shared_cache_directory_is_not_trusted() {
 // 11. A trap gives the agent a short message; the details go to the user.
 #[test]
 fn a_crash_gives_the_agent_a_short_message() {
-    let skill = skill_with(json!({"mode": "trap", "text": "internal detail: /home/user/.ssh"}), "");
+    let skill = skill_with(
+        json!({"mode": "trap", "text": "internal detail: /home/user/.ssh"}),
+        "",
+    );
     let repo = Repo::demo();
     let state = tempfile::tempdir().unwrap();
-    let (code, v, err, _) =
-        verdict_of(&mut check(skill.path(), repo.path(), &demo_events(3), state.path()));
+    let (code, v, err, _) = verdict_of(&mut check(
+        skill.path(),
+        repo.path(),
+        &demo_events(3),
+        state.path(),
+    ));
     assert_eq!(code, 1, "{err}");
     let followup = v["followup"].as_str().unwrap();
     assert!(followup.contains("crashed"), "{followup}");
@@ -410,7 +495,10 @@ fn a_crash_gives_the_agent_a_short_message() {
         assert!(!followup.contains(leak), "{leak} in {followup}");
     }
     let e = v["signals"][0]["error"].as_str().unwrap();
-    assert!(e.contains("internal detail") && e.contains("deliberate panic"), "{e}");
+    assert!(
+        e.contains("internal detail") && e.contains("deliberate panic"),
+        "{e}"
+    );
 }
 
 // 12. Text output escapes control characters from detectors.
@@ -420,8 +508,9 @@ fn text_output_escapes_terminal_control() {
     let skill = skill_with(json!({"mode": "fire", "text": hostile}), "");
     let repo = Repo::demo();
     let state = tempfile::tempdir().unwrap();
-    let out = run(check(skill.path(), repo.path(), &demo_events(3), state.path())
-        .args(["--output", "text"]));
+    let out = run(
+        check(skill.path(), repo.path(), &demo_events(3), state.path()).args(["--output", "text"]),
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains('\u{1b}') && !text.contains('\r'), "{text:?}");
     assert!(!text.lines().any(|l| l.starts_with("  - forged")), "{text}");
@@ -434,21 +523,38 @@ fn corrupt_state_is_moved_aside_and_counts_do_not_wrap() {
     let skill = skill_with(json!({"mode": "pass"}), "");
     let repo = Repo::demo();
     let state = tempfile::tempdir().unwrap();
-    let first = verdict_of(&mut check(skill.path(), repo.path(), &demo_events(3), state.path()));
+    let first = verdict_of(&mut check(
+        skill.path(),
+        repo.path(),
+        &demo_events(3),
+        state.path(),
+    ));
     assert_eq!(first.0, 0, "{}", first.2);
     let session = state.path().join("t/default");
     let harness = session.join("harness.json");
     std::fs::write(&harness, b"{\"iteration\": \xff\xfe}").unwrap();
-    let (code, v, err, _) =
-        verdict_of(&mut check(skill.path(), repo.path(), &demo_events(3), state.path()));
+    let (code, v, err, _) = verdict_of(&mut check(
+        skill.path(),
+        repo.path(),
+        &demo_events(3),
+        state.path(),
+    ));
     assert_eq!(code, 0, "{err}");
     assert_eq!(v["iteration"], 1);
-    assert!(listing(&session).iter().any(|n| n.contains("corrupt")), "{:?}", listing(&session));
+    assert!(
+        listing(&session).iter().any(|n| n.contains("corrupt")),
+        "{:?}",
+        listing(&session)
+    );
     let mut doc: Value = serde_json::from_slice(&std::fs::read(&harness).unwrap()).unwrap();
     doc["iteration"] = json!(u32::MAX);
     std::fs::write(&harness, doc.to_string()).unwrap();
-    let (code, v, err, _) =
-        verdict_of(&mut check(skill.path(), repo.path(), &demo_events(3), state.path()));
+    let (code, v, err, _) = verdict_of(&mut check(
+        skill.path(),
+        repo.path(),
+        &demo_events(3),
+        state.path(),
+    ));
     assert_eq!(code, 0, "{err}");
     assert_eq!(v["iteration"], u32::MAX);
 }
@@ -497,12 +603,19 @@ fn read_file_cannot_read_the_git_dir() {
     for path in [".git/config", "cfg", "./.git/HEAD"] {
         let skill = skill_with(json!({"mode": "read", "path": path}), "");
         let state = tempfile::tempdir().unwrap();
-        let (_, v, err, _) =
-            verdict_of(&mut check(skill.path(), repo.path(), &demo_events(3), state.path()));
+        let (_, v, err, _) = verdict_of(&mut check(
+            skill.path(),
+            repo.path(),
+            &demo_events(3),
+            state.path(),
+        ));
         let m = &v["signals"][0]["metadata"];
         assert!(m["text"].is_null(), "{path}: read {m:#} {err}");
         assert!(
-            m["error"].as_str().unwrap().contains(".git are not readable"),
+            m["error"]
+                .as_str()
+                .unwrap()
+                .contains(".git are not readable"),
             "{path}: {m:#}"
         );
     }

@@ -150,6 +150,14 @@ fn parse_hunk(lines: &[&str], start: usize) -> Result<(Hunk, usize), DiffError> 
     let (old, new) = ranges.split_once(" +").ok_or_else(bad)?;
     let (old_start, old_lines) = parse_range(old).ok_or_else(bad)?;
     let (new_start, new_lines) = parse_range(new).ok_or_else(bad)?;
+    // Line numbers past u32::MAX cannot come from a real file; refusing them
+    // here keeps the counting below free of overflow.
+    if old_start.checked_add(old_lines).is_none() || new_start.checked_add(new_lines).is_none() {
+        return Err(err(
+            start,
+            format!("hunk header {header:?} names lines past {}", u32::MAX),
+        ));
+    }
     let mut hunk = Hunk {
         old_start,
         old_lines,
@@ -502,6 +510,13 @@ index 1111111..2222222 100644
         assert_eq!(h.lines[2].new_line, Some(2));
         assert_eq!(h.lines[3].kind, LineKind::Context);
         assert_eq!(h.lines[3].text, "");
+    }
+
+    #[test]
+    fn line_numbers_past_u32_max_are_an_error_not_an_overflow() {
+        let raw = MODIFY.replace("@@ -1,3 +1,3 @@", "@@ -1,3 +4294967295,3 @@");
+        let e = parse(&raw).unwrap_err().to_string();
+        assert!(e.contains("past 4294967295"), "{e}");
     }
 
     #[test]
