@@ -70,15 +70,25 @@ fn events_file(dir: &Path, min_events: usize, min_bytes: usize) -> PathBuf {
     path
 }
 
-/// A skill with three WASM gates from the shipped skills.
+/// A skill with three WASM gates, copies of the shipped skills' components
+/// (a detector must lie inside its skill).
 fn three_gates(dir: &Path) -> PathBuf {
-    let skills = root().join("skills");
-    let yaml = format!(
-        "name: bench\nversion: 0.1.0\ncapabilities: [read-file]\nsignals:\n  - {{name: empty, type: hard_gate, detector: {s}/empty-patch/empty_patch.wasm}}\n  - {{name: ran-tests, type: hard_gate, detector: {s}/ran-tests/ran_tests.wasm}}\n  - {{name: finished, type: hard_gate, detector: {s}/agent-finished/agent_finished.wasm}}\n",
-        s = skills.display()
-    );
     let skill = dir.join("skill");
     std::fs::create_dir_all(&skill).unwrap();
+    let gates = [
+        ("empty", "empty-patch/empty_patch.wasm"),
+        ("ran-tests", "ran-tests/ran_tests.wasm"),
+        ("finished", "agent-finished/agent_finished.wasm"),
+    ];
+    let mut yaml = "name: bench\nversion: 0.1.0\ncapabilities: [read-file]\nsignals:\n".to_string();
+    for (name, wasm) in gates {
+        let file = Path::new(wasm).file_name().unwrap();
+        std::fs::copy(root().join("skills").join(wasm), skill.join(file)).unwrap();
+        yaml += &format!(
+            "  - {{name: {name}, type: hard_gate, detector: {}}}\n",
+            file.to_string_lossy()
+        );
+    }
     std::fs::write(skill.join("critic.yaml"), yaml).unwrap();
     skill
 }

@@ -132,9 +132,12 @@ def main():
         skills = ROOT / "skills"
         gates = [("empty", "empty-patch/empty_patch.wasm"), ("ran-tests", "ran-tests/ran_tests.wasm"),
                  ("finished", "agent-finished/agent_finished.wasm")]
+        # A detector must lie inside its skill: copy the shipped components.
+        for _, p in gates:
+            shutil.copy(skills / p, skill / Path(p).name)
         (skill / "critic.yaml").write_text(
             "name: bench\nversion: 0.1.0\ncapabilities: [read-file]\nsignals:\n" + "".join(
-                f"  - {{name: {n}, type: hard_gate, detector: {skills / p}}}\n" for n, p in gates))
+                f"  - {{name: {n}, type: hard_gate, detector: {Path(p).name}}}\n" for n, p in gates))
         small = events(tmp / "small.jsonl", 50, 0)
         large = events(tmp / "large.jsonl", 0, 10 << 20)
 

@@ -87,11 +87,12 @@ fn probe_critic(dir: &Path, runtime: &Runtime, rounds: u32, sample: Option<usize
     let name = format!("{rounds}-{sample:?}");
     let skill_dir = dir.join(format!("skill-{name}"));
     std::fs::create_dir_all(&skill_dir).unwrap();
+    // A detector must lie inside its skill.
+    std::fs::copy(&wasm, skill_dir.join("mutants_probe.wasm")).unwrap();
     std::fs::write(
         skill_dir.join("critic.yaml"),
         format!(
-            "name: probe\nversion: 0.1.0\nsignals:\n  - {{name: p, type: soft, weight: 1, detector: {}, config: {config}}}\n",
-            wasm.display()
+            "name: probe\nversion: 0.1.0\nsignals:\n  - {{name: p, type: soft, weight: 1, detector: mutants_probe.wasm, config: {config}}}\n"
         ),
     )
     .unwrap();
