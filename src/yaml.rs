@@ -7,7 +7,7 @@
 //! `serde_yaml` is deprecated and its forks do not expose positions per node.
 //! `saphyr` also rejects duplicate keys, which serde-based loaders let through.
 
-use saphyr::{LoadableYamlNode, MarkedYaml, Scalar, ScanError, YamlData};
+use saphyr::{LoadableYamlNode, MarkedYaml, Marker, Scalar, ScanError, YamlData};
 use saphyr_parser::{Event, Parser};
 use serde_json::{Map, Number, Value};
 use std::collections::HashMap;
@@ -92,12 +92,16 @@ pub fn parse(text: &str) -> Result<Located, YamlError> {
     }
 }
 
+fn position(marker: Marker) -> Position {
+    Position {
+        line: marker.line(),
+        column: marker.col() + 1,
+    }
+}
+
 fn scan_error(e: ScanError) -> YamlError {
     YamlError {
-        position: Position {
-            line: e.marker().line(),
-            column: e.marker().col() + 1,
-        },
+        position: position(*e.marker()),
         message: e.info().to_string(),
     }
 }
@@ -113,10 +117,7 @@ fn check_depth(text: &str) -> Result<(), YamlError> {
                 depth += 1;
                 if depth > MAX_DEPTH {
                     return Err(YamlError {
-                        position: Position {
-                            line: span.start.line(),
-                            column: span.start.col() + 1,
-                        },
+                        position: position(span.start),
                         message: format!(
                             "nested deeper than {MAX_DEPTH} levels of lists and mappings; \
                              a manifest needs only a few"
@@ -132,10 +133,7 @@ fn check_depth(text: &str) -> Result<(), YamlError> {
 }
 
 fn pos(node: &MarkedYaml) -> Position {
-    Position {
-        line: node.span.start.line(),
-        column: node.span.start.col() + 1,
-    }
+    position(node.span.start)
 }
 
 /// Escape a mapping key for a JSON pointer (RFC 6901).

@@ -80,6 +80,46 @@ struct Record {
     raw: Box<RawValue>,
 }
 
+/// The largest events file the host reads (a 10 MB stream holds about
+/// 10,000 events; this leaves room for a day-long session).
+pub const MAX_EVENTS_FILE_BYTES: u64 = 1 << 30;
+
+/// Read one events file: a regular file (not a FIFO or device the agent
+/// planted, which would block or never end) of at most
+/// [`MAX_EVENTS_FILE_BYTES`], whatever its size claims while it is read.
+fn read_events_file(path: &Path) -> Result<String, EventsError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let refuse = |what: String| EventsError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, what),
+    };
+    let io = |source| EventsError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    // Non-blocking, so opening a FIFO returns at once and is refused below.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+        .map_err(io)?;
+    if !file.metadata().map_err(io)?.is_file() {
+        return Err(refuse("not a regular file".into()));
+    }
+    let mut text = String::new();
+    file.take(MAX_EVENTS_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(io)?;
+    if text.len() as u64 > MAX_EVENTS_FILE_BYTES {
+        return Err(refuse(format!(
+            "larger than {} MiB; pass a shorter stream",
+            MAX_EVENTS_FILE_BYTES >> 20
+        )));
+    }
+    Ok(text)
+}
+
 /// Read and normalize an event stream.
 pub fn load(path: &Path, format: Option<EventsFormat>) -> Result<Vec<Event>, EventsError> {
     let io = |source| EventsError::Io {
@@ -90,7 +130,7 @@ pub fn load(path: &Path, format: Option<EventsFormat>) -> Result<Vec<Event>, Eve
     let (records, detected) = if meta.is_dir() {
         (openhands::read_dir(path)?, EventsFormat::Openhands)
     } else {
-        let text = std::fs::read_to_string(path).map_err(io)?;
+        let text = read_events_file(path)?;
         let records = read_records(path, &text)?;
         let detected = match format {
             Some(f) => f,
@@ -269,6 +309,27 @@ mod tests {
         let mut f = tempfile::NamedTempFile::new().unwrap();
         f.write_all(text.as_bytes()).unwrap();
         f
+    }
+
+    #[test]
+    fn devices_and_fifos_are_refused_not_read_forever() {
+        let dir = tempfile::tempdir().unwrap();
+        let events = dir.path().join("events");
+        std::fs::create_dir(&events).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", events.join("event-00001.json")).unwrap();
+        let e = load(dir.path(), None).unwrap_err().to_string();
+        assert!(
+            e.contains("event-00001.json") && e.contains("not a regular file"),
+            "{e}"
+        );
+        let fifo = dir.path().join("fifo.jsonl");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let e = load(&fifo, None).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
     }
 
     #[test]

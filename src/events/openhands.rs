@@ -38,10 +38,7 @@ pub(super) fn read_dir(dir: &Path) -> Result<Vec<Record>, EventsError> {
     files
         .into_iter()
         .map(|path| {
-            let text = std::fs::read_to_string(&path).map_err(|source| EventsError::Io {
-                path: path.clone(),
-                source,
-            })?;
+            let text = super::read_events_file(&path)?;
             let malformed = |e: serde_json::Error| EventsError::Malformed {
                 path: path.clone(),
                 line: e.line(),
