@@ -11,6 +11,11 @@
 //!   ends, or is killed at the deadline, the kernel kills everything it
 //!   started, `setsid` daemons included;
 //! - a new **IPC namespace** (no shared memory or queues with the host);
+//! - a new **mount namespace** in which every mount is read-only except
+//!   bind mounts of the scratch copy and its temporary directory: Landlock
+//!   governs file *contents* and names, not metadata, so this is what stops
+//!   `chmod`, `chown`, `setcap`, `touch -d` and `setfattr` on the user's
+//!   files;
 //! - a **Landlock** domain: read and execute everywhere, write only to the
 //!   scratch copy, its private temporary directory and the harmless devices
 //!   (`/dev/null`...); processes outside the domain (the host among them)
@@ -19,8 +24,10 @@
 //! - **resource limits**: no core files, a ceiling on file size and on
 //!   processes;
 //!
-//! with `no_new_privs` set, so no setuid program can widen any of it. The
-//! environment is built from scratch by the caller (see [`crate::sandbox`]).
+//! with `no_new_privs` set and an empty capability bounding set, so neither a
+//! setuid program nor the namespace's root can widen any of it (Landlock
+//! refuses new mounts, and without `CAP_SYS_ADMIN` the read-only flags stay).
+//! The environment is built from scratch by the caller (see [`crate::sandbox`]).
 //!
 //! What is *not* confined: reads. A run can read what the user can read
 //! (toolchains, the system, and also the user's files); it has no network to
@@ -30,7 +37,9 @@
 //! async-signal-safe calls are allowed: everything that allocates (the
 //! Landlock ruleset, the id maps) is prepared in the parent.
 
+use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
@@ -46,9 +55,25 @@ pub const MAX_PROCESSES: u64 = 1024;
 /// Devices a confined command may write to.
 const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
 
-/// The namespaces every confined command gets.
+/// The namespaces `critic doctor` probes for.
 const NAMESPACES: libc::c_int =
     libc::CLONE_NEWUSER | libc::CLONE_NEWNET | libc::CLONE_NEWPID | libc::CLONE_NEWIPC;
+
+/// The namespaces every confined command gets: the mount namespace comes
+/// with the user namespace (its owner), so it needs no separate probe.
+const RUN_NAMESPACES: libc::c_int = NAMESPACES | libc::CLONE_NEWNS;
+
+/// `MOUNT_ATTR_RDONLY` of `<linux/mount.h>`.
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+
+/// `struct mount_attr` of `<linux/mount.h>`, the argument of `mount_setattr`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
 
 /// What this machine offers for confinement.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -227,11 +252,13 @@ pub fn report_text(support: &Support) -> String {
     out
 }
 
-/// A prepared confinement for one command: its Landlock ruleset and id maps.
+/// A prepared confinement for one command: its Landlock ruleset, id maps
+/// and the directories it may write.
 #[derive(Debug)]
 pub struct Confinement {
     ruleset: OwnedFd,
     maps: IdMaps,
+    writable: Vec<CString>,
 }
 
 impl Confinement {
@@ -269,16 +296,28 @@ impl Confinement {
             ))
             .map_err(fail)?;
         let ruleset: Option<OwnedFd> = ruleset.into();
+        let writable = writable
+            .iter()
+            .map(|dir| {
+                CString::new(dir.as_os_str().as_bytes())
+                    .map_err(|_| format!("{} contains a NUL byte", dir.display()))
+            })
+            .collect::<Result<_, _>>()?;
         Ok(Confinement {
             ruleset: ruleset.ok_or("Landlock is not enforced on this machine")?,
             maps: IdMaps::current()?,
+            writable,
         })
     }
 
     /// Make `cmd` start confined, as the leader of a new session (so the
     /// caller can kill it as a process group).
     pub fn apply(self, cmd: &mut Command) {
-        let Confinement { ruleset, maps } = self;
+        let Confinement {
+            ruleset,
+            maps,
+            writable,
+        } = self;
         let limits = [
             (libc::RLIMIT_CORE, 0),
             (libc::RLIMIT_FSIZE, MAX_FILE_BYTES),
@@ -288,7 +327,7 @@ impl Confinement {
         // SAFETY: the hook runs in the forked child and makes only
         // async-signal-safe calls (see `enter`).
         unsafe {
-            cmd.pre_exec(move || enter(host, ruleset.as_raw_fd(), &maps, &limits));
+            cmd.pre_exec(move || enter(host, ruleset.as_raw_fd(), &maps, &writable, &limits));
         }
     }
 }
@@ -312,6 +351,7 @@ fn enter(
     host: libc::pid_t,
     ruleset: libc::c_int,
     maps: &IdMaps,
+    writable: &[CString],
     limits: &[(libc::__rlimit_resource_t, u64)],
 ) -> std::io::Result<()> {
     let os = std::io::Error::last_os_error;
@@ -333,17 +373,19 @@ fn enter(
                 return Err(os());
             }
         }
-        if libc::unshare(NAMESPACES) != 0 {
+        if libc::unshare(RUN_NAMESPACES) != 0 {
             return Err(os());
         }
         maps.write().map_err(std::io::Error::from_raw_os_error)?;
         loopback_up();
+        read_only_but(writable)?;
         if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
             return Err(os());
         }
         if libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0) != 0 {
             return Err(os());
         }
+        drop_capabilities()?;
         // This process is a copy of the host's memory (its environment, keys
         // read from it): the command, in the same Landlock domain, must not
         // read it through /proc. Not dumpable, it needs CAP_SYS_PTRACE in
@@ -377,6 +419,109 @@ fn enter(
         }
         wait_and_exit(pid, alive[1])
     }
+}
+
+/// Make every mount of this (new) mount namespace read-only except bind
+/// mounts of `writable`.
+///
+/// # Safety
+/// Async-signal-safe; for the forked child, inside its own user and mount
+/// namespaces.
+unsafe fn read_only_but(writable: &[CString]) -> std::io::Result<()> {
+    let os = std::io::Error::last_os_error;
+    let null = std::ptr::null::<libc::c_char>();
+    // Nothing done here may reach the host's mounts.
+    if libc::mount(
+        null,
+        c"/".as_ptr(),
+        null,
+        libc::MS_REC | libc::MS_PRIVATE,
+        std::ptr::null(),
+    ) != 0
+    {
+        return Err(os());
+    }
+    for dir in writable {
+        if libc::mount(
+            dir.as_ptr(),
+            dir.as_ptr(),
+            null,
+            libc::MS_BIND | libc::MS_REC,
+            std::ptr::null(),
+        ) != 0
+        {
+            return Err(os());
+        }
+    }
+    let set_attr = |path: &std::ffi::CStr, attr: &MountAttr| {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            libc::AT_RECURSIVE,
+            attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    let read_only = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    if set_attr(c"/", &read_only) != 0 {
+        return Err(os());
+    }
+    let read_write = MountAttr {
+        attr_set: 0,
+        attr_clr: MOUNT_ATTR_RDONLY,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    for dir in writable {
+        if set_attr(dir, &read_write) != 0 {
+            return Err(os());
+        }
+    }
+    // The working directory was entered before the bind mounts covered it:
+    // enter it again by name to land on the writable mount.
+    let mut cwd = [0 as libc::c_char; libc::PATH_MAX as usize];
+    if libc::syscall(libc::SYS_getcwd, cwd.as_mut_ptr(), cwd.len()) < 0
+        || libc::chdir(cwd.as_ptr()) != 0
+    {
+        return Err(os());
+    }
+    Ok(())
+}
+
+/// Empty the capability bounding set and the ambient set, so the command
+/// (root of its user namespace or not) execs with no capability at all and
+/// cannot undo the read-only mounts.
+///
+/// # Safety
+/// Async-signal-safe; for the forked child.
+unsafe fn drop_capabilities() -> std::io::Result<()> {
+    // Capabilities are numbered from 0; the kernel's last one is below 64,
+    // and dropping an unknown one fails with EINVAL, which ends the loop.
+    for cap in 0..64 {
+        if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
+            if errno() == libc::EINVAL {
+                break;
+            }
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    if libc::prctl(
+        libc::PR_CAP_AMBIENT,
+        libc::PR_CAP_AMBIENT_CLEAR_ALL,
+        0,
+        0,
+        0,
+    ) != 0
+    {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// The waiter: drop every descriptor but the liveness pipe (the command's

@@ -425,6 +425,70 @@ except OSError as e: print('parent hidden', e.errno)
     assert!(!Path::new(&format!("/tmp/critic-pwned-{}", std::process::id())).exists());
 }
 
+// 9a. Landlock governs contents, not metadata: a run must not change the
+// mode, owner, times or extended attributes of anything outside its copy
+// (a setuid bit or a file capability planted there would outlive the run),
+// nor undo the read-only mounts that stop it.
+#[test]
+fn runs_cannot_change_metadata_outside_their_copy() {
+    use std::os::unix::fs::MetadataExt;
+    let repo = Repo::demo();
+    let outside = tempfile::tempdir().unwrap();
+    let victims = [outside.path().join("tool"), repo.path().join("pyproject.toml")];
+    std::fs::write(&victims[0], "#!/bin/sh\n").unwrap();
+    let stat = |p: &Path| {
+        let m = std::fs::metadata(p).unwrap();
+        (m.mode(), m.uid(), m.gid(), m.mtime(), m.mtime_nsec())
+    };
+    let before: Vec<_> = victims.iter().map(|p| stat(p)).collect();
+    let script = r#"
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+class MountAttr(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint64) for n in ('set', 'clr', 'prop', 'userns')]
+def attempts(path):
+    for name, act in [('chmod', lambda: os.chmod(path, 0o6777)),
+                      ('chown', lambda: os.chown(path, 1, 1)),
+                      ('utime', lambda: os.utime(path, (0, 0))),
+                      ('setxattr', lambda: os.setxattr(path, 'user.critic', b'x')),
+                      ('link', lambda: os.link(path, path + '.hard'))]:
+        try:
+            act(); print('CHANGED', name, path)
+        except OSError as e:
+            print('denied', name, e.errno)
+def undo():
+    # mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, {clear RDONLY})
+    r = libc.syscall(442, -100, b'/', 0x8000, ctypes.byref(MountAttr(0, 1, 0, 0)), 32)
+    print('mount_setattr', r, ctypes.get_errno())
+    r = libc.mount(None, b'/', None, 32 | 4096, None)  # MS_REMOUNT | MS_BIND
+    print('remount', r, ctypes.get_errno())
+for p in sys.argv[1:]:
+    attempts(p)
+undo()
+for p in sys.argv[1:]:
+    attempts(p)
+open('mine.txt', 'w').write('x'); os.chmod('mine.txt', 0o700); print('own copy ok')
+"#;
+    let mut argv = vec![json!("python3"), json!("-c"), json!(script)];
+    argv.extend(victims.iter().map(|p| json!(p.display().to_string())));
+    let results = run_results(&repo, json!([{ "argv": argv }]), &[]);
+    let out = results[0]["stdout"].as_str().unwrap();
+    assert!(!out.contains("CHANGED"), "{:#}", results[0]);
+    assert_eq!(out.matches("denied").count(), 20, "{:#}", results[0]);
+    assert!(out.contains("own copy ok"), "{:#}", results[0]);
+    assert!(out.contains("mount_setattr -1"), "{:#}", results[0]);
+    let after: Vec<_> = victims.iter().map(|p| stat(p)).collect();
+    assert_eq!(before, after);
+    assert_eq!(listing(outside.path()), ["tool"]);
+    let attr = std::process::Command::new("getfattr")
+        .arg("-d")
+        .arg(&victims[0])
+        .output();
+    if let Ok(attr) = attr {
+        assert!(attr.stdout.is_empty(), "{attr:?}");
+    }
+}
+
 // 9b. Where confinement cannot be had, runs are refused unless opted out.
 #[test]
 fn doctor_reports_confinement_and_unconfined_runs_are_explicit() {
