@@ -110,10 +110,10 @@ pub fn prepare(opts: &CheckOptions) -> Result<Prepared, Error> {
                     let diff = read_patch_file(file, base)?;
                     Git::Done(ws, diff)
                 }
-                None => Git::Running(Workspace::start_diff(
+                None => Git::Running(Box::new(Workspace::start_diff(
                     &opts.workspace,
                     opts.base.as_deref(),
-                )?),
+                )?)),
             })
         });
         // The memo lets a manifest skip its schema check: only from a cache
@@ -241,7 +241,7 @@ fn count_ahead(
 /// What the git thread of [`prepare`] hands back.
 enum Git {
     /// git's processes, still running.
-    Running(PendingDiff),
+    Running(Box<PendingDiff>),
     /// A patch file's diff, its workspace checked.
     Done(Workspace, RawDiff),
 }

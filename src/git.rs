@@ -1,8 +1,14 @@
-//! Running git with a configuration the user's settings cannot bend.
+//! Running git with a configuration neither the user's settings nor the
+//! repository's can bend.
 //!
 //! Every call pins the options that change output format (prefixes, colours,
 //! external diff drivers, path quoting), so the patch the host computes is the
-//! same on every machine. git runs in the C locale: with quoting off its
+//! same on every machine. The repository's own configuration (`.git/config`)
+//! is written by whoever controls the work tree, the agent included, so no
+//! program it names may run with the host's rights: every call turns off
+//! hooks, the file-system monitor and fetching, and the commands that read
+//! work-tree files also turn off the filter drivers that configuration
+//! defines ([`LocalFilters`]). git runs in the C locale: with quoting off its
 //! output is the same bytes in any locale, and not loading the user's locale
 //! saves about 0.15 ms of each git process.
 
@@ -57,14 +63,113 @@ pub fn command(dir: &Path) -> Command {
             "diff.mnemonicPrefix=false",
             "-c",
             "color.ui=false",
+            "-c",
+            "core.fsmonitor=false",
+            "-c",
+            "core.hooksPath=/dev/null",
         ])
         .env("GIT_TERMINAL_PROMPT", "0")
+        // A partial clone fetches missing objects on demand, through any
+        // transport (`ext::` runs a command) the repository enables.
+        .env("GIT_NO_LAZY_FETCH", "1")
+        .env("GIT_ALLOW_PROTOCOL", "")
         .env("LC_ALL", "C")
         .env_remove("GIT_DIR")
         .env_remove("GIT_WORK_TREE")
         .env_remove("GIT_INDEX_FILE")
         .stdin(Stdio::null());
     cmd
+}
+
+/// The filter drivers (`filter.<name>.clean`, `smudge`, `process`) that the
+/// repository's own configuration defines, to be switched off in the git
+/// commands that read or write work-tree files. Drivers of the user's global
+/// and system configuration (Git LFS's, say) stay: the user installed them.
+#[derive(Debug, Clone, Default)]
+pub struct LocalFilters {
+    names: Vec<String>,
+}
+
+impl LocalFilters {
+    /// The drivers the configuration of the repository at `dir` (git
+    /// directory `git_dir`) defines. A plain repository whose config file
+    /// mentions neither filters nor includes has none, which saves a git
+    /// process on every check; anything else asks git.
+    pub fn read(dir: &Path, git_dir: &Path) -> Result<LocalFilters, GitError> {
+        let plain =
+            !git_dir.join("commondir").exists() && !git_dir.join("config.worktree").exists();
+        if plain {
+            if let Ok(config) = std::fs::read(git_dir.join("config")) {
+                let config = config.to_ascii_lowercase();
+                let mentions = |word: &[u8]| config.windows(word.len()).any(|w| w == word);
+                if !mentions(b"filter") && !mentions(b"include") {
+                    return Ok(LocalFilters::default());
+                }
+            }
+        }
+        let mut cmd = command(dir);
+        cmd.args([
+            "config",
+            "-z",
+            "--includes",
+            "--show-scope",
+            "--name-only",
+            "--get-regexp",
+            r"^filter\.",
+        ]);
+        let out = match run(cmd) {
+            Ok(out) => out,
+            // `--get-regexp` exits 1 when nothing matches.
+            Err(e) if e.message.is_empty() => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        let mut names = Vec::new();
+        let mut fields = out.split(|&b| b == 0);
+        while let (Some(scope), Some(key)) = (fields.next(), fields.next()) {
+            if scope != b"local" && scope != b"worktree" {
+                continue;
+            }
+            let key = String::from_utf8_lossy(key);
+            if let Some((name, _)) = key
+                .strip_prefix("filter.")
+                .and_then(|rest| rest.rsplit_once('.'))
+            {
+                if !names.iter().any(|n| n == name) {
+                    names.push(name.to_string());
+                }
+            }
+        }
+        Ok(LocalFilters { names })
+    }
+
+    /// Switch the drivers off in `cmd`: empty commands, not required. Set
+    /// through `GIT_CONFIG_COUNT` (after any the user set), which takes any
+    /// name, where `-c name=value` would split a name holding `=`.
+    pub fn apply(&self, cmd: &mut Command) {
+        if self.names.is_empty() {
+            return;
+        }
+        let mut n: usize = std::env::var("GIT_CONFIG_COUNT")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        for name in &self.names {
+            for (var, value) in [
+                ("clean", ""),
+                ("smudge", ""),
+                ("process", ""),
+                ("required", "false"),
+            ] {
+                cmd.env(
+                    format!("GIT_CONFIG_KEY_{n}"),
+                    format!("filter.{name}.{var}"),
+                )
+                .env(format!("GIT_CONFIG_VALUE_{n}"), value);
+                n += 1;
+            }
+        }
+        cmd.env("GIT_CONFIG_COUNT", n.to_string());
+    }
 }
 
 /// Run `cmd` and return stdout, or an error carrying stderr.

@@ -10,6 +10,7 @@ use crate::git::{self, GitError};
 use crate::new_file_diff;
 use critic_sdk::{FileChange, Patch, PatchOrigin};
 use globset::GlobBuilder;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Why a patch could not be computed.
@@ -306,6 +307,7 @@ struct DiffRun {
     root: PathBuf,
     rev: String,
     index: tempfile::NamedTempFile,
+    filters: git::LocalFilters,
     listing: git::Running,
     tracked: git::Running,
 }
@@ -313,16 +315,19 @@ struct DiffRun {
 impl DiffRun {
     fn start(root: &Path, git_dir: &Path, rev: &str) -> Result<DiffRun, PatchError> {
         let index = index_copy(&git_dir.join("index"))?;
+        let filters = git::LocalFilters::read(root, git_dir)?;
         let listing = git::spawn(with_index(
             root,
             &index,
+            &filters,
             &["ls-files", "-z", "--others", "--exclude-standard"],
         ))?;
-        let tracked = git::spawn(with_index(root, &index, &diff_args(rev)))?;
+        let tracked = git::spawn(with_index(root, &index, &filters, &diff_args(rev)))?;
         Ok(DiffRun {
             root: root.to_path_buf(),
             rev: rev.to_string(),
             index,
+            filters,
             listing,
             tracked,
         })
@@ -330,7 +335,8 @@ impl DiffRun {
 
     fn finish(self, native: bool) -> Result<String, PatchError> {
         let text = |out: Vec<u8>| String::from_utf8_lossy(&out).into_owned();
-        let (root, rev, index) = (&self.root, self.rev.as_str(), &self.index);
+        let (root, rev, index, filters) =
+            (&self.root, self.rev.as_str(), &self.index, &self.filters);
         let tracked = self.tracked.wait().map(text);
         let untracked = self.listing.wait().map(text);
         let (tracked, untracked) = (tracked?, untracked?);
@@ -343,23 +349,45 @@ impl DiffRun {
                 return Ok(merged);
             }
         }
-        git::run(with_index(
+        // Only the untracked files: `add` on `.` would also ask each
+        // submodule for its status, under the submodule's own configuration.
+        let listed = (|| {
+            let mut list = tempfile::NamedTempFile::new()?;
+            for path in &untracked {
+                list.write_all(path.as_bytes())?;
+                list.write_all(b"\0")?;
+            }
+            list.flush().map(|()| list)
+        })()
+        .map_err(|source| PatchError::Io {
+            path: std::env::temp_dir(),
+            source,
+        })?;
+        let mut add = with_index(
             root,
             index,
-            &["add", "--intent-to-add", "--", "."],
-        ))?;
-        Ok(git::run(with_index(root, index, &diff_args(rev))).map(text)?)
+            filters,
+            &["add", "--intent-to-add", "--pathspec-file-nul"],
+        );
+        add.arg("--pathspec-from-file")
+            .arg(listed.path())
+            .env("GIT_LITERAL_PATHSPECS", "1");
+        git::run(add)?;
+        Ok(git::run(with_index(root, index, filters, &diff_args(rev))).map(text)?)
     }
 }
 
-/// A git command in `root` that uses `index` as its index.
+/// A git command in `root` that uses `index` as its index, with the
+/// repository's own filter drivers off.
 fn with_index(
     root: &Path,
     index: &tempfile::NamedTempFile,
+    filters: &git::LocalFilters,
     args: &[&str],
 ) -> std::process::Command {
     let mut cmd = git::command(root);
     cmd.env("GIT_INDEX_FILE", index.path()).args(args);
+    filters.apply(&mut cmd);
     cmd
 }
 
@@ -405,7 +433,7 @@ fn index_copy(user_index: &Path) -> Result<tempfile::NamedTempFile, PatchError> 
     Err(PatchError::Io { path, source })
 }
 
-fn diff_args(rev: &str) -> [&str; 12] {
+fn diff_args(rev: &str) -> [&str; 13] {
     [
         "diff",
         "--binary",
@@ -413,6 +441,9 @@ fn diff_args(rev: &str) -> [&str; 12] {
         "--no-color",
         "--no-ext-diff",
         "--no-textconv",
+        // Whether a submodule is dirty is `git status` inside it, under its
+        // own configuration (filters, fsmonitor); its commit still counts.
+        "--ignore-submodules=dirty",
         "-M",
         "--src-prefix=a/",
         "--dst-prefix=b/",
@@ -642,6 +673,9 @@ mod tests {
             "tests/test_new.py",
             b"import a\n\n\ndef test_x():\n    assert a.x == 2\n",
         );
+        // Names git would read as globs or pathspec magic.
+        write("*.py", b"star = 1\n");
+        write(":(exclude)a.py", b"magic = 1\n");
         write("debug.log", b"ignored\n");
         let git_dir = root.join(".git");
         let head = Workspace::open(&root).unwrap().head;
@@ -652,6 +686,7 @@ mod tests {
             "{native}"
         );
         assert!(native.contains("\\ No newline at end of file"), "{native}");
+        assert!(native.contains("+++ b/*.py") && native.contains("+++ b/:(exclude)a.py"));
         assert!(!native.contains("debug.log"));
         assert_eq!(native, reference);
         // A deletion next to a new file may be a rename: git decides.

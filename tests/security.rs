@@ -434,7 +434,10 @@ fn runs_cannot_change_metadata_outside_their_copy() {
     use std::os::unix::fs::MetadataExt;
     let repo = Repo::demo();
     let outside = tempfile::tempdir().unwrap();
-    let victims = [outside.path().join("tool"), repo.path().join("pyproject.toml")];
+    let victims = [
+        outside.path().join("tool"),
+        repo.path().join("pyproject.toml"),
+    ];
     std::fs::write(&victims[0], "#!/bin/sh\n").unwrap();
     let stat = |p: &Path| {
         let m = std::fs::metadata(p).unwrap();
@@ -487,6 +490,105 @@ open('mine.txt', 'w').write('x'); os.chmod('mine.txt', 0o700); print('own copy o
     if let Ok(attr) = attr {
         assert!(attr.stdout.is_empty(), "{attr:?}");
     }
+}
+
+// 9c. The repository's own configuration is the agent's to write: nothing
+// it names (hooks, the file-system monitor, filter drivers, in a
+// submodule too) may run with the host's rights, in a check or while a
+// scratch copy is made.
+#[test]
+fn repository_configuration_cannot_make_the_host_run_programs() {
+    let marks = tempfile::tempdir().unwrap();
+    let mark = |name: &str| format!("sh -c 'touch {}/{name}; cat'", marks.path().display());
+    let inner = Repo::new(&[(".gitattributes", "* filter=sub\n"), ("a.txt", "a\n")]);
+    let repo = Repo::new(&[
+        (".gitattributes", "*.py filter=evil\n*.txt filter=a=b\n"),
+        ("m.py", "x = 1\n"),
+        ("n.txt", "t\n"),
+    ]);
+    repo.git(&[
+        "-c",
+        "protocol.file.allow=always",
+        "submodule",
+        "add",
+        "-q",
+        inner.path().to_str().unwrap(),
+        "sub",
+    ]);
+    repo.git(&["commit", "-qm", "sub"]);
+    let hooks = marks.path().join("hooks");
+    std::fs::create_dir(&hooks).unwrap();
+    for hook in [
+        "post-index-change",
+        "post-checkout",
+        "reference-transaction",
+    ] {
+        let path = hooks.join(hook);
+        std::fs::write(&path, format!("#!/bin/sh\n{}\n", mark(hook))).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+    }
+    let included = marks.path().join("included.cfg");
+    std::fs::write(
+        &included,
+        format!("[filter \"inc\"]\n\tclean = {}\n", mark("included")),
+    )
+    .unwrap();
+    std::fs::write(
+        repo.path().join(".git/info/attributes"),
+        "*.md filter=inc\n",
+    )
+    .unwrap();
+    for (key, value) in [
+        ("core.fsmonitor", mark("fsmonitor")),
+        ("core.hooksPath", hooks.display().to_string()),
+        ("filter.evil.clean", mark("clean")),
+        ("filter.evil.smudge", mark("smudge")),
+        ("filter.a=b.process", mark("process")),
+        ("filter.a=b.required", "true".into()),
+        ("include.path", included.display().to_string()),
+        ("diff.external", mark("external")),
+        ("core.pager", mark("pager")),
+    ] {
+        repo.git(&["config", key, &value]);
+    }
+    let sub = repo.path().join("sub");
+    let sub_git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&sub)
+            .args(args)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?} in the submodule");
+    };
+    sub_git(&["config", "filter.sub.clean", &mark("submodule")]);
+    // The agent's edits: tracked files of each filter, new files, the
+    // submodule's file.
+    repo.write("m.py", "x = 2\n");
+    repo.write("n.txt", "u\n");
+    repo.write("README.md", "new\n");
+    repo.write("new.py", "y = 1\n");
+    repo.write("sub/a.txt", "b\n");
+
+    let results = run_results(&repo, json!([{"argv": ["cat", "m.py", "n.txt"]}]), &[]);
+    assert_eq!(results[0]["exit_code"], 0, "{:#}", results[0]);
+    assert_eq!(results[0]["stdout"], "x = 1\nt\n", "{:#}", results[0]);
+    assert_eq!(listing(marks.path()), ["hooks", "included.cfg"]);
+
+    // Armed: the same repository runs them for git itself.
+    let out = std::process::Command::new("git")
+        .args(["diff", "HEAD"])
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success() || !out.stderr.is_empty());
+    let ran = listing(marks.path());
+    assert!(
+        ran.contains(&"clean".to_string()) && ran.contains(&"fsmonitor".to_string()),
+        "{ran:?}"
+    );
 }
 
 // 9b. Where confinement cannot be had, runs are refused unless opted out.
