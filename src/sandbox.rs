@@ -125,14 +125,19 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SandboxError + '_ {
     }
 }
 
-/// What an entry looked like when its slot was made.
+/// What an entry looked like when its slot was made. The change time is
+/// what a run cannot forge: every write (through any name, or a shared
+/// mapping), `chmod`, `utime` and new hard link moves it, and nothing sets
+/// it back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Stamp {
     dir: bool,
     link: bool,
     len: u64,
     modified: Option<SystemTime>,
+    changed: (i64, i64),
     ino: u64,
+    links: u64,
     mode: u32,
 }
 
@@ -143,7 +148,9 @@ fn stamp(meta: &std::fs::Metadata) -> Stamp {
         link: meta.file_type().is_symlink(),
         len: meta.len(),
         modified: meta.modified().ok(),
+        changed: (meta.ctime(), meta.ctime_nsec()),
         ino: meta.ino(),
+        links: meta.nlink(),
         mode: meta.mode() & 0o7777,
     }
 }
@@ -152,7 +159,8 @@ struct Slot {
     dir: PathBuf,
     tmp: PathBuf,
     /// Reports what runs touch, so a reset need not stat every file; `None`
-    /// when inotify is unavailable or out of watches (then reset walks).
+    /// when inotify is unavailable, out of watches, or the copy is larger
+    /// than [`Watch::MAX_ENTRIES`] (then reset walks).
     watch: Option<Watch>,
     /// Keyed by the relative path's bytes (hashing bytes is much cheaper than
     /// hashing a `Path` component by component, and reset looks up every entry).
@@ -530,8 +538,10 @@ fn reset(
     let mut matched = 0usize;
     let mut extra = Vec::new();
     let mut changed = Vec::new();
+    // A file the watch saw touched is rewritten whatever its stamp says.
+    let trust_stamps = touched.is_none();
     let mut check = |rel: &Path, meta: &std::fs::Metadata| match slot.stamps.get(key(rel)) {
-        Some(s) if *s == stamp(meta) || (s.dir && meta.is_dir()) => {
+        Some(s) if (s.dir && meta.is_dir()) || (trust_stamps && *s == stamp(meta)) => {
             // A directory's own stamp moves when entries come and go; the
             // walk visits those entries.
             matched += 1;
@@ -601,16 +611,24 @@ fn reset(
         restore_file(&full, &blob(rel)?, slot.stamps.get(k))?;
     }
     // Restamp what was restored (rewrites get new mtimes).
-    for k in restore {
-        let full = slot.dir.join(path_of(&k));
+    for k in &restore {
+        let full = slot.dir.join(path_of(k));
         let meta = std::fs::symlink_metadata(&full).map_err(io(&full))?;
-        slot.stamps.insert(k, stamp(&meta));
+        slot.stamps.insert(k.clone(), stamp(&meta));
     }
     let _ = std::fs::remove_dir_all(&slot.tmp);
     std::fs::create_dir_all(&slot.tmp).map_err(io(&slot.tmp))?;
     // Our own writes above were reported too; they are not the next run's.
-    // When watches were lost (a watched directory went away), start over.
-    let intact = touched.is_some() && slot.watch.as_mut().and_then(Watch::touched).is_some();
+    // Rewritten files are new inodes, to be watched afresh. When watches
+    // were lost (a watched directory went away), start over.
+    let intact = touched.is_some()
+        && slot.watch.as_mut().is_some_and(|w| {
+            w.touched().is_some()
+                && restore
+                    .iter()
+                    .filter(|k| slot.stamps.get(*k).is_some_and(|s| !s.dir && !s.link))
+                    .all(|k| w.add(&slot.dir, path_of(k), false).is_some())
+        });
     if !intact {
         slot.watch = Watch::new(&slot.dir, &slot.stamps);
     }
@@ -637,15 +655,28 @@ fn restore_file(full: &Path, bytes: &[u8], was: Option<&Stamp>) -> Result<(), Sa
     Ok(())
 }
 
-/// inotify watches on every directory of a slot.
+/// inotify watches on every directory and regular file of a slot.
+///
+/// Directories report the names that come and go; each file reports
+/// itself, whatever name it is reached by: a hard link made elsewhere in the
+/// copy, or a write through it, is an event on the file's own watch, where
+/// the directory's watch would never hear of it.
 struct Watch {
     fd: std::os::fd::OwnedFd,
-    dirs: HashMap<i32, PathBuf>,
+    /// Each watch: the relative path it was added for, and whether it is a
+    /// directory.
+    entries: HashMap<i32, (PathBuf, bool)>,
 }
 
 impl Watch {
+    /// Copies with more entries than this are walked instead: each watch
+    /// counts against the user's inotify limit, shared with their editors
+    /// and tools.
+    const MAX_ENTRIES: usize = 20_000;
+
     const MASK: u32 = libc::IN_MODIFY
         | libc::IN_ATTRIB
+        | libc::IN_CLOSE_WRITE
         | libc::IN_CREATE
         | libc::IN_DELETE
         | libc::IN_MOVED_FROM
@@ -654,10 +685,14 @@ impl Watch {
         | libc::IN_MOVE_SELF
         | libc::IN_DONT_FOLLOW;
 
-    /// Watch the slot's root and every stamped directory; `None` if any
-    /// watch cannot be added (no inotify, or the user's watch limit).
+    /// Watch the slot's root and every stamped directory and file; `None` if
+    /// any watch cannot be added (no inotify, or the user's watch limit) or
+    /// there are too many.
     fn new(dir: &Path, stamps: &HashMap<Vec<u8>, Stamp>) -> Option<Watch> {
         use std::os::fd::FromRawFd;
+        if stamps.len() > Self::MAX_ENTRIES {
+            return None;
+        }
         // SAFETY: inotify_init1 returns a new descriptor or -1.
         let raw = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
         if raw < 0 {
@@ -667,31 +702,30 @@ impl Watch {
         let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) };
         let mut w = Watch {
             fd,
-            dirs: HashMap::new(),
+            entries: HashMap::new(),
         };
-        let subdirs = stamps
-            .iter()
-            .filter(|(_, s)| s.dir)
-            .map(|(k, _)| path_of(k));
-        for rel in std::iter::once(Path::new("")).chain(subdirs) {
-            w.add(dir, rel)?;
+        w.add(dir, Path::new(""), true)?;
+        // Symlinks are not followed, and replacing one is a directory event.
+        for (k, s) in stamps.iter().filter(|(_, s)| !s.link) {
+            w.add(dir, path_of(k), s.dir)?;
         }
         Some(w)
     }
 
-    fn add(&mut self, dir: &Path, rel: &Path) -> Option<()> {
+    fn add(&mut self, dir: &Path, rel: &Path, is_dir: bool) -> Option<()> {
         use std::os::fd::AsRawFd;
         let full = std::ffi::CString::new(dir.join(rel).as_os_str().as_bytes()).ok()?;
         // SAFETY: a valid descriptor and NUL-terminated path.
         let wd = unsafe { libc::inotify_add_watch(self.fd.as_raw_fd(), full.as_ptr(), Self::MASK) };
         (wd >= 0).then(|| {
-            self.dirs.insert(wd, rel.to_path_buf());
+            self.entries.insert(wd, (rel.to_path_buf(), is_dir));
         })
     }
 
     /// The relative paths touched since the last call, or `None` when the
     /// record is incomplete (queue overflow, a watched directory removed or
-    /// moved) and the caller must walk the slot.
+    /// moved) and the caller must walk the slot. A watched file removed or
+    /// moved is only touched: its directory reports where it went.
     fn touched(&mut self) -> Option<Vec<PathBuf>> {
         use std::os::fd::AsRawFd;
         let mut paths = Vec::new();
@@ -713,25 +747,26 @@ impl Watch {
                 let name = &buf[at + header..at + header + ev.len as usize];
                 let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
                 at += header + ev.len as usize;
-                if ev.mask
-                    & (libc::IN_Q_OVERFLOW
-                        | libc::IN_DELETE_SELF
-                        | libc::IN_MOVE_SELF
-                        | libc::IN_IGNORED)
-                    != 0
-                {
+                if ev.mask & libc::IN_Q_OVERFLOW != 0 {
                     complete = false;
                     continue;
                 }
-                let Some(dir) = self.dirs.get(&ev.wd) else {
+                let Some((rel, is_dir)) = self.entries.get(&ev.wd) else {
                     continue;
                 };
-                let rel = if name.is_empty() {
-                    dir.clone()
+                let gone = libc::IN_DELETE_SELF | libc::IN_MOVE_SELF | libc::IN_IGNORED;
+                if ev.mask & gone != 0 && *is_dir {
+                    complete = false;
+                    continue;
+                }
+                paths.push(if name.is_empty() {
+                    rel.clone()
                 } else {
-                    dir.join(std::ffi::OsStr::from_bytes(name))
-                };
-                paths.push(rel);
+                    rel.join(std::ffi::OsStr::from_bytes(name))
+                });
+                if ev.mask & libc::IN_IGNORED != 0 {
+                    self.entries.remove(&ev.wd);
+                }
             }
         }
         complete.then_some(paths)
@@ -952,6 +987,65 @@ mod tests {
             python_path(d, Some(&given)),
             format!("{0}/lib:{0}:{0}/src", d.display())
         );
+    }
+
+    /// Overwrite `file` in place with text of the same length, through a
+    /// hard link elsewhere in `dir`, and put its times back.
+    fn forge(dir: &Path, file: &Path) {
+        let meta = std::fs::metadata(file).unwrap();
+        std::fs::create_dir(dir.join("d")).unwrap();
+        std::fs::hard_link(file, dir.join("d/h")).unwrap();
+        std::fs::write(dir.join("d/h"), b"BAD\n").unwrap();
+        std::fs::remove_dir_all(dir.join("d")).unwrap();
+        let times = std::fs::FileTimes::new()
+            .set_accessed(meta.accessed().unwrap())
+            .set_modified(meta.modified().unwrap());
+        std::fs::File::options()
+            .write(true)
+            .open(file)
+            .unwrap()
+            .set_times(times)
+            .unwrap();
+    }
+
+    #[test]
+    fn reset_restores_forged_files_with_and_without_the_watch() {
+        for watched in [true, false] {
+            let root = tempfile::tempdir().unwrap();
+            let (dir, tmp) = (root.path().join("slot"), root.path().join("tmp"));
+            std::fs::create_dir_all(dir.join("pkg")).unwrap();
+            std::fs::create_dir(&tmp).unwrap();
+            let file = dir.join("pkg/a.py");
+            std::fs::write(&file, b"good\n").unwrap();
+            let mut stamps = HashMap::new();
+            walk(&dir, &dir, &mut |rel, meta| {
+                stamps.insert(key(rel).to_vec(), stamp(meta));
+            })
+            .unwrap();
+            let watch = if watched {
+                Some(Watch::new(&dir, &stamps).expect("inotify"))
+            } else {
+                None
+            };
+            let mut slot = Slot {
+                dir: dir.clone(),
+                tmp,
+                watch,
+                stamps,
+            };
+            let base: Blob = std::sync::Arc::new(b"good\n".to_vec());
+            for round in 0..2 {
+                forge(&dir, &file);
+                assert_eq!(std::fs::read(&file).unwrap(), b"BAD\n");
+                reset(&mut slot, &|_| Ok(base.clone())).unwrap();
+                assert_eq!(
+                    std::fs::read(&file).unwrap(),
+                    b"good\n",
+                    "watched: {watched}, round {round}"
+                );
+                assert!(!dir.join("d").exists());
+            }
+        }
     }
 
     #[test]

@@ -591,6 +591,67 @@ fn repository_configuration_cannot_make_the_host_run_programs() {
     );
 }
 
+// 9d. Runs reuse scratch slots: whatever one run does to the base files,
+// the next run sees the base commit again. Each attack below keeps the
+// file's length and puts its modification time back, or writes through a
+// name the slot's directories never see.
+#[test]
+fn a_run_cannot_leave_changes_for_the_next() {
+    let repo = Repo::demo();
+    let target = "intervals/merge.py";
+    let base = std::fs::read(repo.path().join(target)).unwrap();
+    let attack = |body: &str| {
+        let script = format!(
+            r#"
+import mmap, os
+p = '{target}'
+st = os.stat(p)
+def poison(data):
+    return (b'raise SystemExit("POISONED")\n' + data)[:len(data)]
+{body}
+os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+print('attacked')
+"#
+        );
+        json!({"argv": ["python3", "-c", script]})
+    };
+    let checker = json!({"argv": ["sh", "-c", format!("stat -c %a {target}; cat {target}")]});
+    let attacks = [
+        // Same length, in place.
+        "data = open(p, 'rb').read()\nopen(p, 'r+b').write(poison(data))",
+        // Through a shared mapping.
+        "f = open(p, 'r+b'); m = mmap.mmap(f.fileno(), 0); f.close()\nm[:] = poison(m[:]); m.flush(); del m",
+        // Through a hard link in a new directory, both gone at the end.
+        "os.mkdir('d'); os.link(p, 'd/h'); data = open(p, 'rb').read()\n\
+         open('d/h', 'r+b').write(poison(data)); os.unlink('d/h'); os.rmdir('d')",
+        // Through a hard link in the private temporary directory.
+        "h = os.path.join(os.environ['TMPDIR'], 'h')\ntry:\n    os.link(p, h)\n    \
+         open(h, 'r+b').write(poison(open(p, 'rb').read()))\nexcept OSError as e:\n    print('link refused', e.errno)",
+        // The mode.
+        "os.chmod(p, 0o777)",
+    ];
+    let mut requests = Vec::new();
+    for body in attacks {
+        requests.push(attack(body));
+        requests.push(checker.clone());
+    }
+    let results = run_results(&repo, Value::Array(requests), &["--jobs", "1"]);
+    let expected = format!("644\n{}", String::from_utf8_lossy(&base));
+    for (i, pair) in results.chunks(2).enumerate() {
+        assert!(
+            pair[0]["stdout"].as_str().unwrap().contains("attacked"),
+            "attack {i}: {:#}",
+            pair[0]
+        );
+        assert_eq!(
+            pair[1]["stdout"],
+            expected.as_str(),
+            "after attack {i}: {:#}",
+            pair[0]
+        );
+    }
+}
+
 // 9b. Where confinement cannot be had, runs are refused unless opted out.
 #[test]
 fn doctor_reports_confinement_and_unconfined_runs_are_explicit() {
