@@ -62,6 +62,7 @@ pub mod new_file_diff;
 pub mod parallel;
 pub mod patch;
 pub mod private_dir;
+mod remove_tree;
 pub mod runtime;
 pub mod sandbox;
 pub mod scaffold;

@@ -17,6 +17,7 @@
 
 use crate::beneath::Beneath;
 use crate::git;
+use crate::remove_tree::remove_tree;
 use critic_sdk::{RunRequest, RunResult};
 use std::collections::HashMap;
 use std::io::Read;
@@ -94,7 +95,7 @@ fn spawn_cleanup() -> std::io::Result<()> {
                     kill_group(g);
                 }
                 for pool in &live.pools {
-                    let _ = std::fs::remove_dir_all(pool);
+                    let _ = remove_tree(pool);
                 }
                 std::process::exit(128 + sig);
             }
@@ -290,7 +291,11 @@ impl ScratchPool {
             Err(e) => {
                 // A slot that cannot be put back is dropped; a new one replaces it.
                 tracing::warn!("discarding scratch copy {}: {e}", slot.dir.display());
-                let _ = std::fs::remove_dir_all(&slot.dir);
+                for dir in [&slot.dir, &slot.tmp] {
+                    if let Err(e) = remove_tree(dir) {
+                        tracing::error!("cannot remove scratch copy {}: {e}", dir.display());
+                    }
+                }
                 self.forget_slot();
             }
         }
@@ -398,6 +403,14 @@ impl ScratchPool {
 impl Drop for ScratchPool {
     fn drop(&mut self) {
         live().pools.retain(|p| p != self.root.path());
+        // The copies' runs shaped them; `TempDir`'s own removal can be
+        // defeated and would fail silently.
+        if let Err(e) = remove_tree(self.root.path()) {
+            tracing::error!(
+                "cannot remove scratch pool {}: {e}; remove it by hand",
+                self.root.path().display()
+            );
+        }
     }
 }
 
@@ -424,7 +437,12 @@ fn sweep_stale(place: &Path) {
         };
         if pid != std::process::id() as i32 && !process_alive(pid) {
             kill_processes_in(&entry.path());
-            let _ = std::fs::remove_dir_all(entry.path());
+            if let Err(e) = remove_tree(&entry.path()) {
+                tracing::error!(
+                    "cannot remove stale scratch pool {}: {e}; remove it by hand",
+                    entry.path().display()
+                );
+            }
         }
     }
 }
@@ -586,7 +604,7 @@ fn reset(
     for rel in extra.iter().rev() {
         let full = slot.dir.join(rel);
         match std::fs::symlink_metadata(&full) {
-            Ok(m) if m.is_dir() => std::fs::remove_dir_all(&full).map_err(io(&full))?,
+            Ok(m) if m.is_dir() => remove_tree(&full).map_err(io(&full))?,
             Ok(_) => std::fs::remove_file(&full).map_err(io(&full))?,
             Err(_) => {}
         }
@@ -606,7 +624,7 @@ fn reset(
             continue;
         }
         if std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_dir()) {
-            std::fs::remove_dir_all(&full).map_err(io(&full))?;
+            remove_tree(&full).map_err(io(&full))?;
         }
         restore_file(&full, &blob(rel)?, slot.stamps.get(k))?;
     }
@@ -616,7 +634,7 @@ fn reset(
         let meta = std::fs::symlink_metadata(&full).map_err(io(&full))?;
         slot.stamps.insert(k.clone(), stamp(&meta));
     }
-    let _ = std::fs::remove_dir_all(&slot.tmp);
+    remove_tree(&slot.tmp).map_err(io(&slot.tmp))?;
     std::fs::create_dir_all(&slot.tmp).map_err(io(&slot.tmp))?;
     // Our own writes above were reported too; they are not the next run's.
     // Rewritten files are new inodes, to be watched afresh. When watches

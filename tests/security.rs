@@ -652,6 +652,53 @@ print('attacked')
     }
 }
 
+// 9e. A run cannot make its scratch copy outlive the check: not with a
+// tree deeper than the host's descriptor limit, nor with directories it
+// took the permissions off.
+#[test]
+fn a_run_cannot_keep_its_scratch_copy_alive() {
+    let repo = Repo::demo();
+    let place = tempfile::tempdir().unwrap();
+    let script = r#"
+import os
+for base in ('.', os.environ['TMPDIR']):
+    os.chdir(base)
+    for _ in range(400):
+        os.mkdir('d'); os.chdir('d')
+    open('big', 'wb').write(b'x' * 1000000)
+    os.chdir(base)
+    os.makedirs('locked/inner'); open('locked/inner/f', 'w').write('x')
+    os.chmod('locked/inner', 0); os.chmod('locked', 0)
+print('shaped')
+"#;
+    let skill = skill_with(
+        json!({"mode": "run", "requests": [{"argv": ["python3", "-c", script]}]}),
+        "",
+    );
+    let state = tempfile::tempdir().unwrap();
+    let mut cmd = check(skill.path(), repo.path(), &demo_events(3), state.path());
+    cmd.env("CRITIC_SCRATCH_DIR", place.path());
+    // SAFETY: setrlimit is async-signal-safe.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            let lim = libc::rlimit {
+                rlim_cur: 256,
+                rlim_max: 256,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let (code, v, err, _) = verdict_of(&mut cmd);
+    assert_eq!(code, 0, "{err}");
+    let r = &v["signals"][0]["metadata"]["results"][0];
+    assert_eq!(r["stdout"], "shaped\n", "{r:#}");
+    assert!(!err.contains("cannot remove"), "{err}");
+    assert_eq!(listing(place.path()), Vec::<String>::new(), "{err}");
+}
+
 // 9b. Where confinement cannot be had, runs are refused unless opted out.
 #[test]
 fn doctor_reports_confinement_and_unconfined_runs_are_explicit() {
