@@ -133,7 +133,7 @@ mod tests {
         std::fs::write(top.join("a/b/f"), "x").unwrap();
         std::os::unix::fs::symlink(outside.path(), top.join("a/link")).unwrap();
         for d in ["a/b", "a"] {
-            std::fs::set_permissions(top.join(d), std::fs::Permissions::from_mode(0)).unwrap();
+            std::fs::set_permissions(top.join(d), std::fs::Permissions::from_mode(0o000)).unwrap();
         }
         remove_tree(&top).unwrap();
         assert!(!top.exists());
