@@ -58,18 +58,26 @@ impl ComponentCache {
     /// `None` disables caching, and so does a directory another user could
     /// write (its entries are loaded as native code).
     pub fn new(engine: &Engine, dir: Option<&Path>) -> ComponentCache {
-        let dir = dir.filter(|d| match crate::private_dir::ensure(d) {
-            Ok(()) => true,
-            Err(e) => {
-                tracing::warn!("not using the component cache: {e}");
-                false
-            }
-        });
-        let dir = dir.map(|d| {
+        let dir = dir.and_then(|d| {
             let mut h = HexHasher(Sha256::new());
             engine.precompile_compatibility_hash().hash(&mut h);
-            let engine_key = hex::encode(&h.0.finalize()[..12]);
-            d.join(engine_key)
+            let engine_dir = d.join(hex::encode(&h.0.finalize()[..12]));
+            // Every level the host reads from, not just the top.
+            let levels = [
+                d.to_path_buf(),
+                engine_dir.clone(),
+                engine_dir.join("digests"),
+            ];
+            match levels
+                .iter()
+                .try_for_each(|l| crate::private_dir::ensure(l))
+            {
+                Ok(()) => Some(engine_dir),
+                Err(e) => {
+                    tracing::warn!("not using the component cache: {e}");
+                    None
+                }
+            }
         });
         ComponentCache { dir }
     }
@@ -102,12 +110,13 @@ impl ComponentCache {
     /// digest is remembered and the cache holds the entry.
     pub fn cached(&self, engine: &Engine, key: &FileKey) -> Option<Component> {
         let dir = self.dir.as_ref()?;
+        crate::private_dir::trusted_file(&key.0).ok()?;
         let digest = std::fs::read_to_string(&key.0).ok()?;
-        let cwasm = dir.join(format!("{}.cwasm", digest.trim()));
-        cwasm
-            .is_file()
-            .then(|| deserialize(engine, &cwasm))
-            .flatten()
+        let digest = digest.trim();
+        if digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        deserialize(engine, &dir.join(format!("{digest}.cwasm")))
     }
 
     /// The component for `wasm` (the bytes of the file `key` identifies),
@@ -129,11 +138,7 @@ impl ComponentCache {
         };
         let digest = hex::encode(Sha256::digest(wasm));
         let path = dir.join(format!("{digest}.cwasm"));
-        let (component, outcome) = match path
-            .is_file()
-            .then(|| deserialize(engine, &path))
-            .flatten()
-        {
+        let (component, outcome) = match deserialize(engine, &path) {
             Some(c) => (c, CacheOutcome::Hit),
             None => {
                 let bytes = compile()?;
@@ -158,9 +163,18 @@ impl ComponentCache {
 pub struct FileKey(PathBuf);
 
 /// A cache entry, mapped (its pages fault in as the detector touches them,
-/// which is cheaper than mapping the whole image up front); `None` (with a
-/// warning) when it is unusable.
+/// which is cheaper than mapping the whole image up front); `None` when
+/// there is none, and (with a warning) when it is unusable or someone else
+/// could have written it.
 fn deserialize(engine: &Engine, path: &Path) -> Option<Component> {
+    match crate::private_dir::trusted_file(path) {
+        Ok(()) => {}
+        Err(_) if !path.exists() => return None,
+        Err(e) => {
+            tracing::warn!("not loading a cache entry: {e}");
+            return None;
+        }
+    }
     // SAFETY: the file is one this cache wrote with `Component::serialize`
     // for an engine with the same compatibility hash (the directory name);
     // writes go through a temp file and rename, so it is never partial.

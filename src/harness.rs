@@ -317,7 +317,7 @@ impl SkillCritic {
                 }
                 Err(e) => {
                     let error = format!("signal {:?} ({}): {e}", signal.name, signal.detector);
-                    tracing::warn!("{error}");
+                    tracing::warn!("{}", crate::verdict::one_line(&error));
                     let triggered = signal.on_error == OnError::FailClosed;
                     SignalResult {
                         triggered,

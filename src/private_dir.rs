@@ -34,6 +34,20 @@ pub fn ensure(dir: &Path) -> Result<(), String> {
     if !meta.is_dir() {
         return Err(format!("{}: not a directory", dir.display()));
     }
+    owned_and_private(dir, &meta)
+}
+
+/// Check that `file`, inside a trusted directory, is a regular file (not a
+/// symlink) this user owns that no one else may write.
+pub fn trusted_file(file: &Path) -> Result<(), String> {
+    let meta = std::fs::symlink_metadata(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{}: not a regular file", file.display()));
+    }
+    owned_and_private(file, &meta)
+}
+
+fn owned_and_private(dir: &Path, meta: &std::fs::Metadata) -> Result<(), String> {
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
     if meta.uid() != me {
@@ -73,5 +87,13 @@ mod tests {
         let file = t.path().join("f");
         std::fs::write(&file, "").unwrap();
         assert!(ensure(&file).is_err());
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        trusted_file(&file).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(trusted_file(&file).is_err());
+        std::os::unix::fs::symlink(&file, t.path().join("l")).unwrap();
+        assert!(trusted_file(&t.path().join("l"))
+            .unwrap_err()
+            .contains("not a regular file"));
     }
 }

@@ -662,7 +662,12 @@ impl WasmDetector {
             stderr: stderr.text(),
         };
         if !report.stderr.is_empty() {
-            tracing::debug!(signal = %ctx.signal, "detector stderr:\n{}", report.stderr);
+            let lines: Vec<_> = report
+                .stderr
+                .lines()
+                .map(crate::verdict::one_line)
+                .collect();
+            tracing::debug!(signal = %ctx.signal, "detector stderr:\n  | {}", lines.join("\n  | "));
         }
         match result {
             Ok(Ok(out)) => {

@@ -243,8 +243,10 @@ impl ScratchPool {
         arm_cleanup();
         let place = scratch_root();
         sweep_stale(&place);
+        // Private: the copies hold the user's code, in a shared directory.
         let root = tempfile::Builder::new()
             .prefix(&format!("{POOL_PREFIX}{}-", std::process::id()))
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
             .tempdir_in(&place)
             .map_err(io(&place))?;
         // Resolve once: every slot gets the same commit even if a branch moves.

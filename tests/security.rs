@@ -383,6 +383,7 @@ for target in ['{ws}/pwned', '{out}/pwned', '/tmp/critic-pwned-{pid}', os.path.e
     except OSError as e: print('denied', target, e.errno)
 open(os.path.join(os.environ['TMPDIR'], 'ok'), 'w').write('x'); print('tmp ok')
 open('mine.txt', 'w').write('x'); print('copy ok')
+print('pool mode:', oct(os.stat('..').st_mode & 0o777))
 try:
     socket.create_connection(('127.0.0.1', {tport}), timeout=2); print('tcp connected')
 except OSError as e: print('tcp failed', e)
@@ -411,6 +412,7 @@ except OSError as e: print('parent hidden', e.errno)
     assert!(out.contains("secret: []"), "{r:#}");
     assert!(!out.contains("wrote"), "{r:#}");
     assert!(out.contains("tmp ok") && out.contains("copy ok"), "{r:#}");
+    assert!(out.contains("pool mode: 0o700"), "{r:#}");
     // Inside, its own loopback answers (nothing listens there); the host's
     // sockets below see nothing.
     assert!(out.contains("tcp failed"), "{r:#}");
@@ -738,6 +740,52 @@ fn a_shared_cache_directory_is_not_trusted() {
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("writable by group or others"), "{err}");
     assert!(listing(cache.path()).is_empty(), "nothing cached there");
+
+    // Below a private top, every level and every entry is checked too.
+    std::fs::set_permissions(cache.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let warm = |cmd: &mut std::process::Command| {
+        cmd.env("CRITIC_CACHE_DIR", cache.path())
+            .env("CRITIC_LOG", "warn");
+        let (code, _, err, _) = verdict_of(cmd);
+        assert_eq!(code, 0, "{err}");
+        err
+    };
+    warm(&mut check(
+        skill.path(),
+        repo.path(),
+        &demo_events(3),
+        state.path(),
+    ));
+    let engine_dir = cache.path().join(&listing(cache.path())[0]);
+    let entry = listing(&engine_dir)
+        .into_iter()
+        .find(|n| n.ends_with(".cwasm"))
+        .expect("a compiled entry");
+    let entry = engine_dir.join(entry);
+    std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let err = warm(&mut check(
+        skill.path(),
+        repo.path(),
+        &demo_events(3),
+        state.path(),
+    ));
+    assert!(err.contains("not loading a cache entry"), "{err}");
+    assert_eq!(
+        std::fs::metadata(&entry).unwrap().permissions().mode() & 0o777,
+        0o600,
+        "recompiled and replaced"
+    );
+    std::fs::set_permissions(&engine_dir, std::fs::Permissions::from_mode(0o757)).unwrap();
+    let err = warm(&mut check(
+        skill.path(),
+        repo.path(),
+        &demo_events(3),
+        state.path(),
+    ));
+    assert!(
+        err.contains("not using the component cache") && err.contains("writable by group"),
+        "{err}"
+    );
     // Without a home, nothing falls back to a predictable shared directory.
     let mut cmd = check(skill.path(), repo.path(), &demo_events(3), state.path());
     cmd.env_remove("CRITIC_CACHE_DIR")
@@ -789,6 +837,24 @@ fn text_output_escapes_terminal_control() {
     assert!(!text.contains('\u{1b}') && !text.contains('\r'), "{text:?}");
     assert!(!text.lines().any(|l| l.starts_with("  - forged")), "{text}");
     assert!(text.contains("\\u{1b}]0;owned"), "{text}");
+    // The same text as a log line or an error reaches stderr escaped too.
+    for mode in ["log", "error"] {
+        let skill = skill_with(json!({"mode": mode, "text": hostile}), "");
+        let out = run(
+            check(skill.path(), repo.path(), &demo_events(3), state.path())
+                .env("CRITIC_LOG", "warn"),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("\\u{1b}]0;owned"), "{mode}: {err}");
+        assert!(
+            !err.contains("]0;owned\u{7}") && !err.contains('\r'),
+            "{mode}: {err:?}"
+        );
+        assert!(
+            !err.lines().any(|l| l.starts_with("  - forged")),
+            "{mode}: {err}"
+        );
+    }
 }
 
 // 13. Corrupt or hostile state is moved aside or bounded, never fatal.

@@ -65,9 +65,12 @@ impl LogBuffer {
     }
 }
 
-/// Emit one detector log line through `tracing`.
+/// Emit one detector log line through `tracing`, its control and bidi
+/// characters escaped (a guest's `\r`, `\n` or escape sequence must not
+/// rewrite or forge lines on the user's terminal).
 pub fn emit(skill: &str, signal: &str, level: Level, message: &str) {
     let line = truncate(message, MAX_LINE_BYTES);
+    let line = crate::verdict::one_line(&line);
     match level {
         Level::Trace => tracing::trace!(skill, signal, "{line}"),
         Level::Debug => tracing::debug!(skill, signal, "{line}"),
