@@ -55,13 +55,12 @@ pub const MAX_PROCESSES: u64 = 1024;
 /// Devices a confined command may write to.
 const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
 
-/// The namespaces `critic doctor` probes for.
-const NAMESPACES: libc::c_int =
-    libc::CLONE_NEWUSER | libc::CLONE_NEWNET | libc::CLONE_NEWPID | libc::CLONE_NEWIPC;
-
-/// The namespaces every confined command gets: the mount namespace comes
-/// with the user namespace (its owner), so it needs no separate probe.
-const RUN_NAMESPACES: libc::c_int = NAMESPACES | libc::CLONE_NEWNS;
+/// The namespaces every confined command gets.
+const NAMESPACES: libc::c_int = libc::CLONE_NEWUSER
+    | libc::CLONE_NEWNS
+    | libc::CLONE_NEWNET
+    | libc::CLONE_NEWPID
+    | libc::CLONE_NEWIPC;
 
 /// `MOUNT_ATTR_RDONLY` of `<linux/mount.h>`.
 const MOUNT_ATTR_RDONLY: u64 = 0x1;
@@ -80,7 +79,7 @@ struct MountAttr {
 pub struct Support {
     /// The Landlock ABI version the kernel speaks (`None`: no Landlock).
     pub landlock_abi: Option<u32>,
-    /// Whether an unprivileged process can make user, network, PID and IPC
+    /// Whether an unprivileged process can make user, mount, network, PID and IPC
     /// namespaces (`Err`: why not).
     pub namespaces: Result<(), String>,
 }
@@ -156,7 +155,7 @@ fn probe_namespaces() -> Result<(), String> {
         Some(0) => Ok(()),
         Some(201) => Err("cannot map the user's ids in a new user namespace".into()),
         Some(code) => Err(format!(
-            "unshare(user, network, PID, IPC namespaces): {}",
+            "unshare(user, mount, network, PID, IPC namespaces): {}",
             std::io::Error::from_raw_os_error(code)
         )),
         None => Err("the namespace probe died".into()),
@@ -237,7 +236,8 @@ pub fn report_text(support: &Support) -> String {
     }
     match &support.namespaces {
         Ok(()) => out.push_str(&format!(
-            "{} user, network, PID and IPC namespaces: no network, process tree killed whole\n",
+            "{} user, mount, network, PID and IPC namespaces: read-only system, no network, \
+             process tree killed whole\n",
             yes_no(true)
         )),
         Err(e) => out.push_str(&format!("{} namespaces: {e}\n", yes_no(false))),
@@ -373,7 +373,7 @@ fn enter(
                 return Err(os());
             }
         }
-        if libc::unshare(RUN_NAMESPACES) != 0 {
+        if libc::unshare(NAMESPACES) != 0 {
             return Err(os());
         }
         maps.write().map_err(std::io::Error::from_raw_os_error)?;
