@@ -15,7 +15,7 @@
 //!   bind mounts of the scratch copy and its temporary directory: Landlock
 //!   governs file *contents* and names, not metadata, so this is what stops
 //!   `chmod`, `chown`, `setcap`, `touch -d` and `setfattr` on the user's
-//!   files;
+//!   files; the directories of the user's service sockets are hidden in it;
 //! - a **Landlock** domain: read and execute everywhere, write only to the
 //!   scratch copy, its private temporary directory and the harmless devices
 //!   (`/dev/null`...); processes outside the domain (the host among them)
@@ -61,6 +61,29 @@ const NAMESPACES: libc::c_int = libc::CLONE_NEWUSER
     | libc::CLONE_NEWNET
     | libc::CLONE_NEWPID
     | libc::CLONE_NEWIPC;
+
+/// Where the user's services listen on Unix sockets: the session bus and
+/// systemd's user manager (`/run/user/<uid>`), the system bus, container
+/// engines, the X server. Landlock does not govern connecting to a socket
+/// file, and through one of these a run could have a process started
+/// outside its confinement or type into the user's terminal; each is
+/// covered by an empty read-only tmpfs.
+const SOCKET_DIRS: &[&std::ffi::CStr] = &[
+    c"/run/user",
+    c"/run/dbus",
+    c"/run/docker",
+    c"/run/containerd",
+    c"/run/podman",
+    c"/tmp/.X11-unix",
+    c"/tmp/.ICE-unix",
+];
+
+/// Socket files outside those directories, covered by `/dev/null`.
+const SOCKET_FILES: &[&std::ffi::CStr] = &[
+    c"/run/docker.sock",
+    c"/var/run/docker.sock",
+    c"/run/snapd.socket",
+];
 
 /// `MOUNT_ATTR_RDONLY` of `<linux/mount.h>`.
 const MOUNT_ATTR_RDONLY: u64 = 0x1;
@@ -258,7 +281,16 @@ pub fn report_text(support: &Support) -> String {
 pub struct Confinement {
     ruleset: OwnedFd,
     maps: IdMaps,
+    mounts: Mounts,
+}
+
+/// What the command's mount namespace changes.
+#[derive(Debug)]
+struct Mounts {
+    /// The directories left writable.
     writable: Vec<CString>,
+    /// The [`SOCKET_DIRS`] to hide: those not holding a writable directory.
+    hidden: Vec<&'static std::ffi::CStr>,
 }
 
 impl Confinement {
@@ -296,6 +328,16 @@ impl Confinement {
             ))
             .map_err(fail)?;
         let ruleset: Option<OwnedFd> = ruleset.into();
+        // A scratch place under one of them (`CRITIC_SCRATCH_DIR` in the
+        // runtime dir, say) keeps that one visible.
+        let hidden = SOCKET_DIRS
+            .iter()
+            .filter(|d| {
+                let d = Path::new(std::ffi::OsStr::from_bytes(d.to_bytes()));
+                !writable.iter().any(|w| w.starts_with(d))
+            })
+            .copied()
+            .collect();
         let writable = writable
             .iter()
             .map(|dir| {
@@ -306,7 +348,7 @@ impl Confinement {
         Ok(Confinement {
             ruleset: ruleset.ok_or("Landlock is not enforced on this machine")?,
             maps: IdMaps::current()?,
-            writable,
+            mounts: Mounts { writable, hidden },
         })
     }
 
@@ -316,7 +358,7 @@ impl Confinement {
         let Confinement {
             ruleset,
             maps,
-            writable,
+            mounts,
         } = self;
         let limits = [
             (libc::RLIMIT_CORE, 0),
@@ -327,7 +369,7 @@ impl Confinement {
         // SAFETY: the hook runs in the forked child and makes only
         // async-signal-safe calls (see `enter`).
         unsafe {
-            cmd.pre_exec(move || enter(host, ruleset.as_raw_fd(), &maps, &writable, &limits));
+            cmd.pre_exec(move || enter(host, ruleset.as_raw_fd(), &maps, &mounts, &limits));
         }
     }
 }
@@ -351,7 +393,7 @@ fn enter(
     host: libc::pid_t,
     ruleset: libc::c_int,
     maps: &IdMaps,
-    writable: &[CString],
+    mounts: &Mounts,
     limits: &[(libc::__rlimit_resource_t, u64)],
 ) -> std::io::Result<()> {
     let os = std::io::Error::last_os_error;
@@ -378,7 +420,7 @@ fn enter(
         }
         maps.write().map_err(std::io::Error::from_raw_os_error)?;
         loopback_up();
-        read_only_but(writable)?;
+        read_only_but(mounts)?;
         if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
             return Err(os());
         }
@@ -427,31 +469,28 @@ fn enter(
 /// # Safety
 /// Async-signal-safe; for the forked child, inside its own user and mount
 /// namespaces.
-unsafe fn read_only_but(writable: &[CString]) -> std::io::Result<()> {
+unsafe fn read_only_but(mounts: &Mounts) -> std::io::Result<()> {
     let os = std::io::Error::last_os_error;
-    let null = std::ptr::null::<libc::c_char>();
     // Nothing done here may reach the host's mounts.
-    if libc::mount(
-        null,
-        c"/".as_ptr(),
-        null,
-        libc::MS_REC | libc::MS_PRIVATE,
-        std::ptr::null(),
-    ) != 0
-    {
-        return Err(os());
-    }
-    for dir in writable {
-        if libc::mount(
-            dir.as_ptr(),
-            dir.as_ptr(),
-            null,
-            libc::MS_BIND | libc::MS_REC,
-            std::ptr::null(),
-        ) != 0
-        {
-            return Err(os());
+    mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE, None)?;
+    let hidden = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    let absent =
+        |e: &std::io::Error| matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR));
+    for dir in &mounts.hidden {
+        let empty = Some(c"size=4k,mode=755");
+        match mount(Some(c"tmpfs"), dir, Some(c"tmpfs"), hidden, empty) {
+            Err(e) if !absent(&e) => return Err(e),
+            _ => {}
         }
+    }
+    for file in SOCKET_FILES {
+        match mount(Some(c"/dev/null"), file, None, libc::MS_BIND, None) {
+            Err(e) if !absent(&e) => return Err(e),
+            _ => {}
+        }
+    }
+    for dir in &mounts.writable {
+        mount(Some(dir), dir, None, libc::MS_BIND | libc::MS_REC, None)?;
     }
     let set_attr = |path: &std::ffi::CStr, attr: &MountAttr| {
         libc::syscall(
@@ -478,7 +517,7 @@ unsafe fn read_only_but(writable: &[CString]) -> std::io::Result<()> {
         propagation: 0,
         userns_fd: 0,
     };
-    for dir in writable {
+    for dir in &mounts.writable {
         if set_attr(dir, &read_write) != 0 {
             return Err(os());
         }
@@ -490,6 +529,25 @@ unsafe fn read_only_but(writable: &[CString]) -> std::io::Result<()> {
         || libc::chdir(cwd.as_ptr()) != 0
     {
         return Err(os());
+    }
+    Ok(())
+}
+
+/// `mount(2)` (async-signal-safe).
+///
+/// # Safety
+/// For the forked child.
+unsafe fn mount(
+    source: Option<&std::ffi::CStr>,
+    target: &std::ffi::CStr,
+    fstype: Option<&std::ffi::CStr>,
+    flags: libc::c_ulong,
+    data: Option<&std::ffi::CStr>,
+) -> std::io::Result<()> {
+    let ptr = |s: Option<&std::ffi::CStr>| s.map_or(std::ptr::null(), |s| s.as_ptr());
+    let data = ptr(data).cast::<libc::c_void>();
+    if libc::mount(ptr(source), target.as_ptr(), ptr(fstype), flags, data) != 0 {
+        return Err(std::io::Error::last_os_error());
     }
     Ok(())
 }

@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use serde_json::{json, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// A one-signal skill running the misbehave fixture with `config`.
@@ -699,6 +699,90 @@ print('shaped')
     assert_eq!(r["stdout"], "shaped\n", "{r:#}");
     assert!(!err.contains("cannot remove"), "{err}");
     assert_eq!(listing(place.path()), Vec::<String>::new(), "{err}");
+}
+
+// 9f. Landlock does not govern connecting to a socket file: the sockets of
+// the user's services (session bus, systemd's user manager, the X server)
+// are hidden from runs, since through them a process could be started
+// outside the confinement.
+#[test]
+fn runs_cannot_reach_the_users_service_sockets() {
+    /// A listening socket at `path`, its directory made if missing and
+    /// removed again afterwards.
+    struct Listener {
+        path: PathBuf,
+        made: Option<PathBuf>,
+        socket: std::os::unix::net::UnixListener,
+    }
+    impl Drop for Listener {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.path);
+            if let Some(dir) = &self.made {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        }
+    }
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let tag = format!("critic-test-{}", std::process::id());
+    let listeners: Vec<Listener> = [
+        (format!("/run/user/{uid}"), "/run/user"),
+        ("/tmp/.X11-unix".to_string(), "/tmp"),
+    ]
+    .into_iter()
+    .map(|(dir, parent)| {
+        let dir = PathBuf::from(dir);
+        let made = (!dir.exists()).then(|| {
+            // The first missing level under `parent`, to remove afterwards.
+            let first = dir
+                .ancestors()
+                .take_while(|a| !a.exists())
+                .last()
+                .unwrap()
+                .to_path_buf();
+            assert!(first.starts_with(parent));
+            std::fs::create_dir_all(&dir).expect("making the service socket directory");
+            first
+        });
+        let path = dir.join(&tag);
+        let socket = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        socket.set_nonblocking(true).unwrap();
+        Listener { path, made, socket }
+    })
+    .collect();
+    let script = r#"
+import socket, sys
+for path in sys.argv[1:]:
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(path); print('CONNECTED', path)
+    except OSError as e:
+        print('refused', e.errno)
+"#;
+    let mut argv = vec![json!("python3"), json!("-c"), json!(script)];
+    argv.extend(
+        listeners
+            .iter()
+            .map(|l| json!(l.path.display().to_string())),
+    );
+    let repo = Repo::demo();
+    let results = run_results(&repo, json!([{ "argv": argv }]), &[]);
+    let out = results[0]["stdout"].as_str().unwrap();
+    assert_eq!(
+        out.matches("refused").count(),
+        listeners.len(),
+        "{:#}",
+        results[0]
+    );
+    for l in &listeners {
+        assert!(
+            l.socket.accept().is_err(),
+            "{} was reached",
+            l.path.display()
+        );
+        // Armed: the host itself can connect.
+        std::os::unix::net::UnixStream::connect(&l.path).unwrap();
+    }
 }
 
 // 9b. Where confinement cannot be had, runs are refused unless opted out.
