@@ -25,7 +25,10 @@ const IGNORE_FILE: (&str, &str) = (
 #[derive(Debug, thiserror::Error)]
 pub enum ArtifactError {
     /// A path that would leave the feedback directory.
-    #[error("signal {signal:?}: artifact path {path:?} refused: use a relative path without `..`")]
+    #[error(
+        "signal {signal:?}: artifact path {path:?} refused: use a relative path without `..` \
+         or a `.git` component"
+    )]
     BadPath {
         /// The signal.
         signal: String,
@@ -63,10 +66,17 @@ pub fn write(
     }
     let mut paths = Vec::with_capacity(artifacts.len());
     for a in artifacts {
-        let rel = crate::sandbox::relative(&a.path).map_err(|_| ArtifactError::BadPath {
+        let bad = || ArtifactError::BadPath {
             signal: signal.to_string(),
             path: a.path.clone(),
-        })?;
+        };
+        let rel = crate::sandbox::relative(&a.path).map_err(|_| bad())?;
+        // A `.git` directory or file among the feedback would be a repository
+        // of the skill's making: any git command run there (a shell prompt,
+        // the agent) would obey its config.
+        if rel.iter().any(|c| c.eq_ignore_ascii_case(".git")) {
+            return Err(bad());
+        }
         let rel = dir.join(rel);
         workspace
             .write_atomic(&rel, a.content.as_bytes())

@@ -133,6 +133,25 @@ fn feedback_files_do_not_follow_planted_symlinks() {
         v["signals"][0]["artifacts"][0],
         ".critic/feedback/t/notes/hint.md"
     );
+    // No repository of the skill's making among the feedback files.
+    for path in [".git/config", "a/.git", "a/.GIT/hooks/post-checkout"] {
+        let skill = skill_with(
+            json!({"mode": "artifacts", "artifacts": [{"path": path, "content": "[core]"}]}),
+            "",
+        );
+        let repo = Repo::demo();
+        let state = tempfile::tempdir().unwrap();
+        let (code, v, err, _) = verdict_of(&mut check(
+            skill.path(),
+            repo.path(),
+            &demo_events(3),
+            state.path(),
+        ));
+        assert_eq!(code, 1, "{path}: {err}");
+        let e = v["signals"][0]["error"].as_str().unwrap();
+        assert!(e.contains(".git"), "{path}: {e}");
+        assert!(!repo.path().join(".critic/feedback").exists(), "{path}");
+    }
 }
 
 // 3. Host-side writes into a scratch copy stay in it.
