@@ -15,6 +15,26 @@
 use std::ffi::OsStr;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+/// How long one git process may take unless `CRITIC_GIT_TIMEOUT` (seconds)
+/// says otherwise. The work tree is the agent's: a FIFO named `.gitignore`,
+/// or a configured excludes file that is one, makes git wait forever, and
+/// the agent's loop with it.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// [`DEFAULT_TIMEOUT`], or `CRITIC_GIT_TIMEOUT` when it is a positive number
+/// of seconds.
+fn timeout() -> Duration {
+    static TIMEOUT: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *TIMEOUT.get_or_init(|| {
+        std::env::var("CRITIC_GIT_TIMEOUT")
+            .ok()
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s > 0.0 && *s <= 86_400.0)
+            .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64)
+    })
+}
 
 /// A git command failed or could not start.
 #[derive(Debug, thiserror::Error)]
@@ -182,6 +202,7 @@ pub struct Running {
     child: Child,
     args: String,
     dir: String,
+    started: std::time::Instant,
 }
 
 /// Start `cmd` with its output captured, so several can run at once from
@@ -198,7 +219,12 @@ pub fn spawn(mut cmd: Command) -> Result<Running, GitError> {
         .map(|d| d.display().to_string())
         .unwrap_or_default();
     match cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn() {
-        Ok(child) => Ok(Running { child, args, dir }),
+        Ok(child) => Ok(Running {
+            child,
+            args,
+            dir,
+            started: std::time::Instant::now(),
+        }),
         Err(e) => Err(GitError {
             args,
             dir,
@@ -208,12 +234,51 @@ pub fn spawn(mut cmd: Command) -> Result<Running, GitError> {
 }
 
 impl Running {
-    /// Wait for the process; its stdout, or an error carrying its stderr.
-    /// Each process writes to its own pipes, so waiting for one while
-    /// another fills its pipe only pauses the other.
+    /// Wait for the process, at most [`timeout`] after it started; its
+    /// stdout, or an error carrying its stderr. Each process writes to its
+    /// own pipes, so waiting for one while another fills its pipe only
+    /// pauses the other.
     pub fn wait(self) -> Result<Vec<u8>, GitError> {
-        let Running { child, args, dir } = self;
-        let output: Output = child.wait_with_output().map_err(|e| GitError {
+        let Running {
+            child,
+            args,
+            dir,
+            started,
+        } = self;
+        // A descriptor of the process itself, not of its pid: the watchdog
+        // can never signal another process that got the number after it.
+        let pidfd = rustix::process::Pid::from_raw(child.id() as i32).and_then(|pid| {
+            rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
+        });
+        let (finished, finish) = std::sync::mpsc::channel::<()>();
+        let limit = timeout();
+        let left = limit.saturating_sub(started.elapsed());
+        let watchdog = std::thread::spawn(move || {
+            let late = finish.recv_timeout(left) == Err(std::sync::mpsc::RecvTimeoutError::Timeout);
+            if late {
+                if let Some(fd) = pidfd {
+                    let _ = rustix::process::pidfd_send_signal(fd, rustix::process::Signal::KILL);
+                }
+            }
+            late
+        });
+        let output = child.wait_with_output();
+        let _ = finished.send(());
+        let late = watchdog.join().unwrap_or(false);
+        if late {
+            return Err(GitError {
+                args,
+                dir,
+                message: format!(
+                    "git did not finish within {:.0} s and was stopped: a FIFO or device \
+                     among the files git reads (`.gitignore`, `.gitattributes`, a configured \
+                     excludes or attributes file) makes it wait forever; for a repository \
+                     that needs longer, raise CRITIC_GIT_TIMEOUT (seconds)",
+                    limit.as_secs_f64()
+                ),
+            });
+        }
+        let output: Output = output.map_err(|e| GitError {
             args: args.clone(),
             dir: dir.clone(),
             message: format!("cannot read git's output: {e}"),

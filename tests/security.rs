@@ -804,6 +804,52 @@ for path in sys.argv[1:]:
     }
 }
 
+// 9g. git reads files the agent controls; one that never ends (a FIFO as
+// `.gitignore`, or as the configured excludes file) stops git at its
+// timeout, and the check ends with a host error that says why.
+#[test]
+fn git_cannot_be_made_to_wait_forever() {
+    let skill = skill_with(json!({"mode": "pass"}), "");
+    for planted in ["work tree", "config"] {
+        let repo = Repo::demo();
+        // An untracked directory's: git reads it while listing new files.
+        let fifo = repo.path().join("pkg/.gitignore");
+        std::fs::create_dir(repo.path().join("pkg")).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        if planted == "config" {
+            let outside = repo.path().join(".git/excludes");
+            std::fs::rename(&fifo, &outside).unwrap();
+            repo.git(&["config", "core.excludesFile", outside.to_str().unwrap()]);
+        }
+        let state = tempfile::tempdir().unwrap();
+        let mut child = check(skill.path(), repo.path(), &demo_events(3), state.path())
+            .env("CRITIC_GIT_TIMEOUT", "1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > Duration::from_secs(30) {
+                child.kill().unwrap();
+                panic!("{planted}: the check hung");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{planted}: {err}");
+        assert!(
+            err.contains("did not finish within 1 s"),
+            "{planted}: {err}"
+        );
+    }
+}
+
 // 9b. Where confinement cannot be had, runs are refused unless opted out.
 #[test]
 fn doctor_reports_confinement_and_unconfined_runs_are_explicit() {
