@@ -59,7 +59,8 @@ pub fn write(
     let dir = Path::new(FEEDBACK_DIR).join(skill);
     let workspace = Beneath::open(root).map_err(io(root))?;
     let (ignore, text) = IGNORE_FILE;
-    if workspace.read(Path::new(ignore)).ok().as_deref() != Some(text.as_bytes()) {
+    let current = workspace.read(Path::new(ignore), text.len() as u64).ok();
+    if current.as_deref() != Some(text.as_bytes()) {
         workspace
             .write_atomic(Path::new(ignore), text.as_bytes())
             .map_err(io(&root.join(ignore)))?;

@@ -131,8 +131,9 @@ impl Beneath {
         renamed
     }
 
-    /// The content of the regular file `rel`.
-    pub fn read(&self, rel: &Path) -> Result<Vec<u8>> {
+    /// The content of the regular file `rel`, refused when it is larger
+    /// than `max` bytes.
+    pub fn read(&self, rel: &Path, max: u64) -> Result<Vec<u8>> {
         let (dir, name) = self.parent(rel, false)?;
         let fd = rustix::fs::openat(
             &dir,
@@ -141,7 +142,7 @@ impl Beneath {
             Mode::empty(),
         )
         .map_err(|e| symlink_refused(e, name))?;
-        let mut file = std::fs::File::from(fd);
+        let file = std::fs::File::from(fd);
         if !file.metadata()?.is_file() {
             return Err(Error::new(
                 ErrorKind::InvalidInput,
@@ -149,7 +150,13 @@ impl Beneath {
             ));
         }
         let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)?;
+        file.take(max + 1).read_to_end(&mut bytes)?;
+        if bytes.len() as u64 > max {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("{}: larger than {max} bytes", rel.display()),
+            ));
+        }
         Ok(bytes)
     }
 
@@ -188,7 +195,11 @@ mod tests {
         let b = Beneath::open(&root).unwrap();
         b.write(Path::new("a/b/c.txt"), b"one").unwrap();
         b.write_atomic(Path::new("./a/d.txt"), b"two").unwrap();
-        assert_eq!(b.read(Path::new("a/b/c.txt")).unwrap(), b"one");
+        assert_eq!(b.read(Path::new("a/b/c.txt"), 3).unwrap(), b"one");
+        assert!(
+            b.read(Path::new("a/b/c.txt"), 2).is_err(),
+            "longer than asked"
+        );
         assert_eq!(std::fs::read(root.join("a/d.txt")).unwrap(), b"two");
         b.remove_file(Path::new("a/b/c.txt")).unwrap();
         b.remove_file(Path::new("missing/x")).unwrap();
@@ -205,7 +216,7 @@ mod tests {
         for rel in ["out/new", "out/victim", "victim", "inner/x"] {
             let rel = Path::new(rel);
             assert!(b.write(rel, b"x").is_err(), "{rel:?}");
-            assert!(b.read(rel).is_err(), "{rel:?}");
+            assert!(b.read(rel, 1 << 20).is_err(), "{rel:?}");
         }
         assert!(b.write_atomic(Path::new("out/victim"), b"x").is_err());
         assert!(b.remove_file(Path::new("out/victim")).is_err());

@@ -527,7 +527,7 @@ fn apply_patch(slot: &Beneath, patch: &str) -> Result<(), String> {
         let old = match f.status {
             FileStatus::Added => String::new(),
             _ => slot
-                .read(source)
+                .read(source, crate::confine::MAX_FILE_BYTES)
                 .and_then(|b| String::from_utf8(b).map_err(std::io::Error::other))
                 .map_err(|e| format!("the patch does not apply: {}: {e}", f.path))?,
         };
