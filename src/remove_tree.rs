@@ -6,18 +6,27 @@
 //! one, leaves its scratch copy behind (in memory, on tmpfs) for good. This
 //! walk holds at most two descriptors at any depth, gives each directory
 //! back its owner's permissions before reading it, and never follows a
-//! symlink.
+//! symlink. It climbs back up through `..` and checks, by device and inode,
+//! that it arrived where it came from: a tree moved under it mid-walk stops
+//! it rather than steering it elsewhere.
 
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 use std::ffi::{CStr, CString};
 use std::os::fd::OwnedFd;
 use std::path::Path;
 
-/// A directory the walk is inside: its name in its parent, and the
-/// subdirectories it still has to empty.
+/// A directory the walk is inside: its name in its parent, its device and
+/// inode, and the subdirectories it still has to empty.
 struct Level {
     name: CString,
+    id: (u64, u64),
     pending: Vec<CString>,
+}
+
+/// The device and inode of an open directory.
+fn id_of(fd: &OwnedFd) -> std::io::Result<(u64, u64)> {
+    let st = rustix::fs::fstat(fd)?;
+    Ok((st.st_dev, st.st_ino))
 }
 
 /// Remove `root` and everything under it. A missing `root` is not an error.
@@ -29,26 +38,33 @@ pub fn remove_tree(root: &Path) -> std::io::Result<()> {
     };
     let mut stack = vec![Level {
         name: CString::default(),
+        id: id_of(&cur)?,
         pending: empty_files(&cur)?,
     }];
     while let Some(top) = stack.last_mut() {
         if let Some(child) = top.pending.pop() {
             let fd = open_dir(&cur, child.as_c_str())?;
+            let id = id_of(&fd)?;
             let pending = empty_files(&fd)?;
             cur = fd;
             stack.push(Level {
                 name: child,
+                id,
                 pending,
             });
             continue;
         }
         let done = stack.pop().expect("the loop saw a top level");
-        if stack.is_empty() {
+        let Some(parent) = stack.last() else {
             break;
-        }
-        // Nothing runs in the tree any more (its run has ended), so `..` is
-        // the directory the walk came from.
+        };
         cur = open_dir(&cur, c"..")?;
+        if id_of(&cur)? != parent.id {
+            return Err(std::io::Error::other(format!(
+                "{}: a directory was moved while it was being removed; stopped",
+                root.display()
+            )));
+        }
         rustix::fs::unlinkat(&cur, done.name.as_c_str(), AtFlags::REMOVEDIR)?;
     }
     drop(cur);

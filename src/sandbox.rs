@@ -437,7 +437,14 @@ fn sweep_stale(place: &Path) {
         let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
             continue;
         };
-        if pid != std::process::id() as i32 && !process_alive(pid) {
+        // Only this user's private pools: the place is shared, and another
+        // user may name a directory like one to have it removed.
+        let ours = entry.metadata().is_ok_and(|m| {
+            use std::os::unix::fs::MetadataExt;
+            // SAFETY: geteuid has no preconditions.
+            m.is_dir() && m.uid() == unsafe { libc::geteuid() } && m.mode() & 0o077 == 0
+        });
+        if ours && pid != std::process::id() as i32 && !process_alive(pid) {
             kill_processes_in(&entry.path());
             if let Err(e) = remove_tree(&entry.path()) {
                 tracing::error!(

@@ -720,6 +720,47 @@ print('shaped')
     assert_eq!(listing(place.path()), Vec::<String>::new(), "{err}");
 }
 
+// 9e'. The place scratch pools live in may be shared: the sweep of pools a
+// killed host left behind removes only this user's private ones, never a
+// directory another user named like one.
+#[test]
+fn the_stale_pool_sweep_removes_only_this_users_pools() {
+    use std::os::unix::fs::{chown, PermissionsExt};
+    let place = tempfile::tempdir().unwrap();
+    let dead = 4_194_305; // above the kernel's largest pid_max: never alive
+    let make = |name: &str, mode: u32| {
+        let dir = place.path().join(name);
+        std::fs::create_dir_all(dir.join("inner")).unwrap();
+        std::fs::write(dir.join("inner/keep"), "x").unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
+        dir
+    };
+    let stale = make(&format!("critic-scratch-{dead}-mine"), 0o700);
+    let shared = make(&format!("critic-scratch-{dead}-open"), 0o755);
+    let foreign = make(&format!("critic-scratch-{dead}-theirs"), 0o700);
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if root {
+        chown(&foreign, Some(65534), Some(65534)).unwrap();
+    }
+    let repo = Repo::demo();
+    let skill = skill_with(json!({"mode": "run", "requests": [{"argv": ["true"]}]}), "");
+    let state = tempfile::tempdir().unwrap();
+    let (code, _, err, _) = verdict_of(
+        check(skill.path(), repo.path(), &demo_events(3), state.path())
+            .env("CRITIC_SCRATCH_DIR", place.path()),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(!stale.exists(), "this user's stale pool is swept");
+    assert!(
+        shared.join("inner/keep").exists(),
+        "a pool others can enter is not"
+    );
+    if root {
+        assert!(foreign.join("inner/keep").exists(), "another user's is not");
+    }
+}
+
 // 9f. Landlock does not govern connecting to a socket file: the sockets of
 // the user's services (session bus, systemd's user manager, the X server)
 // are hidden from runs, since through them a process could be started
