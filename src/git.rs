@@ -7,8 +7,7 @@
 //! is written by whoever controls the work tree, the agent included, so no
 //! program it names may run with the host's rights: every call turns off
 //! hooks, the file-system monitor and fetching, and the commands that read
-//! work-tree files also turn off the filter drivers that configuration
-//! defines ([`LocalFilters`]). git runs in the C locale: with quoting off its
+//! work-tree files also turn off filter and diff drivers ([`Drivers`]). git runs in the C locale: with quoting off its
 //! output is the same bytes in any locale, and not loading the user's locale
 //! saves about 0.15 ms of each git process.
 
@@ -87,6 +86,10 @@ pub fn command(dir: &Path) -> Command {
             "core.fsmonitor=false",
             "-c",
             "core.hooksPath=/dev/null",
+            // A split index writes its shared part into the git directory,
+            // not beside the private index copy the host diffs with.
+            "-c",
+            "core.splitIndex=false",
         ])
         .env("GIT_TERMINAL_PROMPT", "0")
         // A partial clone fetches missing objects on demand, through any
@@ -101,31 +104,29 @@ pub fn command(dir: &Path) -> Command {
     cmd
 }
 
-/// The filter drivers (`filter.<name>.clean`, `smudge`, `process`) that the
-/// repository's own configuration defines, to be switched off in the git
-/// commands that read or write work-tree files. Drivers of the user's global
-/// and system configuration (Git LFS's, say) stay: the user installed them.
+/// The drivers a work-tree command must not use: every filter driver
+/// (`filter.<name>.clean`, `smudge`, `process`), whatever configuration
+/// defines it, and the diff drivers the repository's own configuration
+/// defines. A filter runs a program, and the user's own (Git LFS's, say)
+/// reads program names from the repository's configuration in turn
+/// (`lfs.extension.<name>.clean`); a diff driver's `xfuncname` is a regular
+/// expression git runs on every hunk, which a hostile one makes take hours.
+///
+/// With filters off, a file under Git LFS that the agent changed shows as
+/// its content against the committed pointer.
 #[derive(Debug, Clone, Default)]
-pub struct LocalFilters {
-    names: Vec<String>,
+pub struct Drivers {
+    filters: Vec<String>,
+    diffs: Vec<String>,
 }
 
-impl LocalFilters {
-    /// The drivers the configuration of the repository at `dir` (git
-    /// directory `git_dir`) defines. A plain repository whose config file
-    /// mentions neither filters nor includes has none, which saves a git
-    /// process on every check; anything else asks git.
-    pub fn read(dir: &Path, git_dir: &Path) -> Result<LocalFilters, GitError> {
-        let plain =
-            !git_dir.join("commondir").exists() && !git_dir.join("config.worktree").exists();
-        if plain {
-            if let Ok(config) = std::fs::read(git_dir.join("config")) {
-                let config = config.to_ascii_lowercase();
-                let mentions = |word: &[u8]| config.windows(word.len()).any(|w| w == word);
-                if !mentions(b"filter") && !mentions(b"include") {
-                    return Ok(LocalFilters::default());
-                }
-            }
+impl Drivers {
+    /// The drivers configured for the repository at `dir`, whose git
+    /// directory is `git_dir`. When no configuration file git reads could
+    /// define one (the usual case), that is known without running git.
+    pub fn read(dir: &Path, git_dir: &Path) -> Result<Drivers, GitError> {
+        if !might_define_drivers(git_dir) {
+            return Ok(Drivers::default());
         }
         let mut cmd = command(dir);
         cmd.args([
@@ -135,7 +136,7 @@ impl LocalFilters {
             "--show-scope",
             "--name-only",
             "--get-regexp",
-            r"^filter\.",
+            r"^(filter|diff)\.",
         ]);
         let out = match run(cmd) {
             Ok(out) => out,
@@ -143,46 +144,58 @@ impl LocalFilters {
             Err(e) if e.message.is_empty() => Vec::new(),
             Err(e) => return Err(e),
         };
-        let mut names = Vec::new();
+        let mut drivers = Drivers::default();
         let mut fields = out.split(|&b| b == 0);
         while let (Some(scope), Some(key)) = (fields.next(), fields.next()) {
-            if scope != b"local" && scope != b"worktree" {
-                continue;
-            }
+            let repository = scope == b"local" || scope == b"worktree";
             let key = String::from_utf8_lossy(key);
-            if let Some((name, _)) = key
-                .strip_prefix("filter.")
-                .and_then(|rest| rest.rsplit_once('.'))
-            {
-                if !names.iter().any(|n| n == name) {
-                    names.push(name.to_string());
-                }
+            // `<section>.<name>.<variable>`; the name may hold dots.
+            let Some((section, rest)) = key.split_once('.') else {
+                continue;
+            };
+            let Some((name, _)) = rest.rsplit_once('.') else {
+                continue;
+            };
+            let list = match section {
+                "filter" => &mut drivers.filters,
+                "diff" if repository => &mut drivers.diffs,
+                _ => continue,
+            };
+            if !list.iter().any(|n| n == name) {
+                list.push(name.to_string());
             }
         }
-        Ok(LocalFilters { names })
+        Ok(drivers)
     }
 
-    /// Switch the drivers off in `cmd`: empty commands, not required. Set
-    /// through `GIT_CONFIG_COUNT` (after any the user set), which takes any
-    /// name, where `-c name=value` would split a name holding `=`.
+    /// Switch the drivers off in `cmd`: filters get empty commands and are
+    /// not required; diff drivers get a function-name pattern that matches
+    /// nothing. Set through `GIT_CONFIG_COUNT` (after any the user set),
+    /// which takes any name, where `-c name=value` would split a name
+    /// holding `=`.
     pub fn apply(&self, cmd: &mut Command) {
-        if self.names.is_empty() {
+        if self.filters.is_empty() && self.diffs.is_empty() {
             return;
         }
         let mut n: usize = std::env::var("GIT_CONFIG_COUNT")
             .ok()
             .and_then(|c| c.parse().ok())
             .unwrap_or(0);
-        for name in &self.names {
-            for (var, value) in [
-                ("clean", ""),
-                ("smudge", ""),
-                ("process", ""),
-                ("required", "false"),
-            ] {
+        let filter_vars = [
+            ("clean", ""),
+            ("smudge", ""),
+            ("process", ""),
+            ("required", "false"),
+        ];
+        // `x^` cannot match: `^` anchors at the start in a POSIX pattern.
+        let diff_vars = [("xfuncname", "x^"), ("funcname", "x^")];
+        let settings = (self.filters.iter().map(|d| ("filter", d, &filter_vars[..])))
+            .chain(self.diffs.iter().map(|d| ("diff", d, &diff_vars[..])));
+        for (section, name, vars) in settings {
+            for (var, value) in vars {
                 cmd.env(
                     format!("GIT_CONFIG_KEY_{n}"),
-                    format!("filter.{name}.{var}"),
+                    format!("{section}.{name}.{var}"),
                 )
                 .env(format!("GIT_CONFIG_VALUE_{n}"), value);
                 n += 1;
@@ -190,6 +203,72 @@ impl LocalFilters {
         }
         cmd.env("GIT_CONFIG_COUNT", n.to_string());
     }
+}
+
+/// Whether a configuration file git reads for the repository at `git_dir`
+/// could define a filter driver, or (the repository's own) a diff driver;
+/// `true` whenever that cannot be told from the files alone: configuration
+/// in the environment, includes, a linked work tree, a file that cannot be
+/// read.
+fn might_define_drivers(git_dir: &Path) -> bool {
+    use std::path::PathBuf;
+    let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if env("GIT_CONFIG_PARAMETERS").is_some()
+        || env("GIT_CONFIG_COUNT").is_some()
+        || git_dir.join("commondir").exists()
+        || git_dir.join("config.worktree").exists()
+    {
+        return true;
+    }
+    // Only a file that exists and mentions none of `words` is ruled out.
+    let mentions = |path: &Path, words: &[&[u8]]| match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Ok(meta) if meta.is_file() && meta.len() <= 1 << 20 => {
+            std::fs::read(path).map_or(true, |text| {
+                let text = text.to_ascii_lowercase();
+                words
+                    .iter()
+                    .any(|w| text.windows(w.len()).any(|window| window == *w))
+            })
+        }
+        _ => true,
+    };
+    if mentions(&git_dir.join("config"), &[b"filter", b"diff", b"include"]) {
+        return true;
+    }
+    let home = env("HOME").map(PathBuf::from);
+    let mut user_files: Vec<PathBuf> = Vec::new();
+    match env("GIT_CONFIG_GLOBAL") {
+        Some(global) => user_files.push(global.into()),
+        None => {
+            let xdg = env("XDG_CONFIG_HOME")
+                .map(PathBuf::from)
+                .or_else(|| home.as_ref().map(|h| h.join(".config")));
+            user_files.extend(xdg.map(|x| x.join("git/config")));
+            user_files.extend(home.map(|h| h.join(".gitconfig")));
+        }
+    }
+    let no_system = env("GIT_CONFIG_NOSYSTEM").is_some_and(|v| {
+        let v = v.to_string_lossy().to_ascii_lowercase();
+        matches!(v.as_str(), "1" | "true" | "yes" | "on")
+    });
+    if !no_system {
+        match env("GIT_CONFIG_SYSTEM") {
+            Some(system) => user_files.push(system.into()),
+            None => {
+                // `$(sysconfdir)/gitconfig`: `/etc` for a distribution's git,
+                // `<prefix>/etc` for one built from source.
+                user_files.push("/etc/gitconfig".into());
+                let prefix = std::fs::canonicalize(program())
+                    .ok()
+                    .and_then(|git| git.parent()?.parent().map(Path::to_path_buf));
+                user_files.extend(prefix.map(|p| p.join("etc/gitconfig")));
+            }
+        }
+    }
+    user_files
+        .iter()
+        .any(|f| mentions(f, &[b"filter", b"include"]))
 }
 
 /// Run `cmd` and return stdout, or an error carrying stderr.

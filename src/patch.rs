@@ -32,6 +32,18 @@ pub enum PatchError {
         /// git's words.
         message: String,
     },
+    /// The repository's configuration moves its work tree elsewhere.
+    #[error(
+        "{dir}: the repository's configuration (core.worktree) puts its work tree at \
+         {configured}, which does not contain it; refusing to diff another directory \
+         (remove the setting with `git config --unset core.worktree`)"
+    )]
+    WorkTreeElsewhere {
+        /// The workspace asked for.
+        dir: PathBuf,
+        /// Where git would look.
+        configured: PathBuf,
+    },
     /// git failed.
     #[error(transparent)]
     Git(#[from] GitError),
@@ -108,6 +120,15 @@ impl Workspace {
             return Err(PatchError::NotARepo(dir.to_path_buf()));
         };
         let root = PathBuf::from(root);
+        let inside = dir
+            .canonicalize()
+            .is_ok_and(|d| root.canonicalize().is_ok_and(|r| d.starts_with(r)));
+        if !inside {
+            return Err(PatchError::WorkTreeElsewhere {
+                dir: dir.to_path_buf(),
+                configured: root,
+            });
+        }
         let head = head.to_string();
         Ok(Workspace {
             root,
@@ -304,30 +325,50 @@ fn diff_with(root: &Path, git_dir: &Path, rev: &str, native: bool) -> Result<Str
 /// The listing of untracked files and the diff of tracked ones, running at
 /// once.
 struct DiffRun {
-    root: PathBuf,
+    tree: WorkTree,
     rev: String,
-    index: tempfile::NamedTempFile,
-    filters: git::LocalFilters,
     listing: git::Running,
     tracked: git::Running,
 }
 
+/// What every git command of a diff shares.
+struct WorkTree {
+    root: PathBuf,
+    git_dir: PathBuf,
+    /// The private copy of the index git uses.
+    index: tempfile::NamedTempFile,
+    /// The drivers kept off.
+    drivers: git::Drivers,
+}
+
+impl WorkTree {
+    /// A git command on this work tree. Its git directory and work tree are
+    /// named outright: `core.worktree` in the agent's `.git/config` would
+    /// otherwise have the host diff a directory outside the workspace.
+    fn git(&self, args: &[&str]) -> std::process::Command {
+        let mut cmd = git::command(&self.root);
+        cmd.env("GIT_DIR", &self.git_dir)
+            .env("GIT_WORK_TREE", &self.root)
+            .env("GIT_INDEX_FILE", self.index.path())
+            .args(args);
+        self.drivers.apply(&mut cmd);
+        cmd
+    }
+}
+
 impl DiffRun {
     fn start(root: &Path, git_dir: &Path, rev: &str) -> Result<DiffRun, PatchError> {
-        let index = index_copy(&git_dir.join("index"))?;
-        let filters = git::LocalFilters::read(root, git_dir)?;
-        let listing = git::spawn(with_index(
-            root,
-            &index,
-            &filters,
-            &["ls-files", "-z", "--others", "--exclude-standard"],
-        ))?;
-        let tracked = git::spawn(with_index(root, &index, &filters, &diff_args(rev)))?;
-        Ok(DiffRun {
+        let tree = WorkTree {
             root: root.to_path_buf(),
+            git_dir: git_dir.to_path_buf(),
+            index: index_copy(&git_dir.join("index"))?,
+            drivers: git::Drivers::read(root, git_dir)?,
+        };
+        let listing = git::spawn(tree.git(&["ls-files", "-z", "--others", "--exclude-standard"]))?;
+        let tracked = git::spawn(tree.git(&diff_args(rev)))?;
+        Ok(DiffRun {
+            tree,
             rev: rev.to_string(),
-            index,
-            filters,
             listing,
             tracked,
         })
@@ -335,8 +376,7 @@ impl DiffRun {
 
     fn finish(self, native: bool) -> Result<String, PatchError> {
         let text = |out: Vec<u8>| String::from_utf8_lossy(&out).into_owned();
-        let (root, rev, index, filters) =
-            (&self.root, self.rev.as_str(), &self.index, &self.filters);
+        let tree = &self.tree;
         let tracked = self.tracked.wait().map(text);
         let untracked = self.listing.wait().map(text);
         let (tracked, untracked) = (tracked?, untracked?);
@@ -345,7 +385,7 @@ impl DiffRun {
             return Ok(tracked);
         }
         if native {
-            if let Some(merged) = with_new_files(root, &tracked, &untracked) {
+            if let Some(merged) = with_new_files(&tree.root, &tracked, &untracked) {
                 return Ok(merged);
             }
         }
@@ -363,32 +403,13 @@ impl DiffRun {
             path: std::env::temp_dir(),
             source,
         })?;
-        let mut add = with_index(
-            root,
-            index,
-            filters,
-            &["add", "--intent-to-add", "--pathspec-file-nul"],
-        );
+        let mut add = tree.git(&["add", "--intent-to-add", "--pathspec-file-nul"]);
         add.arg("--pathspec-from-file")
             .arg(listed.path())
             .env("GIT_LITERAL_PATHSPECS", "1");
         git::run(add)?;
-        Ok(git::run(with_index(root, index, filters, &diff_args(rev))).map(text)?)
+        Ok(git::run(tree.git(&diff_args(&self.rev))).map(text)?)
     }
-}
-
-/// A git command in `root` that uses `index` as its index, with the
-/// repository's own filter drivers off.
-fn with_index(
-    root: &Path,
-    index: &tempfile::NamedTempFile,
-    filters: &git::LocalFilters,
-    args: &[&str],
-) -> std::process::Command {
-    let mut cmd = git::command(root);
-    cmd.env("GIT_INDEX_FILE", index.path()).args(args);
-    filters.apply(&mut cmd);
-    cmd
 }
 
 /// A private copy of the index at `user_index` (empty when there is none):

@@ -180,8 +180,8 @@ fn path_of(key: &[u8]) -> &Path {
 pub struct ScratchPool {
     root: tempfile::TempDir,
     workspace: PathBuf,
-    /// The repository's own filter drivers, kept out of checkouts.
-    filters: git::LocalFilters,
+    /// The filter drivers kept out of checkouts.
+    drivers: git::Drivers,
     base: String,
     jobs: usize,
     free: Mutex<Vec<Slot>>,
@@ -254,12 +254,12 @@ impl ScratchPool {
         rev.args(["rev-parse", "--verify", "--end-of-options"])
             .arg(format!("{base}^{{commit}}"));
         let base = String::from_utf8_lossy(&git::run(rev)?).trim().to_string();
-        let filters = git::LocalFilters::read(workspace, &workspace.join(".git"))?;
+        let drivers = git::Drivers::read(workspace, &workspace.join(".git"))?;
         live().pools.push(root.path().to_path_buf());
         Ok(ScratchPool {
             root,
             workspace: workspace.to_path_buf(),
-            filters,
+            drivers,
             base,
             jobs: jobs.max(1),
             free: Mutex::new(Vec::new()),
@@ -363,7 +363,7 @@ impl ScratchPool {
             .env("GIT_INDEX_FILE", &index)
             .args(["checkout-index", "--all", "--force"])
             .arg(format!("--prefix={}/", dir.display()));
-        self.filters.apply(&mut checkout);
+        self.drivers.apply(&mut checkout);
         git::run(checkout)?;
         let _ = std::fs::remove_file(&index);
         let mut stamps = HashMap::new();

@@ -523,9 +523,13 @@ fn repository_configuration_cannot_make_the_host_run_programs() {
     let mark = |name: &str| format!("sh -c 'touch {}/{name}; cat'", marks.path().display());
     let inner = Repo::new(&[(".gitattributes", "* filter=sub\n"), ("a.txt", "a\n")]);
     let repo = Repo::new(&[
-        (".gitattributes", "*.py filter=evil\n*.txt filter=a=b\n"),
+        (
+            ".gitattributes",
+            "*.py filter=evil\n*.txt filter=a=b\n*.dat filter=user\n",
+        ),
         ("m.py", "x = 1\n"),
         ("n.txt", "t\n"),
+        ("g.dat", "g\n"),
     ]);
     repo.git(&[
         "-c",
@@ -552,7 +556,7 @@ fn repository_configuration_cannot_make_the_host_run_programs() {
     let included = marks.path().join("included.cfg");
     std::fs::write(
         &included,
-        format!("[filter \"inc\"]\n\tclean = {}\n", mark("included")),
+        format!("[filter \"inc\"]\n\tclean = \"{}\"\n", mark("included")),
     )
     .unwrap();
     std::fs::write(
@@ -593,23 +597,131 @@ fn repository_configuration_cannot_make_the_host_run_programs() {
     repo.write("new.py", "y = 1\n");
     repo.write("sub/a.txt", "b\n");
 
-    let results = run_results(&repo, json!([{"argv": ["cat", "m.py", "n.txt"]}]), &[]);
-    assert_eq!(results[0]["exit_code"], 0, "{:#}", results[0]);
-    assert_eq!(results[0]["stdout"], "x = 1\nt\n", "{:#}", results[0]);
+    // A filter of the user's own configuration (Git LFS's, say) is off too:
+    // such a program reads names of further programs from the repository.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join(".gitconfig"),
+        format!("[filter \"user\"]\n\tclean = \"{}\"\n", mark("global")),
+    )
+    .unwrap();
+    // A diff driver whose function-name pattern backtracks for hours.
+    let redos = "(.*)(.*)(.*)(.*)(.*)\\5\\4\\3\\2\\1c";
+    repo.git(&["config", "diff.slow.xfuncname", redos]);
+    std::fs::write(
+        repo.path().join(".git/info/attributes"),
+        "*.md filter=inc\n*.py diff=slow\n",
+    )
+    .unwrap();
+    repo.write("g.dat", "h\n");
+    let line = format!("{}\n", "a".repeat(80));
+    repo.write("m.py", &format!("{}x = 2\n", line.repeat(10)));
+
+    let skill = skill_with(
+        json!({"mode": "run", "requests": [{"argv": ["sh", "-c", "head -c 6 m.py; cat n.txt"]}]}),
+        "",
+    );
+    let state = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let (code, v, err, _) = verdict_of(
+        check(skill.path(), repo.path(), &demo_events(3), state.path())
+            .env("HOME", home.path())
+            .env("CRITIC_GIT_TIMEOUT", "30"),
+    );
+    assert_eq!(code, 0, "{err}\n{v:#}");
+    assert!(started.elapsed() < Duration::from_secs(10), "{err}");
+    let result = &v["signals"][0]["metadata"]["results"][0];
+    assert_eq!(result["stdout"], "x = 1\nt\n", "{result:#}");
     assert_eq!(listing(marks.path()), ["hooks", "included.cfg"]);
 
-    // Armed: the same repository runs them for git itself.
+    // Armed: the same repository runs them for git itself (the pattern
+    // aside, which would hold this test for hours).
     let out = std::process::Command::new("git")
-        .args(["diff", "HEAD"])
+        .args([
+            "-c",
+            "diff.slow.xfuncname=x^",
+            "diff",
+            "--no-ext-diff",
+            "HEAD",
+        ])
         .current_dir(repo.path())
+        .env("HOME", home.path())
+        .env("GIT_CONFIG_COUNT", "1")
+        .env("GIT_CONFIG_KEY_0", "filter.a=b.required")
+        .env("GIT_CONFIG_VALUE_0", "false")
         .output()
         .unwrap();
     assert!(out.status.success() || !out.stderr.is_empty());
     let ran = listing(marks.path());
-    assert!(
-        ran.contains(&"clean".to_string()) && ran.contains(&"fsmonitor".to_string()),
-        "{ran:?}"
+    for armed in ["clean", "fsmonitor", "global"] {
+        assert!(ran.contains(&armed.to_string()), "{armed}: {ran:?}");
+    }
+}
+
+// 9c''. With the repository's configuration clean, a filter of the user's
+// own (a system- or user-wide Git LFS) is still off: the host cannot vet
+// what such a program reads from the repository.
+#[test]
+fn a_filter_of_the_users_own_configuration_does_not_run() {
+    let marks = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join(".gitconfig"),
+        format!(
+            "[filter \"user\"]\n\tclean = \"sh -c 'touch {}/ran; cat'\"\n",
+            marks.path().display()
+        ),
+    )
+    .unwrap();
+    let repo = Repo::new(&[(".gitattributes", "*.dat filter=user\n"), ("g.dat", "g\n")]);
+    repo.write("g.dat", "h\n");
+    let skill = skill_with(json!({"mode": "pass"}), "");
+    let state = tempfile::tempdir().unwrap();
+    let (code, _, err, _) = verdict_of(
+        check(skill.path(), repo.path(), &demo_events(3), state.path()).env("HOME", home.path()),
     );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        listing(marks.path()).is_empty(),
+        "the filter ran in the host"
+    );
+    // Armed: git itself runs it.
+    let out = std::process::Command::new("git")
+        .args(["diff", "--no-ext-diff", "HEAD"])
+        .current_dir(repo.path())
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(listing(marks.path()), ["ran"]);
+}
+
+// 9c'. `core.worktree` in the agent's configuration cannot point the host's
+// diff at a directory outside the workspace (whose files would reach every
+// detector, and any model one calls).
+#[test]
+fn the_diff_stays_in_the_workspace_whatever_core_worktree_says() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("id_rsa"), "PRIVATE KEY\n").unwrap();
+    let repo = Repo::demo();
+    repo.write("new.py", "x = 1\n");
+    repo.git(&["config", "core.worktree", outside.path().to_str().unwrap()]);
+    let skill = skill_with(json!({"mode": "echo"}), "");
+    let state = tempfile::tempdir().unwrap();
+    let (code, v, err, _) = verdict_of(&mut check(
+        skill.path(),
+        repo.path(),
+        &demo_events(3),
+        state.path(),
+    ));
+    assert!(!v.to_string().contains("id_rsa"), "{v:#}");
+    assert!(!err.contains("PRIVATE KEY"), "{err}");
+    if code == 0 {
+        let files = v["signals"][0]["metadata"]["files"].to_string();
+        assert!(files.contains("new.py"), "{files}");
+    } else {
+        assert!(err.contains("core.worktree"), "{err}");
+    }
 }
 
 // 9d. Runs reuse scratch slots: whatever one run does to the base files,
