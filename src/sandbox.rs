@@ -366,11 +366,7 @@ impl ScratchPool {
         self.drivers.apply(&mut checkout);
         git::run(checkout)?;
         let _ = std::fs::remove_file(&index);
-        let mut stamps = HashMap::new();
-        walk(&dir, &dir, &mut |rel, meta| {
-            stamps.insert(key(rel).to_vec(), stamp(meta));
-        })
-        .map_err(io(&dir))?;
+        let stamps = stamp_tree(&dir).map_err(io(&dir))?;
         let watch = Watch::new(&dir, &stamps);
         Ok(Slot {
             dir,
@@ -555,8 +551,20 @@ fn apply_patch(slot: &Beneath, patch: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The stamps of everything under `dir`, `dir` itself (as `""`) included.
+fn stamp_tree(dir: &Path) -> std::io::Result<HashMap<Vec<u8>, Stamp>> {
+    let mut stamps = HashMap::new();
+    stamps.insert(Vec::new(), stamp(&std::fs::symlink_metadata(dir)?));
+    walk(dir, dir, &mut |rel, meta| {
+        stamps.insert(key(rel).to_vec(), stamp(meta));
+    })?;
+    Ok(stamps)
+}
+
 /// Put a slot back to its stamps: rewrite changed or missing files from the
-/// base commit, recreate missing directories, remove what the run added.
+/// base commit, recreate missing directories (and everything that was in
+/// one the run replaced), give directories back their modes, remove what the
+/// run added.
 fn reset(
     slot: &mut Slot,
     blob: &dyn Fn(&Path) -> Result<Blob, SandboxError>,
@@ -568,11 +576,10 @@ fn reset(
     // A file the watch saw touched is rewritten whatever its stamp says.
     let trust_stamps = touched.is_none();
     let mut check = |rel: &Path, meta: &std::fs::Metadata| match slot.stamps.get(key(rel)) {
-        Some(s) if (s.dir && meta.is_dir()) || (trust_stamps && *s == stamp(meta)) => {
-            // A directory's own stamp moves when entries come and go; the
-            // walk visits those entries.
-            matched += 1;
-        }
+        // A directory's times and size move when entries come and go (the
+        // walk visits those entries); its mode must stay.
+        Some(s) if s.dir && meta.is_dir() && stamp(meta).mode == s.mode => matched += 1,
+        Some(s) if !s.dir && trust_stamps && *s == stamp(meta) => matched += 1,
         Some(_) => {
             matched += 1;
             changed.push(key(rel).to_vec());
@@ -592,6 +599,8 @@ fn reset(
             }
         }
         None => {
+            let root = std::fs::symlink_metadata(&slot.dir).map_err(io(&slot.dir))?;
+            check(Path::new(""), &root);
             walk(&slot.dir, &slot.dir, &mut check).map_err(io(&slot.dir))?;
             // Only when some stamped entry was not seen: find which.
             if matched < slot.stamps.len() {
@@ -619,17 +628,41 @@ fn reset(
         }
     }
     let mut restore: Vec<Vec<u8>> = changed.into_iter().chain(missing).collect();
+    // A directory the run removed or replaced (by a symlink to a look-alike,
+    // say) takes everything stamped under it along: the lookups above may
+    // have gone through the replacement.
+    let replaced: Vec<&Path> = restore
+        .iter()
+        .map(|k| path_of(k))
+        .filter(|rel| {
+            slot.stamps.get(key(rel)).is_some_and(|s| s.dir)
+                && !std::fs::symlink_metadata(slot.dir.join(rel)).is_ok_and(|m| m.is_dir())
+        })
+        .collect();
+    let below: Vec<Vec<u8>> = slot
+        .stamps
+        .keys()
+        .filter(|k| {
+            let rel = path_of(k);
+            replaced.iter().any(|d| rel != *d && rel.starts_with(d))
+        })
+        .cloned()
+        .collect();
+    restore.extend(below);
+    restore.sort();
+    restore.dedup();
     // Parents before children.
     restore.sort_by_key(|k| path_of(k).components().count());
     for k in &restore {
         let rel = path_of(k);
         let full = slot.dir.join(rel);
-        let was_dir = slot.stamps.get(k).is_some_and(|s| s.dir);
-        if was_dir {
+        if let Some(dir) = slot.stamps.get(k).filter(|s| s.dir) {
             if std::fs::symlink_metadata(&full).is_ok_and(|m| !m.is_dir()) {
                 std::fs::remove_file(&full).map_err(io(&full))?;
             }
             std::fs::create_dir_all(&full).map_err(io(&full))?;
+            let mode = std::os::unix::fs::PermissionsExt::from_mode(dir.mode);
+            std::fs::set_permissions(&full, mode).map_err(io(&full))?;
             continue;
         }
         if std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_dir()) {
@@ -1044,11 +1077,7 @@ mod tests {
             std::fs::create_dir(&tmp).unwrap();
             let file = dir.join("pkg/a.py");
             std::fs::write(&file, b"good\n").unwrap();
-            let mut stamps = HashMap::new();
-            walk(&dir, &dir, &mut |rel, meta| {
-                stamps.insert(key(rel).to_vec(), stamp(meta));
-            })
-            .unwrap();
+            let stamps = stamp_tree(&dir).unwrap();
             let watch = if watched {
                 Some(Watch::new(&dir, &stamps).expect("inotify"))
             } else {
@@ -1071,6 +1100,67 @@ mod tests {
                     "watched: {watched}, round {round}"
                 );
                 assert!(!dir.join("d").exists());
+            }
+        }
+    }
+
+    #[test]
+    fn reset_restores_directories_and_the_root() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let attacks: [(&str, &dyn Fn(&Path, &Path)); 3] = [
+            ("a directory's mode", &|dir, _| {
+                std::fs::set_permissions(dir.join("pkg"), PermissionsExt::from_mode(0o500))
+                    .unwrap();
+            }),
+            ("the root's times and mode", &|dir, _| {
+                std::fs::File::open(dir)
+                    .unwrap()
+                    .set_modified(SystemTime::UNIX_EPOCH)
+                    .unwrap();
+                std::fs::set_permissions(dir, PermissionsExt::from_mode(0o555)).unwrap();
+            }),
+            (
+                "a directory swapped for a symlink to a look-alike",
+                &|dir, tmp| {
+                    std::fs::create_dir(tmp.join("fake")).unwrap();
+                    std::fs::write(tmp.join("fake/a.py"), b"BAD\n").unwrap();
+                    std::fs::remove_dir_all(dir.join("pkg")).unwrap();
+                    std::os::unix::fs::symlink(tmp.join("fake"), dir.join("pkg")).unwrap();
+                },
+            ),
+        ];
+        for watched in [true, false] {
+            for (what, attack) in &attacks {
+                let root = tempfile::tempdir().unwrap();
+                let (dir, tmp) = (root.path().join("slot"), root.path().join("tmp"));
+                std::fs::create_dir_all(dir.join("pkg")).unwrap();
+                std::fs::create_dir(&tmp).unwrap();
+                std::fs::write(dir.join("pkg/a.py"), b"good\n").unwrap();
+                let (dir_mode, pkg_mode) = (mode(&dir), mode(&dir.join("pkg")));
+                let stamps = stamp_tree(&dir).unwrap();
+                let watch = watched.then(|| Watch::new(&dir, &stamps).expect("inotify"));
+                let mut slot = Slot {
+                    dir: dir.clone(),
+                    tmp: tmp.clone(),
+                    watch,
+                    stamps,
+                };
+                attack(&dir, &tmp);
+                let base: Blob = std::sync::Arc::new(b"good\n".to_vec());
+                reset(&mut slot, &|_| Ok(base.clone())).unwrap();
+                let context = format!("{what}, watched: {watched}");
+                assert_eq!(mode(&dir), dir_mode, "{context}");
+                assert_eq!(mode(&dir.join("pkg")), pkg_mode, "{context}");
+                assert!(
+                    std::fs::symlink_metadata(dir.join("pkg")).unwrap().is_dir(),
+                    "{context}"
+                );
+                assert_eq!(
+                    std::fs::read(dir.join("pkg/a.py")).unwrap(),
+                    b"good\n",
+                    "{context}"
+                );
             }
         }
     }
