@@ -1108,7 +1108,9 @@ mod tests {
     fn reset_restores_directories_and_the_root() {
         use std::os::unix::fs::PermissionsExt;
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
-        let attacks: [(&str, &dyn Fn(&Path, &Path)); 3] = [
+        /// What a run does to the copy (`dir`), with its tmp at hand.
+        type Attack<'a> = (&'a str, &'a dyn Fn(&Path, &Path));
+        let attacks: [Attack; 3] = [
             ("a directory's mode", &|dir, _| {
                 std::fs::set_permissions(dir.join("pkg"), PermissionsExt::from_mode(0o500))
                     .unwrap();
