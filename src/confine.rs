@@ -16,6 +16,8 @@
 //!   governs file *contents* and names, not metadata, so this is what stops
 //!   `chmod`, `chown`, `setcap`, `touch -d` and `setfattr` on the user's
 //!   files; the directories of the user's service sockets are hidden in it;
+//! - a new, empty **session keyring** (the keys of the user's login session
+//!   stay out of reach);
 //! - a **Landlock** domain: read and execute everywhere, write only to the
 //!   scratch copy, its private temporary directory and the harmless devices
 //!   (`/dev/null`...); processes outside the domain (the host among them)
@@ -84,6 +86,9 @@ const SOCKET_FILES: &[&std::ffi::CStr] = &[
     c"/var/run/docker.sock",
     c"/run/snapd.socket",
 ];
+
+/// `KEYCTL_JOIN_SESSION_KEYRING` of `<linux/keyctl.h>`.
+const KEYCTL_JOIN_SESSION_KEYRING: libc::c_long = 1;
 
 /// `MOUNT_ATTR_RDONLY` of `<linux/mount.h>`.
 const MOUNT_ATTR_RDONLY: u64 = 0x1;
@@ -419,6 +424,17 @@ fn enter(
             return Err(os());
         }
         maps.write().map_err(std::io::Error::from_raw_os_error)?;
+        // A new, empty session keyring: the host's (a login's Kerberos
+        // tickets, say) is neither readable nor writable from the run.
+        if libc::syscall(
+            libc::SYS_keyctl,
+            KEYCTL_JOIN_SESSION_KEYRING,
+            std::ptr::null::<libc::c_char>(),
+        ) < 0
+            && errno() != libc::ENOSYS
+        {
+            return Err(os());
+        }
         loopback_up();
         read_only_but(mounts)?;
         if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {

@@ -1003,6 +1003,68 @@ fn git_cannot_be_made_to_wait_forever() {
     }
 }
 
+// 9h. The keys of the user's login session (Kerberos tickets and the like,
+// in the session keyring) are out of a run's reach: it can neither read
+// them nor plant its own there.
+#[test]
+fn runs_get_their_own_session_keyring() {
+    let (keyctl, add_key): (libc::c_long, libc::c_long) = (libc::SYS_keyctl, libc::SYS_add_key);
+    let script = format!(
+        r#"
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+SESSION = ctypes.c_int(-3)
+# KEYCTL_SEARCH (10) in the session keyring for the host's key.
+found = libc.syscall({keyctl}, 10, SESSION, b"user", b"critic-test-secret", 0)
+print("found" if found >= 0 else "not found")
+planted = libc.syscall({add_key}, b"user", b"critic-test-planted", b"x", 1, SESSION)
+print("planted", planted >= 0)
+"#
+    );
+    let skill = skill_with(
+        json!({"mode": "run", "requests": [{"argv": ["python3", "-c", script]}]}),
+        "",
+    );
+    let repo = Repo::demo();
+    let state = tempfile::tempdir().unwrap();
+    let mut cmd = check(skill.path(), repo.path(), &demo_events(3), state.path());
+    // The host runs in a session keyring holding a secret, as after a login.
+    // SAFETY: keyctl and add_key are plain syscalls on constant strings.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            let name = c"critic-test-session";
+            if libc::syscall(libc::SYS_keyctl, 1, name.as_ptr()) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let (kind, desc, secret) = (c"user", c"critic-test-secret", b"S3CRET");
+            let session: libc::c_int = -3;
+            let id = libc::syscall(
+                libc::SYS_add_key,
+                kind.as_ptr(),
+                desc.as_ptr(),
+                secret.as_ptr(),
+                secret.len(),
+                session,
+            );
+            if id < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let (code, v, err, _) = verdict_of(&mut cmd);
+    assert_eq!(code, 0, "{err}");
+    let out = v["signals"][0]["metadata"]["results"][0]["stdout"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(out.contains("not found"), "{out}");
+    // Planting in its own fresh keyring is harmless; what matters is that
+    // it is not the host's, which the search above shows.
+    assert!(out.contains("planted"), "{out}");
+}
+
 // 9b. Where confinement cannot be had, runs are refused unless opted out.
 #[test]
 fn doctor_reports_confinement_and_unconfined_runs_are_explicit() {
