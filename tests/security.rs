@@ -335,6 +335,42 @@ fn run_output_has_a_host_ceiling() {
         .unwrap();
     assert!(out.len() <= (8 << 20) + 100, "{} bytes captured", out.len());
     assert!(out.contains("bytes cut"));
+
+    // A matrix shares one ceiling among its runs, and has a most requests.
+    let eight = json!({"argv": ["sh", "-c", "head -c 8000000 /dev/zero | tr '\\0' x"], "output_bytes": 8_000_000});
+    let skill = skill_with(
+        json!({"mode": "run", "requests": vec![eight; 8]}),
+        "limits: {output_kb: 100000}\n",
+    );
+    let (code, v, err, _) = verdict_of(&mut check(
+        skill.path(),
+        repo.path(),
+        &demo_events(3),
+        state.path(),
+    ));
+    assert_eq!(code, 0, "{err}");
+    let results = v["signals"][0]["metadata"]["results"].as_array().unwrap();
+    let total: usize = results
+        .iter()
+        .map(|r| r["stdout"].as_str().unwrap().len())
+        .sum();
+    assert!(
+        total <= (16 << 20) + 8 * 100,
+        "{total} bytes captured in all"
+    );
+    let skill = skill_with(
+        json!({"mode": "run", "requests": vec![json!({"argv": ["true"]}); 1001]}),
+        "",
+    );
+    let (code, v, err, _) = verdict_of(&mut check(
+        skill.path(),
+        repo.path(),
+        &demo_events(3),
+        state.path(),
+    ));
+    assert_eq!(code, 1, "{err}");
+    let e = v["signals"][0]["error"].as_str().unwrap();
+    assert!(e.contains("at most 1000"), "{e}");
 }
 
 /// Processes whose command line holds `marker`.

@@ -15,6 +15,14 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Instant;
 
+/// Most requests one `run-matrix` call may make.
+pub const MAX_MATRIX_REQUESTS: usize = 1000;
+
+/// Most output (stdout and stderr, each) all the runs of one `run-matrix`
+/// call may capture together: each run's own ceiling is cut to its share,
+/// so the results the host holds stay bounded whatever the request count.
+pub const MATRIX_OUTPUT_BYTES: usize = 16 << 20;
+
 /// The runs of one check: the scratch pool is made on the first request and
 /// removed when the check ends.
 pub struct Runner {
@@ -90,11 +98,22 @@ impl Runner {
 
     /// Capability `run-matrix`: a JSON array of requests, run in parallel.
     pub fn run_matrix(&self, requests: &str, deadline: Instant) -> Result<String, String> {
-        let requests: Vec<RunRequest> = serde_json::from_str(requests)
+        let mut requests: Vec<RunRequest> = serde_json::from_str(requests)
             .map_err(|e| format!("invalid run-matrix request: {e}"))?;
         sandbox::check_requests(&requests)?;
         if requests.is_empty() {
             return Ok("[]".into());
+        }
+        if requests.len() > MAX_MATRIX_REQUESTS {
+            return Err(format!(
+                "run-matrix: {} requests, at most {MAX_MATRIX_REQUESTS} per call; split them",
+                requests.len()
+            ));
+        }
+        let share = MATRIX_OUTPUT_BYTES / requests.len();
+        for r in &mut requests {
+            let own = r.output_bytes.unwrap_or(sandbox::DEFAULT_OUTPUT_BYTES);
+            r.output_bytes = Some(own.min(sandbox::MAX_OUTPUT_BYTES).min(share));
         }
         let results = self.pool()?.run_all(&requests, deadline);
         serde_json::to_string(&results).map_err(|e| e.to_string())
