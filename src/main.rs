@@ -183,8 +183,13 @@ fn main() -> ExitCode {
     match run(cli.command) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            // Every error of this crate already names its cause in its message.
-            eprintln!("error: {e}");
+            // Every error of this crate already names its cause in its message,
+            // which may quote a hostile manifest or git configuration.
+            let message = e.to_string();
+            eprintln!(
+                "error: {}",
+                pluggable_critic::verdict::escape_terminal(&message, true)
+            );
             ExitCode::from(EXIT_ERROR)
         }
     }

@@ -1237,6 +1237,17 @@ fn text_output_escapes_terminal_control() {
     assert!(!text.contains('\u{1b}') && !text.contains('\r'), "{text:?}");
     assert!(!text.lines().any(|l| l.starts_with("  - forged")), "{text}");
     assert!(text.contains("\\u{1b}]0;owned"), "{text}");
+    // So is a hostile manifest quoted in the host's own error line.
+    let manifest = format!(
+        "name: t\nversion: 0.1.0\n\"{}\": 1\nsignals: []\n",
+        "\\e]0;owned\\a\\e[2J\\rforged\\u202e"
+    );
+    let bad = temp_skill(&manifest);
+    let out = run(critic().args(["validate"]).arg(bad.path()));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("\\u{1b}]0;owned"), "{err:?}");
+    assert!(!err.contains('\u{1b}') && !err.contains('\r') && !err.contains('\u{202e}'));
     // The same text as a log line or an error reaches stderr escaped too.
     for mode in ["log", "error"] {
         let skill = skill_with(json!({"mode": mode, "text": hostile}), "");
