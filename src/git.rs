@@ -278,6 +278,7 @@ pub fn run(cmd: Command) -> Result<Vec<u8>, GitError> {
 
 /// A git process started by [`spawn`]; [`Running::wait`] collects it.
 pub struct Running {
+    pid: i32,
     child: Child,
     args: String,
     dir: String,
@@ -298,12 +299,17 @@ pub fn spawn(mut cmd: Command) -> Result<Running, GitError> {
         .map(|d| d.display().to_string())
         .unwrap_or_default();
     match cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn() {
-        Ok(child) => Ok(Running {
-            child,
-            args,
-            dir,
-            started: std::time::Instant::now(),
-        }),
+        Ok(child) => {
+            let pid = child.id() as i32;
+            crate::interrupt::remember_process(pid);
+            Ok(Running {
+                pid,
+                child,
+                args,
+                dir,
+                started: std::time::Instant::now(),
+            })
+        }
         Err(e) => Err(GitError {
             args,
             dir,
@@ -319,6 +325,7 @@ impl Running {
     /// pauses the other.
     pub fn wait(self) -> Result<Vec<u8>, GitError> {
         let Running {
+            pid,
             child,
             args,
             dir,
@@ -342,6 +349,7 @@ impl Running {
             late
         });
         let output = child.wait_with_output();
+        crate::interrupt::forget_process(pid);
         let _ = finished.send(());
         let late = watchdog.join().unwrap_or(false);
         if late {

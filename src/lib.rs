@@ -56,6 +56,7 @@ pub mod detector;
 pub mod events;
 pub mod git;
 pub mod harness;
+pub mod interrupt;
 pub mod manifest;
 pub mod native;
 pub mod new_file_diff;

@@ -179,7 +179,7 @@ impl LlmArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);
-    pluggable_critic::sandbox::cleanup_on_signals();
+    pluggable_critic::interrupt::cleanup_on_signals();
     match run(cli.command) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {

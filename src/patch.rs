@@ -336,7 +336,7 @@ struct WorkTree {
     root: PathBuf,
     git_dir: PathBuf,
     /// The private copy of the index git uses.
-    index: tempfile::NamedTempFile,
+    index: IndexCopy,
     /// The drivers kept off.
     drivers: git::Drivers,
 }
@@ -412,12 +412,28 @@ impl DiffRun {
     }
 }
 
+/// A private index copy: removed when dropped, and by the interrupt handler
+/// until then.
+struct IndexCopy(tempfile::NamedTempFile);
+
+impl IndexCopy {
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl Drop for IndexCopy {
+    fn drop(&mut self) {
+        crate::interrupt::forget_file(self.0.path());
+    }
+}
+
 /// A private copy of the index at `user_index` (empty when there is none):
 /// starting from the user's index keeps git's stat cache, which is what makes
 /// the diff fast on large trees. On tmpfs when possible, where making a file
 /// is several times cheaper than on a disk; in the temp dir otherwise (or when
 /// tmpfs is too small for it).
-fn index_copy(user_index: &Path) -> Result<tempfile::NamedTempFile, PatchError> {
+fn index_copy(user_index: &Path) -> Result<IndexCopy, PatchError> {
     let shm = Path::new("/dev/shm");
     let mut dirs = vec![std::env::temp_dir()];
     if shm.is_dir() {
@@ -446,7 +462,10 @@ fn index_copy(user_index: &Path) -> Result<tempfile::NamedTempFile, PatchError> 
                 Ok(copy)
             });
         match attempt {
-            Ok(copy) => return Ok(copy),
+            Ok(copy) => {
+                crate::interrupt::remember_file(copy.path());
+                return Ok(IndexCopy(copy));
+            }
             Err(e) => failure = Some(e),
         }
     }

@@ -40,69 +40,6 @@ pub const PASSED_ENV: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", 
 /// Name prefix of pool directories under the temp dir.
 const POOL_PREFIX: &str = "critic-scratch-";
 
-/// Pool directories and command process groups alive in this process, so an
-/// interrupted host can still clean up (see [`cleanup_on_signals`]).
-static LIVE: Mutex<Live> = Mutex::new(Live {
-    pools: Vec::new(),
-    groups: Vec::new(),
-});
-
-struct Live {
-    pools: Vec<PathBuf>,
-    groups: Vec<i32>,
-}
-
-fn live() -> std::sync::MutexGuard<'static, Live> {
-    LIVE.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// On SIGINT, SIGTERM or SIGHUP: kill every running command's process group,
-/// remove every scratch pool, and exit with 128 + the signal. For programs
-/// that own their process (the `critic` binary calls it at start); a library
-/// embedding the host keeps its own signal handling. The handling thread
-/// starts with the first scratch pool, so a check that runs nothing keeps the
-/// default signal behavior and pays nothing for it.
-pub fn cleanup_on_signals() {
-    CLEANUP_WANTED.store(true, std::sync::atomic::Ordering::Relaxed);
-}
-
-static CLEANUP_WANTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Start the signal thread if the program asked for it and it is not running.
-fn arm_cleanup() {
-    static ARMED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
-    if !CLEANUP_WANTED.load(std::sync::atomic::Ordering::Relaxed) {
-        return;
-    }
-    ARMED.get_or_init(|| {
-        if let Err(e) = spawn_cleanup() {
-            tracing::warn!(
-                "cannot watch for interrupts; scratch copies may outlive an interrupted run: {e}"
-            );
-        }
-    });
-}
-
-fn spawn_cleanup() -> std::io::Result<()> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
-    std::thread::Builder::new()
-        .name("critic-signals".into())
-        .spawn(move || {
-            if let Some(sig) = signals.forever().next() {
-                let live = live();
-                for &g in &live.groups {
-                    kill_group(g);
-                }
-                for pool in &live.pools {
-                    let _ = remove_tree(pool);
-                }
-                std::process::exit(128 + sig);
-            }
-        })?;
-    Ok(())
-}
-
 /// Why a pool could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
@@ -239,8 +176,6 @@ impl ScratchPool {
         jobs: usize,
         confined: bool,
     ) -> Result<ScratchPool, SandboxError> {
-        // Before the pool exists, so an interrupt can never leave it behind.
-        arm_cleanup();
         let place = scratch_root();
         sweep_stale(&place);
         // Private: the copies hold the user's code, in a shared directory.
@@ -255,7 +190,7 @@ impl ScratchPool {
             .arg(format!("{base}^{{commit}}"));
         let base = String::from_utf8_lossy(&git::run(rev)?).trim().to_string();
         let drivers = git::Drivers::read(workspace, &workspace.join(".git"))?;
-        live().pools.push(root.path().to_path_buf());
+        crate::interrupt::remember_dir(root.path());
         Ok(ScratchPool {
             root,
             workspace: workspace.to_path_buf(),
@@ -400,7 +335,7 @@ impl ScratchPool {
 
 impl Drop for ScratchPool {
     fn drop(&mut self) {
-        live().pools.retain(|p| p != self.root.path());
+        crate::interrupt::forget_dir(self.root.path());
         // The copies' runs shaped them; `TempDir`'s own removal can be
         // defeated and would fail silently.
         if let Err(e) = remove_tree(self.root.path()) {
@@ -923,7 +858,7 @@ fn execute(slot: &Slot, request: &RunRequest, deadline: Instant, confined: bool)
         Err(e) => return failed(format!("cannot start {program:?}: {e}")),
     };
     let pgid = child.id() as i32;
-    live().groups.push(pgid);
+    crate::interrupt::remember_group(pgid);
     let readers = [
         child.stdout.take().map(|o| capture(o, cap)),
         child.stderr.take().map(|e| capture(e, cap)),
@@ -943,7 +878,7 @@ fn execute(slot: &Slot, request: &RunRequest, deadline: Instant, confined: bool)
     };
     // Background processes the command left behind die with its group.
     kill_group(pgid);
-    live().groups.retain(|&g| g != pgid);
+    crate::interrupt::forget_group(pgid);
     let [out, err] = readers.map(|r| r.and_then(|h| h.join().ok()).unwrap_or_default());
     #[cfg(unix)]
     let signal = status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s));

@@ -1101,6 +1101,93 @@ print("planted", planted >= 0)
     assert!(out.contains("planted"), "{out}");
 }
 
+// 9g'. An interrupted check takes its git processes and its private index
+// copy with it.
+#[test]
+fn an_interrupted_check_leaves_no_git_process_or_index_copy() {
+    let repo = Repo::demo();
+    std::fs::create_dir(repo.path().join("pkg")).unwrap();
+    let fifo = repo.path().join("pkg/.gitignore");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let skill = skill_with(json!({"mode": "pass"}), "");
+    let state = tempfile::tempdir().unwrap();
+    let mut child = check(skill.path(), repo.path(), &demo_events(3), state.path())
+        .env("CRITIC_GIT_TIMEOUT", "60")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let children = |pid: u32| -> Vec<u32> {
+        let mut out = Vec::new();
+        for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten()
+        {
+            let list = std::fs::read_to_string(task.unwrap().path().join("children"));
+            out.extend(
+                list.unwrap_or_default()
+                    .split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
+        }
+        out
+    };
+    // The git process listing new files waits on the FIFO; find it and the
+    // index copy it was given.
+    let started = Instant::now();
+    let (git, index) = loop {
+        let found = children(child.id()).into_iter().find_map(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            if !String::from_utf8_lossy(&cmdline).contains("ls-files") {
+                return None;
+            }
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+            let index = environ
+                .split(|&b| b == 0)
+                .find_map(|v| v.strip_prefix(b"GIT_INDEX_FILE="))?;
+            Some((
+                pid,
+                PathBuf::from(String::from_utf8_lossy(index).into_owned()),
+            ))
+        });
+        if let Some(found) = found {
+            break found;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "git never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(index.exists());
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status:?}");
+    assert!(!index.exists(), "{} left behind", index.display());
+    let gone = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+            stat.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+    };
+    let waited = Instant::now();
+    while !gone(git) {
+        assert!(
+            waited.elapsed() < Duration::from_secs(5),
+            "git {git} still running"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 // 9b. Where confinement cannot be had, runs are refused unless opted out.
 #[test]
 fn doctor_reports_confinement_and_unconfined_runs_are_explicit() {

@@ -1,0 +1,133 @@
+//! What the host undoes when it is interrupted (SIGINT, SIGTERM, SIGHUP):
+//! scratch pools and private index copies are removed, and the processes it
+//! started (run commands' process groups, git) are killed, before it exits
+//! with 128 + the signal. Without this, an interrupt would leave files in
+//! `/dev/shm` and git processes running on their own.
+//!
+//! For programs that own their process: the `critic` binary asks for it at
+//! start with [`cleanup_on_signals`]; a library embedding the host keeps its
+//! own signal handling. The handling thread starts with the first thing
+//! registered, so a program that asked pays nothing until then.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+/// What is alive in this process and must not outlive it.
+struct Live {
+    /// Directory trees to remove.
+    dirs: Vec<PathBuf>,
+    /// Files to remove.
+    files: Vec<PathBuf>,
+    /// Process groups to kill.
+    groups: Vec<i32>,
+    /// Single processes to kill.
+    processes: Vec<i32>,
+}
+
+static LIVE: Mutex<Live> = Mutex::new(Live {
+    dirs: Vec::new(),
+    files: Vec::new(),
+    groups: Vec::new(),
+    processes: Vec::new(),
+});
+
+static WANTED: AtomicBool = AtomicBool::new(false);
+
+fn live() -> MutexGuard<'static, Live> {
+    LIVE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Clean up on SIGINT, SIGTERM or SIGHUP from now on.
+pub fn cleanup_on_signals() {
+    WANTED.store(true, Ordering::Relaxed);
+}
+
+/// Start the signal thread if the program asked for it and it is not running.
+fn arm() {
+    static ARMED: OnceLock<()> = OnceLock::new();
+    if !WANTED.load(Ordering::Relaxed) {
+        return;
+    }
+    ARMED.get_or_init(|| {
+        if let Err(e) = spawn_handler() {
+            tracing::warn!(
+                "cannot watch for interrupts; scratch copies may outlive an interrupted run: {e}"
+            );
+        }
+    });
+}
+
+fn spawn_handler() -> std::io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+    std::thread::Builder::new()
+        .name("critic-signals".into())
+        .spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                let live = live();
+                for &g in &live.groups {
+                    // SAFETY: kill(2) on a process group this process started.
+                    unsafe { libc::kill(-g, libc::SIGKILL) };
+                }
+                for &p in &live.processes {
+                    // SAFETY: kill(2) on a child not yet waited for (so its
+                    // pid cannot have been reused).
+                    unsafe { libc::kill(p, libc::SIGKILL) };
+                }
+                for dir in &live.dirs {
+                    let _ = crate::remove_tree::remove_tree(dir);
+                }
+                for file in &live.files {
+                    let _ = std::fs::remove_file(file);
+                }
+                std::process::exit(128 + sig);
+            }
+        })?;
+    Ok(())
+}
+
+/// A directory tree to remove if interrupted; until [`forget_dir`].
+pub(crate) fn remember_dir(dir: &Path) {
+    arm();
+    live().dirs.push(dir.to_path_buf());
+}
+
+/// See [`remember_dir`].
+pub(crate) fn forget_dir(dir: &Path) {
+    live().dirs.retain(|d| d != dir);
+}
+
+/// A file to remove if interrupted; until [`forget_file`].
+pub(crate) fn remember_file(file: &Path) {
+    arm();
+    live().files.push(file.to_path_buf());
+}
+
+/// See [`remember_file`].
+pub(crate) fn forget_file(file: &Path) {
+    live().files.retain(|f| f != file);
+}
+
+/// A process group to kill if interrupted; until [`forget_group`].
+pub(crate) fn remember_group(pgid: i32) {
+    arm();
+    live().groups.push(pgid);
+}
+
+/// See [`remember_group`].
+pub(crate) fn forget_group(pgid: i32) {
+    live().groups.retain(|&g| g != pgid);
+}
+
+/// A child process to kill if interrupted; until [`forget_process`], right
+/// after it is waited for (a pid is reused only once the pid space wraps).
+pub(crate) fn remember_process(pid: i32) {
+    arm();
+    live().processes.push(pid);
+}
+
+/// See [`remember_process`].
+pub(crate) fn forget_process(pid: i32) {
+    live().processes.retain(|&p| p != pid);
+}
