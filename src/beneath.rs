@@ -113,10 +113,13 @@ impl Beneath {
         let mut tmp_name = std::ffi::OsString::from(".");
         tmp_name.push(name);
         tmp_name.push(format!(".tmp-{}", std::process::id()));
+        // Whatever sits at the temporary name (a hard link the agent
+        // planted, say) is removed, never written through.
+        let _ = rustix::fs::unlinkat(&dir, &tmp_name, AtFlags::empty());
         let fd = rustix::fs::openat(
             &dir,
             &tmp_name,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::from_raw_mode(0o644),
         )
         .map_err(|e| symlink_refused(e, name))?;
@@ -187,6 +190,17 @@ mod tests {
         std::fs::create_dir_all(&outside).unwrap();
         std::fs::write(outside.join("victim"), "keep").unwrap();
         (t, root, outside)
+    }
+
+    #[test]
+    fn an_atomic_write_never_goes_through_a_planted_temporary_name() {
+        let (_t, root, outside) = setup();
+        let b = Beneath::open(&root).unwrap();
+        let tmp = root.join(format!("sub/.hint.md.tmp-{}", std::process::id()));
+        std::fs::hard_link(outside.join("victim"), &tmp).unwrap();
+        b.write_atomic(Path::new("sub/hint.md"), b"new").unwrap();
+        assert_eq!(std::fs::read(outside.join("victim")).unwrap(), b"keep");
+        assert_eq!(std::fs::read(root.join("sub/hint.md")).unwrap(), b"new");
     }
 
     #[test]
