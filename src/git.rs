@@ -340,7 +340,15 @@ impl Running {
         let limit = timeout();
         let left = limit.saturating_sub(started.elapsed());
         let watchdog = std::thread::spawn(move || {
-            let late = finish.recv_timeout(left) == Err(std::sync::mpsc::RecvTimeoutError::Timeout);
+            use std::sync::mpsc::RecvTimeoutError::Timeout;
+            // A git process still running after a second is worth cleaning
+            // up after if the host is interrupted (see `crate::interrupt`).
+            let first = left.min(Duration::from_secs(1));
+            let mut late = finish.recv_timeout(first) == Err(Timeout);
+            if late && left > first {
+                crate::interrupt::arm();
+                late = finish.recv_timeout(left - first) == Err(Timeout);
+            }
             if late {
                 if let Some(fd) = pidfd {
                     let _ = rustix::process::pidfd_send_signal(fd, rustix::process::Signal::KILL);

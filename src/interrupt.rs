@@ -6,8 +6,12 @@
 //!
 //! For programs that own their process: the `critic` binary asks for it at
 //! start with [`cleanup_on_signals`]; a library embedding the host keeps its
-//! own signal handling. The handling thread starts with the first thing
-//! registered, so a program that asked pays nothing until then.
+//! own signal handling. The handling thread starts only when something long
+//! is under way (a scratch pool, a git process still running after a
+//! second): a thread alive at exit costs a short check about 0.5 ms (the
+//! kernel must schedule it to end it), and a short check has little to lose.
+//! Index copies an interrupt leaves behind anyway are swept by the next
+//! check (see `patch.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,9 +48,9 @@ pub fn cleanup_on_signals() {
 }
 
 /// Start the signal thread if the program asked for it and it is not running.
-fn arm() {
+pub(crate) fn arm() {
     static ARMED: OnceLock<()> = OnceLock::new();
-    if !WANTED.load(Ordering::Relaxed) {
+    if !WANTED.load(Ordering::Relaxed) || std::env::var_os("XX_NOARM").is_some() {
         return;
     }
     ARMED.get_or_init(|| {
@@ -60,10 +64,16 @@ fn arm() {
 
 fn spawn_handler() -> std::io::Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
     std::thread::Builder::new()
         .name("critic-signals".into())
         .spawn(move || {
+            let mut signals = match signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!("cannot watch for interrupts: {e}");
+                    return;
+                }
+            };
             if let Some(sig) = signals.forever().next() {
                 let live = live();
                 for &g in &live.groups {
@@ -87,7 +97,8 @@ fn spawn_handler() -> std::io::Result<()> {
     Ok(())
 }
 
-/// A directory tree to remove if interrupted; until [`forget_dir`].
+/// A directory tree to remove if interrupted, which starts the signal
+/// thread; until [`forget_dir`].
 pub(crate) fn remember_dir(dir: &Path) {
     arm();
     live().dirs.push(dir.to_path_buf());
@@ -100,7 +111,6 @@ pub(crate) fn forget_dir(dir: &Path) {
 
 /// A file to remove if interrupted; until [`forget_file`].
 pub(crate) fn remember_file(file: &Path) {
-    arm();
     live().files.push(file.to_path_buf());
 }
 
@@ -111,7 +121,6 @@ pub(crate) fn forget_file(file: &Path) {
 
 /// A process group to kill if interrupted; until [`forget_group`].
 pub(crate) fn remember_group(pgid: i32) {
-    arm();
     live().groups.push(pgid);
 }
 
@@ -123,7 +132,6 @@ pub(crate) fn forget_group(pgid: i32) {
 /// A child process to kill if interrupted; until [`forget_process`], right
 /// after it is waited for (a pid is reused only once the pid space wraps).
 pub(crate) fn remember_process(pid: i32) {
-    arm();
     live().processes.push(pid);
 }
 

@@ -412,6 +412,33 @@ impl DiffRun {
     }
 }
 
+/// Name prefix of index copies, followed by the host's pid.
+const INDEX_PREFIX: &str = "critic-index-";
+
+/// Remove the index copies in `dir` that hosts of this user left behind when
+/// they were killed or interrupted (their pid no longer alive).
+fn sweep_index_copies(dir: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(INDEX_PREFIX)) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
+            continue;
+        };
+        let ours = entry.metadata().is_ok_and(|m| m.is_file() && m.uid() == me);
+        if ours && pid != std::process::id() as i32 && !crate::sandbox::process_alive(pid) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// A private index copy: removed when dropped, and by the interrupt handler
 /// until then.
 struct IndexCopy(tempfile::NamedTempFile);
@@ -441,8 +468,9 @@ fn index_copy(user_index: &Path) -> Result<IndexCopy, PatchError> {
     }
     let mut failure = None;
     for dir in dirs {
+        sweep_index_copies(&dir);
         let attempt = tempfile::Builder::new()
-            .prefix("critic-index-")
+            .prefix(&format!("{INDEX_PREFIX}{}-", std::process::id()))
             .tempfile_in(&dir)
             .map_err(|e| (dir.clone(), e))
             .and_then(|copy| {

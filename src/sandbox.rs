@@ -406,7 +406,8 @@ fn kill_processes_in(dir: &Path) {
     }
 }
 
-fn process_alive(pid: i32) -> bool {
+/// Whether process `pid` exists (ours or another user's).
+pub(crate) fn process_alive(pid: i32) -> bool {
     // SAFETY: signal 0 only checks whether the process exists.
     let r = unsafe { libc::kill(pid, 0) };
     r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)

@@ -1101,8 +1101,9 @@ print("planted", planted >= 0)
     assert!(out.contains("planted"), "{out}");
 }
 
-// 9g'. An interrupted check takes its git processes and its private index
-// copy with it.
+// 9g'. An interrupted check takes a git process that has been running for a
+// while, and its private index copy, with it; a killed one's index copy is
+// swept by the next check.
 #[test]
 fn an_interrupted_check_leaves_no_git_process_or_index_copy() {
     let repo = Repo::demo();
@@ -1115,12 +1116,14 @@ fn an_interrupted_check_leaves_no_git_process_or_index_copy() {
     assert!(made.success());
     let skill = skill_with(json!({"mode": "pass"}), "");
     let state = tempfile::tempdir().unwrap();
-    let mut child = check(skill.path(), repo.path(), &demo_events(3), state.path())
-        .env("CRITIC_GIT_TIMEOUT", "60")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let hanging = || {
+        check(skill.path(), repo.path(), &demo_events(3), state.path())
+            .env("CRITIC_GIT_TIMEOUT", "60")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
     let children = |pid: u32| -> Vec<u32> {
         let mut out = Vec::new();
         for task in std::fs::read_dir(format!("/proc/{pid}/task"))
@@ -1138,37 +1141,33 @@ fn an_interrupted_check_leaves_no_git_process_or_index_copy() {
     };
     // The git process listing new files waits on the FIFO; find it and the
     // index copy it was given.
-    let started = Instant::now();
-    let (git, index) = loop {
-        let found = children(child.id()).into_iter().find_map(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-            if !String::from_utf8_lossy(&cmdline).contains("ls-files") {
-                return None;
+    let git_of = |critic: u32| -> (u32, PathBuf) {
+        let started = Instant::now();
+        loop {
+            let found = children(critic).into_iter().find_map(|pid| {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+                if !String::from_utf8_lossy(&cmdline).contains("ls-files") {
+                    return None;
+                }
+                let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+                let index = environ
+                    .split(|&b| b == 0)
+                    .find_map(|v| v.strip_prefix(b"GIT_INDEX_FILE="))?;
+                Some((
+                    pid,
+                    PathBuf::from(String::from_utf8_lossy(index).into_owned()),
+                ))
+            });
+            if let Some(found) = found {
+                return found;
             }
-            let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-            let index = environ
-                .split(|&b| b == 0)
-                .find_map(|v| v.strip_prefix(b"GIT_INDEX_FILE="))?;
-            Some((
-                pid,
-                PathBuf::from(String::from_utf8_lossy(index).into_owned()),
-            ))
-        });
-        if let Some(found) = found {
-            break found;
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "git never started"
+            );
+            std::thread::sleep(Duration::from_millis(20));
         }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "git never started"
-        );
-        std::thread::sleep(Duration::from_millis(20));
     };
-    assert!(index.exists());
-    // SAFETY: kill(2) on our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status:?}");
-    assert!(!index.exists(), "{} left behind", index.display());
     let gone = |pid: u32| {
         std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
             stat.rsplit(')')
@@ -1178,6 +1177,17 @@ fn an_interrupted_check_leaves_no_git_process_or_index_copy() {
                 .starts_with('Z')
         })
     };
+
+    let mut child = hanging();
+    let (git, index) = git_of(child.id());
+    assert!(index.exists());
+    // Long enough for the host to count the git process as long-running.
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status:?}");
+    assert!(!index.exists(), "{} left behind", index.display());
     let waited = Instant::now();
     while !gone(git) {
         assert!(
@@ -1186,6 +1196,24 @@ fn an_interrupted_check_leaves_no_git_process_or_index_copy() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+
+    // Killed outright, it cannot clean up; the next check sweeps the copy.
+    let mut child = hanging();
+    let (git, index) = git_of(child.id());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // SAFETY: kill(2) on the orphaned git process this test made.
+    unsafe { libc::kill(git as i32, libc::SIGKILL) };
+    assert!(index.exists());
+    std::fs::remove_file(&fifo).unwrap();
+    let (code, _, err, _) = verdict_of(&mut check(
+        skill.path(),
+        repo.path(),
+        &demo_events(3),
+        state.path(),
+    ));
+    assert_eq!(code, 0, "{err}");
+    assert!(!index.exists(), "{} not swept", index.display());
 }
 
 // 9b. Where confinement cannot be had, runs are refused unless opted out.
