@@ -51,7 +51,6 @@ pub mod confine;
 pub mod critic;
 mod deadline_clock;
 pub mod demo;
-
 pub mod detector;
 pub mod events;
 pub mod git;
@@ -67,7 +66,6 @@ mod remove_tree;
 pub mod runtime;
 pub mod sandbox;
 pub mod scaffold;
-
 pub mod state;
 pub mod verdict;
 pub mod yaml;
