@@ -64,28 +64,73 @@ const NAMESPACES: libc::c_int = libc::CLONE_NEWUSER
     | libc::CLONE_NEWPID
     | libc::CLONE_NEWIPC;
 
-/// Where the user's services listen on Unix sockets: the session bus and
-/// systemd's user manager (`/run/user/<uid>`), the system bus, container
-/// engines, the X server. Landlock does not govern connecting to a socket
-/// file, and through one of these a run could have a process started
-/// outside its confinement or type into the user's terminal; each is
-/// covered by an empty read-only tmpfs.
-const SOCKET_DIRS: &[&std::ffi::CStr] = &[
-    c"/run/user",
-    c"/run/dbus",
-    c"/run/docker",
-    c"/run/containerd",
-    c"/run/podman",
-    c"/tmp/.X11-unix",
-    c"/tmp/.ICE-unix",
+/// Where services listen on Unix sockets: under `/run` (the session bus
+/// and systemd's user manager in `/run/user/<uid>`, the system bus and
+/// manager, container and VM engines, databases), and the X server's. Landlock
+/// does not govern connecting to a socket file, and through one of these a
+/// run could have a process started outside its confinement, write to a
+/// database, or type into the user's terminal. Every directory of `/run`
+/// (and of a `/var/run` that is not a link to it) is covered by an empty
+/// read-only tmpfs, and every socket there by `/dev/null`, except these
+/// entries of `/run`, which hold programs and no service sockets.
+const RUN_KEPT: &[&str] = &[
+    "current-system",
+    "booted-system",
+    "opengl-driver",
+    "opengl-driver-32",
+    "wrappers",
+    "shm",
+    "lock",
 ];
 
-/// Socket files outside those directories, covered by `/dev/null`.
-const SOCKET_FILES: &[&std::ffi::CStr] = &[
-    c"/run/docker.sock",
-    c"/var/run/docker.sock",
-    c"/run/snapd.socket",
+/// Socket directories outside `/run`, hidden the same way.
+const SOCKET_DIRS: &[&str] = &[
+    "/tmp/.X11-unix",
+    "/tmp/.ICE-unix",
+    "/var/snap/lxd/common/lxd",
 ];
+
+/// What of the service directories to hide, as C strings ready for the
+/// forked child: directories (`.0`) and socket files (`.1`). A directory
+/// holding one of `writable` (a scratch place in the runtime dir, say) stays.
+fn service_sockets(writable: &[&Path]) -> Result<(Vec<CString>, Vec<CString>), String> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut dirs: Vec<std::path::PathBuf> = SOCKET_DIRS.iter().map(Into::into).collect();
+    let mut sockets = Vec::new();
+    for run in ["/run", "/var/run"] {
+        let run = Path::new(run);
+        if run == Path::new("/var/run")
+            && std::fs::canonicalize(run).ok().as_deref() == Some(Path::new("/run"))
+        {
+            continue;
+        }
+        for entry in std::fs::read_dir(run).into_iter().flatten().flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let kept = run == Path::new("/run")
+                && RUN_KEPT
+                    .iter()
+                    .any(|k| entry.file_name() == std::ffi::OsStr::new(k));
+            if kind.is_dir() && !kept {
+                dirs.push(entry.path());
+            } else if kind.is_socket() {
+                sockets.push(entry.path());
+            }
+        }
+    }
+    let c = |p: &Path| {
+        CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| format!("{} contains a NUL byte", p.display()))
+    };
+    let dirs = dirs
+        .iter()
+        .filter(|d| !writable.iter().any(|w| w.starts_with(d)))
+        .map(|d| c(d))
+        .collect::<Result<_, _>>()?;
+    let sockets = sockets.iter().map(|f| c(f)).collect::<Result<_, _>>()?;
+    Ok((dirs, sockets))
+}
 
 /// `KEYCTL_JOIN_SESSION_KEYRING` of `<linux/keyctl.h>`.
 const KEYCTL_JOIN_SESSION_KEYRING: libc::c_long = 1;
@@ -294,8 +339,10 @@ pub struct Confinement {
 struct Mounts {
     /// The directories left writable.
     writable: Vec<CString>,
-    /// The [`SOCKET_DIRS`] to hide: those not holding a writable directory.
-    hidden: Vec<&'static std::ffi::CStr>,
+    /// Service socket directories to hide (see [`RUN_KEPT`]).
+    hidden_dirs: Vec<CString>,
+    /// Service socket files to hide.
+    hidden_sockets: Vec<CString>,
 }
 
 impl Confinement {
@@ -333,16 +380,7 @@ impl Confinement {
             ))
             .map_err(fail)?;
         let ruleset: Option<OwnedFd> = ruleset.into();
-        // A scratch place under one of them (`CRITIC_SCRATCH_DIR` in the
-        // runtime dir, say) keeps that one visible.
-        let hidden = SOCKET_DIRS
-            .iter()
-            .filter(|d| {
-                let d = Path::new(std::ffi::OsStr::from_bytes(d.to_bytes()));
-                !writable.iter().any(|w| w.starts_with(d))
-            })
-            .copied()
-            .collect();
+        let (hidden_dirs, hidden_sockets) = service_sockets(writable)?;
         let writable = writable
             .iter()
             .map(|dir| {
@@ -353,7 +391,11 @@ impl Confinement {
         Ok(Confinement {
             ruleset: ruleset.ok_or("Landlock is not enforced on this machine")?,
             maps: IdMaps::current()?,
-            mounts: Mounts { writable, hidden },
+            mounts: Mounts {
+                writable,
+                hidden_dirs,
+                hidden_sockets,
+            },
         })
     }
 
@@ -420,6 +462,10 @@ fn enter(
                 return Err(os());
             }
         }
+        // No supplementary groups (a `docker` group opens sockets the
+        // lists below do not know): possible only for root, and harmless to
+        // try for anyone else.
+        libc::setgroups(0, std::ptr::null());
         if libc::unshare(NAMESPACES) != 0 {
             return Err(os());
         }
@@ -492,14 +538,14 @@ unsafe fn read_only_but(mounts: &Mounts) -> std::io::Result<()> {
     let hidden = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
     let absent =
         |e: &std::io::Error| matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR));
-    for dir in &mounts.hidden {
+    for dir in &mounts.hidden_dirs {
         let empty = Some(c"size=4k,mode=755");
         match mount(Some(c"tmpfs"), dir, Some(c"tmpfs"), hidden, empty) {
             Err(e) if !absent(&e) => return Err(e),
             _ => {}
         }
     }
-    for file in SOCKET_FILES {
+    for file in &mounts.hidden_sockets {
         match mount(Some(c"/dev/null"), file, None, libc::MS_BIND, None) {
             Err(e) if !absent(&e) => return Err(e),
             _ => {}

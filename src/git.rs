@@ -12,6 +12,7 @@
 //! saves about 0.15 ms of each git process.
 
 use std::ffi::OsStr;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
@@ -69,6 +70,25 @@ fn program() -> &'static OsStr {
     .as_os_str()
 }
 
+/// Variables that name a repository's parts; removed from every git call
+/// (the calls that need them set their own).
+const REPOSITORY_ENV: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_CONFIG",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_GRAFT_FILE",
+    "GIT_SHALLOW_FILE",
+    "GIT_NAMESPACE",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_PREFIX",
+    "GIT_IMPLICIT_WORK_TREE",
+];
+
 /// A git command in `dir` with format-pinning configuration.
 pub fn command(dir: &Path) -> Command {
     let mut cmd = Command::new(program());
@@ -97,10 +117,16 @@ pub fn command(dir: &Path) -> Command {
         .env("GIT_NO_LAZY_FETCH", "1")
         .env("GIT_ALLOW_PROTOCOL", "")
         .env("LC_ALL", "C")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
         .stdin(Stdio::null());
+    // The host's own environment must not point git at another repository's
+    // parts, nor (`GIT_CONFIG`) make `git config` read one file only, which
+    // would hide the repository's drivers from [`Drivers::read`].
+    for var in REPOSITORY_ENV {
+        cmd.env_remove(var);
+    }
+    // Its own process group: a timeout or an interrupt kills what git
+    // started too (a `git` in a submodule holding the output pipe).
+    cmd.process_group(0);
     cmd
 }
 
@@ -301,7 +327,7 @@ pub fn spawn(mut cmd: Command) -> Result<Running, GitError> {
     match cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn() {
         Ok(child) => {
             let pid = child.id() as i32;
-            crate::interrupt::remember_process(pid);
+            crate::interrupt::remember_group(pid);
             Ok(Running {
                 pid,
                 child,
@@ -331,11 +357,6 @@ impl Running {
             dir,
             started,
         } = self;
-        // A descriptor of the process itself, not of its pid: the watchdog
-        // can never signal another process that got the number after it.
-        let pidfd = rustix::process::Pid::from_raw(child.id() as i32).and_then(|pid| {
-            rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
-        });
         let (finished, finish) = std::sync::mpsc::channel::<()>();
         let limit = timeout();
         let left = limit.saturating_sub(started.elapsed());
@@ -350,14 +371,16 @@ impl Running {
                 late = finish.recv_timeout(left - first) == Err(Timeout);
             }
             if late {
-                if let Some(fd) = pidfd {
-                    let _ = rustix::process::pidfd_send_signal(fd, rustix::process::Signal::KILL);
-                }
+                // The whole group: git's own children hold the output pipes
+                // too. The group's leader is not waited for until the pipes
+                // close, so its id cannot have gone to another group.
+                // SAFETY: kill(2) on the process group git leads.
+                unsafe { libc::kill(-pid, libc::SIGKILL) };
             }
             late
         });
         let output = child.wait_with_output();
-        crate::interrupt::forget_process(pid);
+        crate::interrupt::forget_group(pid);
         let _ = finished.send(());
         let late = watchdog.join().unwrap_or(false);
         if late {

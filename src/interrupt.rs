@@ -1,6 +1,6 @@
 //! What the host undoes when it is interrupted (SIGINT, SIGTERM, SIGHUP):
 //! scratch pools and private index copies are removed, and the processes it
-//! started (run commands' process groups, git) are killed, before it exits
+//! started (run commands' and git's process groups) are killed, before it exits
 //! with 128 + the signal. Without this, an interrupt would leave files in
 //! `/dev/shm` and git processes running on their own.
 //!
@@ -25,15 +25,12 @@ struct Live {
     files: Vec<PathBuf>,
     /// Process groups to kill.
     groups: Vec<i32>,
-    /// Single processes to kill.
-    processes: Vec<i32>,
 }
 
 static LIVE: Mutex<Live> = Mutex::new(Live {
     dirs: Vec::new(),
     files: Vec::new(),
     groups: Vec::new(),
-    processes: Vec::new(),
 });
 
 static WANTED: AtomicBool = AtomicBool::new(false);
@@ -80,11 +77,6 @@ fn spawn_handler() -> std::io::Result<()> {
                     // SAFETY: kill(2) on a process group this process started.
                     unsafe { libc::kill(-g, libc::SIGKILL) };
                 }
-                for &p in &live.processes {
-                    // SAFETY: kill(2) on a child not yet waited for (so its
-                    // pid cannot have been reused).
-                    unsafe { libc::kill(p, libc::SIGKILL) };
-                }
                 for dir in &live.dirs {
                     let _ = crate::remove_tree::remove_tree(dir);
                 }
@@ -127,15 +119,4 @@ pub(crate) fn remember_group(pgid: i32) {
 /// See [`remember_group`].
 pub(crate) fn forget_group(pgid: i32) {
     live().groups.retain(|&g| g != pgid);
-}
-
-/// A child process to kill if interrupted; until [`forget_process`], right
-/// after it is waited for (a pid is reused only once the pid space wraps).
-pub(crate) fn remember_process(pid: i32) {
-    live().processes.push(pid);
-}
-
-/// See [`remember_process`].
-pub(crate) fn forget_process(pid: i32) {
-    live().processes.retain(|&p| p != pid);
 }

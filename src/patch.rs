@@ -10,7 +10,7 @@ use crate::git::{self, GitError};
 use crate::new_file_diff;
 use critic_sdk::{FileChange, Patch, PatchOrigin};
 use globset::GlobBuilder;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 /// Why a patch could not be computed.
@@ -412,6 +412,34 @@ impl DiffRun {
     }
 }
 
+/// The largest index the host copies (a repository of a million files has
+/// an index of about 100 MiB); the copy lives in memory on tmpfs.
+const MAX_INDEX_BYTES: u64 = 1 << 30;
+
+/// The user's index, opened without following a symlink; `None` when there
+/// is none. Refused when it is not a regular file or larger than
+/// [`MAX_INDEX_BYTES`].
+fn open_index(path: &Path) -> std::io::Result<Option<std::fs::File>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = match std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let meta = file.metadata()?;
+    if !meta.is_file() || meta.len() > MAX_INDEX_BYTES {
+        return Err(std::io::Error::other(format!(
+            "not a regular file of at most {} MiB; refusing to copy it",
+            MAX_INDEX_BYTES >> 20
+        )));
+    }
+    Ok(Some(file))
+}
+
 /// Name prefix of index copies, followed by the host's pid.
 const INDEX_PREFIX: &str = "critic-index-";
 
@@ -474,19 +502,24 @@ fn index_copy(user_index: &Path) -> Result<IndexCopy, PatchError> {
             .tempfile_in(&dir)
             .map_err(|e| (dir.clone(), e))
             .and_then(|copy| {
-                if user_index.is_file() {
-                    let io = |e| (user_index.to_path_buf(), e);
-                    std::fs::copy(user_index, copy.path()).map_err(io)?;
-                    // git trusts an entry's stat data only for files changed
-                    // before the index was written (it rereads "racily clean"
-                    // ones): the copy must keep the index's time, or a file
-                    // edited in the same second, to the same size, would look
-                    // unchanged.
-                    let written = std::fs::metadata(user_index)
-                        .and_then(|m| m.modified())
-                        .map_err(io)?;
-                    copy.as_file().set_modified(written).map_err(io)?;
-                }
+                let io = |e| (user_index.to_path_buf(), e);
+                let Some(mut source) = open_index(user_index).map_err(io)? else {
+                    return Ok(copy);
+                };
+                // Through the open file: the copy keeps its private mode,
+                // whatever mode the agent gave the index.
+                std::io::copy(
+                    &mut (&mut source).take(MAX_INDEX_BYTES),
+                    &mut copy.as_file(),
+                )
+                .map_err(io)?;
+                // git trusts an entry's stat data only for files changed
+                // before the index was written (it rereads "racily clean"
+                // ones): the copy must keep the index's time, or a file
+                // edited in the same second, to the same size, would look
+                // unchanged.
+                let written = source.metadata().and_then(|m| m.modified()).map_err(io)?;
+                copy.as_file().set_modified(written).map_err(io)?;
                 Ok(copy)
             });
         match attempt {
@@ -501,7 +534,7 @@ fn index_copy(user_index: &Path) -> Result<IndexCopy, PatchError> {
     Err(PatchError::Io { path, source })
 }
 
-fn diff_args(rev: &str) -> [&str; 13] {
+fn diff_args(rev: &str) -> [&str; 14] {
     [
         "diff",
         "--binary",
@@ -512,6 +545,9 @@ fn diff_args(rev: &str) -> [&str; 13] {
         // Whether a submodule is dirty is `git status` inside it, under its
         // own configuration (filters, fsmonitor); its commit still counts.
         "--ignore-submodules=dirty",
+        // `diff.submodule=diff` would start a `git diff` inside each
+        // submodule, under the submodule's configuration.
+        "--submodule=short",
         "-M",
         "--src-prefix=a/",
         "--dst-prefix=b/",
@@ -710,6 +746,28 @@ mod tests {
             .worktree_patch(&ws.head, &TestClassifier::new(&[]).unwrap())
             .unwrap();
         assert!(patch.raw.contains("+x = 2"), "edit missed:\n{}", patch.raw);
+    }
+
+    #[test]
+    fn the_index_copy_is_private_bounded_and_never_a_symlink_target() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let index = dir.path().join("index");
+        std::fs::write(&index, b"DIRC").unwrap();
+        std::fs::set_permissions(&index, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let copy = index_copy(&index).unwrap();
+        let mode = std::fs::metadata(copy.path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(std::fs::read(copy.path()).unwrap(), b"DIRC");
+        drop(copy);
+        let big = std::fs::File::create(&index).unwrap();
+        big.set_len(MAX_INDEX_BYTES + 1).unwrap();
+        assert!(index_copy(&index).is_err(), "a sparse giant is refused");
+        std::fs::remove_file(&index).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", &index).unwrap();
+        assert!(index_copy(&index).is_err(), "a symlink is refused");
+        std::fs::remove_file(&index).unwrap();
+        assert!(index_copy(&index).is_ok(), "no index is an empty one");
     }
 
     #[test]

@@ -624,7 +624,22 @@ fn repository_configuration_cannot_make_the_host_run_programs() {
             .success();
         assert!(ok, "git {args:?} in the submodule");
     };
+    // A new commit in the submodule, which `diff.submodule=diff` would diff
+    // with a git started inside it, under its own external diff.
+    std::fs::write(sub.join("b.txt"), "b\n").unwrap();
+    sub_git(&["add", "b.txt"]);
+    sub_git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@l",
+        "commit",
+        "-qm",
+        "b",
+    ]);
     sub_git(&["config", "filter.sub.clean", &mark("submodule")]);
+    sub_git(&["config", "diff.external", &mark("submodule-external")]);
+    repo.git(&["config", "diff.submodule", "diff"]);
     // The agent's edits: tracked files of each filter, new files, the
     // submodule's file.
     repo.write("m.py", "x = 2\n");
@@ -662,7 +677,10 @@ fn repository_configuration_cannot_make_the_host_run_programs() {
     let (code, v, err, _) = verdict_of(
         check(skill.path(), repo.path(), &demo_events(3), state.path())
             .env("HOME", home.path())
-            .env("CRITIC_GIT_TIMEOUT", "30"),
+            .env("CRITIC_GIT_TIMEOUT", "30")
+            // Would make `git config` read that file alone, hiding the
+            // repository's drivers from the host.
+            .env("GIT_CONFIG", "/dev/null"),
     );
     assert_eq!(code, 0, "{err}\n{v:#}");
     assert!(started.elapsed() < Duration::from_secs(10), "{err}");
@@ -935,6 +953,9 @@ fn runs_cannot_reach_the_users_service_sockets() {
     let tag = format!("critic-test-{}", std::process::id());
     let listeners: Vec<Listener> = [
         (format!("/run/user/{uid}"), "/run/user"),
+        ("/run/systemd".to_string(), "/run"),
+        ("/run/libvirt".to_string(), "/run"),
+        ("/run/critic-test-service".to_string(), "/run"),
         ("/tmp/.X11-unix".to_string(), "/tmp"),
     ]
     .into_iter()
