@@ -12,6 +12,7 @@
 //! saves about 0.15 ms of each git process.
 
 use std::ffi::OsStr;
+use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -155,7 +156,7 @@ impl Drivers {
             return Ok(Drivers::default());
         }
         let mut cmd = command(dir);
-        cmd.args([
+        cmd.env("GIT_DIR", git_dir).args([
             "config",
             "-z",
             "--includes",
@@ -229,6 +230,284 @@ impl Drivers {
         }
         cmd.env("GIT_CONFIG_COUNT", n.to_string());
     }
+}
+
+/// A private git directory for the commands of one check that read the work
+/// tree: the repository's objects, refs and `info/` through symlinks, a copy
+/// of its `HEAD`, of its index (git may refresh an index it diffs with, and
+/// the user's must stay untouched) and of its configuration, each read once.
+/// git rereads the configuration in every process, so without the copy a
+/// process the agent left running could rewrite `.git/config` between the
+/// moment its drivers were vetted ([`Drivers`]) and the diff; with it, every
+/// command sees the configuration that was vetted.
+///
+/// It lives on tmpfs when there is one (making files there is several times
+/// cheaper than on a disk), is private to the user, is removed when dropped
+/// or when the host is interrupted, and one a killed host left behind is
+/// removed by the next.
+pub struct PrivateGitDir {
+    dir: tempfile::TempDir,
+    drivers: Drivers,
+}
+
+/// Name prefix of private git directories, followed by the host's pid.
+const PRIVATE_PREFIX: &str = "critic-git-";
+
+/// The largest index the host copies (a repository of a million files has
+/// an index of about 100 MiB); the copy lives in memory on tmpfs.
+pub const MAX_INDEX_BYTES: u64 = 1 << 30;
+
+impl PrivateGitDir {
+    /// The private directory for the repository at `git_dir`, work tree
+    /// `work_tree`.
+    pub fn new(work_tree: &Path, git_dir: &Path) -> Result<PrivateGitDir, GitError> {
+        let fail = |what: &Path, e: std::io::Error| GitError {
+            args: "(private copy of the git directory)".into(),
+            dir: work_tree.display().to_string(),
+            message: format!("{}: {e}", what.display()),
+        };
+        let config = config_snapshot(work_tree, git_dir)?;
+        let shm = Path::new("/dev/shm");
+        let mut places = vec![std::env::temp_dir()];
+        if shm.is_dir() {
+            places.insert(0, shm.to_path_buf());
+        }
+        let mut failure = None;
+        for place in &places {
+            sweep_private_dirs(place);
+            let made = tempfile::Builder::new()
+                .prefix(&format!("{PRIVATE_PREFIX}{}-", std::process::id()))
+                .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+                .tempdir_in(place)
+                .map_err(|e| (place.clone(), e))
+                .and_then(|dir| {
+                    crate::interrupt::remember_dir(dir.path());
+                    // Dropped on failure: removed, and forgotten.
+                    let private = PrivateGitDir {
+                        dir,
+                        drivers: Drivers::default(),
+                    };
+                    fill(private.path(), git_dir, &config).map(|()| private)
+                });
+            match made {
+                Ok(mut private) => {
+                    private.drivers = Drivers::read(work_tree, private.path())?;
+                    return Ok(private);
+                }
+                Err(e) => failure = Some(e),
+            }
+        }
+        let (path, e) = failure.expect("at least the temp dir was tried");
+        Err(fail(&path, e))
+    }
+
+    /// The private directory.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Point `cmd` at the private directory and its index, with the drivers
+    /// off.
+    pub fn apply(&self, cmd: &mut Command) {
+        cmd.env("GIT_DIR", self.dir.path())
+            .env("GIT_INDEX_FILE", self.dir.path().join("index"));
+        self.drivers.apply(cmd);
+    }
+}
+
+impl Drop for PrivateGitDir {
+    fn drop(&mut self) {
+        crate::interrupt::forget_dir(self.dir.path());
+    }
+}
+
+/// The directory holding a repository's objects, refs and configuration: a
+/// linked work tree's git directory names it in `commondir`.
+fn common_dir(git_dir: &Path) -> std::path::PathBuf {
+    match std::fs::read_to_string(git_dir.join("commondir")) {
+        Ok(rel) => git_dir.join(rel.trim()),
+        Err(_) => git_dir.to_path_buf(),
+    }
+}
+
+/// The repository's configuration, read once: the file itself when it is
+/// all there is, else what git reads, flattened into one file.
+fn config_snapshot(work_tree: &Path, git_dir: &Path) -> Result<Vec<u8>, GitError> {
+    let common = common_dir(git_dir);
+    let path = common.join("config");
+    let config = std::fs::read(&path).map_err(|e| GitError {
+        args: "(reading the configuration)".into(),
+        dir: work_tree.display().to_string(),
+        message: format!("{}: {e}", path.display()),
+    })?;
+    let plain = common == git_dir
+        && !git_dir.join("config.worktree").exists()
+        && !config
+            .to_ascii_lowercase()
+            .windows(7)
+            .any(|w| w == b"include");
+    if plain {
+        Ok(config)
+    } else {
+        flattened_config(work_tree, git_dir)
+    }
+}
+
+/// Fill the private git directory `dir` for the repository at `git_dir`.
+fn fill(
+    dir: &Path,
+    git_dir: &Path,
+    config: &[u8],
+) -> Result<(), (std::path::PathBuf, std::io::Error)> {
+    let common = common_dir(git_dir);
+    let at = |p: &Path| {
+        let p = p.to_path_buf();
+        move |e| (p, e)
+    };
+    let head = git_dir.join("HEAD");
+    std::fs::write(dir.join("HEAD"), std::fs::read(&head).map_err(at(&head))?).map_err(at(dir))?;
+    for part in [
+        "objects",
+        "refs",
+        "reftable",
+        "packed-refs",
+        "info",
+        "modules",
+        "shallow",
+    ] {
+        std::os::unix::fs::symlink(common.join(part), dir.join(part)).map_err(at(dir))?;
+    }
+    std::fs::write(dir.join("config"), config).map_err(at(dir))?;
+    let index = git_dir.join("index");
+    let Some(mut source) = open_index(&index).map_err(at(&index))? else {
+        return Ok(());
+    };
+    let mut copy = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::File::options()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(dir.join("index"))
+            .map_err(at(dir))?
+    };
+    // Through the open file: the copy keeps its private mode, whatever mode
+    // the agent gave the index.
+    std::io::copy(&mut (&mut source).take(MAX_INDEX_BYTES), &mut copy).map_err(at(&index))?;
+    // git trusts an entry's stat data only for files changed before the
+    // index was written (it rereads "racily clean" ones): the copy must keep
+    // the index's time, or a file edited in the same second, to the same
+    // size, would look unchanged.
+    let written = source
+        .metadata()
+        .and_then(|m| m.modified())
+        .map_err(at(&index))?;
+    copy.set_modified(written).map_err(at(dir))
+}
+
+/// The user's index, opened without following a symlink; `None` when there
+/// is none. Refused when it is not a regular file or larger than
+/// [`MAX_INDEX_BYTES`].
+fn open_index(path: &Path) -> std::io::Result<Option<std::fs::File>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = match std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let meta = file.metadata()?;
+    if !meta.is_file() || meta.len() > MAX_INDEX_BYTES {
+        return Err(std::io::Error::other(format!(
+            "not a regular file of at most {} MiB; refusing to copy it",
+            MAX_INDEX_BYTES >> 20
+        )));
+    }
+    Ok(Some(file))
+}
+
+/// Remove the private git directories in `place` that hosts of this user
+/// left behind when they were killed (their pid no longer alive).
+fn sweep_private_dirs(place: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(place) else {
+        return;
+    };
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(PRIVATE_PREFIX)) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
+            continue;
+        };
+        let ours = entry
+            .metadata()
+            .is_ok_and(|m| m.is_dir() && m.uid() == me && m.mode() & 0o077 == 0);
+        if ours && pid != std::process::id() as i32 && !crate::sandbox::process_alive(pid) {
+            let _ = crate::remove_tree::remove_tree(&entry.path());
+        }
+    }
+}
+
+/// The repository's own configuration (its local and work-tree scopes,
+/// includes resolved) as one file, read by a single git process.
+fn flattened_config(work_tree: &Path, git_dir: &Path) -> Result<Vec<u8>, GitError> {
+    let mut cmd = command(work_tree);
+    cmd.env("GIT_DIR", git_dir)
+        .args(["config", "-z", "--includes", "--show-scope", "--list"]);
+    let out = match run(cmd) {
+        Ok(out) => out,
+        Err(e) if e.message.is_empty() => Vec::new(),
+        Err(e) => return Err(e),
+    };
+    let quote = |text: &str| {
+        let mut q = String::from("\"");
+        for c in text.chars() {
+            match c {
+                '\\' => q.push_str("\\\\"),
+                '"' => q.push_str("\\\""),
+                '\n' => q.push_str("\\n"),
+                '\t' => q.push_str("\\t"),
+                c => q.push(c),
+            }
+        }
+        q.push('"');
+        q
+    };
+    let mut file = String::new();
+    let mut fields = out.split(|&b| b == 0);
+    while let (Some(scope), Some(entry)) = (fields.next(), fields.next()) {
+        if scope != b"local" && scope != b"worktree" {
+            continue;
+        }
+        let entry = String::from_utf8_lossy(entry);
+        let (key, value) = match entry.split_once('\n') {
+            Some((k, v)) => (k, Some(v)),
+            None => (entry.as_ref(), None),
+        };
+        let Some((section, rest)) = key.split_once('.') else {
+            continue;
+        };
+        let (subsection, name) = match rest.rsplit_once('.') {
+            Some((sub, name)) => (Some(sub), name),
+            None => (None, rest),
+        };
+        match subsection {
+            Some(sub) => file.push_str(&format!("[{section} {}]\n", quote(sub))),
+            None => file.push_str(&format!("[{section}]\n")),
+        }
+        match value {
+            Some(v) => file.push_str(&format!("\t{name} = {}\n", quote(v))),
+            None => file.push_str(&format!("\t{name}\n")),
+        }
+    }
+    Ok(file.into_bytes())
 }
 
 /// Whether a configuration file git reads for the repository at `git_dir`
@@ -409,5 +688,51 @@ impl Running {
             });
         }
         Ok(output.stdout)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_private_index_is_private_bounded_and_never_a_symlink_target() {
+        use std::os::unix::fs::PermissionsExt;
+        let repo = tempfile::tempdir().unwrap();
+        let ok = Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(repo.path())
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        let git_dir = repo.path().join(".git");
+        let index = git_dir.join("index");
+        std::fs::write(&index, b"DIRC").unwrap();
+        std::fs::set_permissions(&index, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let private = PrivateGitDir::new(repo.path(), &git_dir).unwrap();
+        let copy = private.path().join("index");
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&copy) & 0o077, 0, "the copy is the user's alone");
+        assert_eq!(mode(private.path()), 0o700);
+        assert_eq!(std::fs::read(&copy).unwrap(), b"DIRC");
+        drop(private);
+        let big = std::fs::File::create(&index).unwrap();
+        big.set_len(MAX_INDEX_BYTES + 1).unwrap();
+        assert!(
+            PrivateGitDir::new(repo.path(), &git_dir).is_err(),
+            "a sparse giant"
+        );
+        std::fs::remove_file(&index).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", &index).unwrap();
+        assert!(
+            PrivateGitDir::new(repo.path(), &git_dir).is_err(),
+            "a symlink"
+        );
+        std::fs::remove_file(&index).unwrap();
+        let private = PrivateGitDir::new(repo.path(), &git_dir).unwrap();
+        assert!(
+            !private.path().join("index").exists(),
+            "no index: none copied"
+        );
     }
 }

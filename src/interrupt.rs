@@ -1,5 +1,5 @@
 //! What the host undoes when it is interrupted (SIGINT, SIGTERM, SIGHUP):
-//! scratch pools and private index copies are removed, and the processes it
+//! scratch pools and private git directories are removed, and the processes it
 //! started (run commands' and git's process groups) are killed, before it exits
 //! with 128 + the signal. Without this, an interrupt would leave files in
 //! `/dev/shm` and git processes running on their own.
@@ -10,8 +10,8 @@
 //! is under way (a scratch pool, a git process still running after a
 //! second): a thread alive at exit costs a short check about 0.5 ms (the
 //! kernel must schedule it to end it), and a short check has little to lose.
-//! Index copies an interrupt leaves behind anyway are swept by the next
-//! check (see `patch.rs`).
+//! Private git directories an interrupt leaves behind anyway are swept by
+//! the next check (see `git::PrivateGitDir`).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,15 +21,12 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 struct Live {
     /// Directory trees to remove.
     dirs: Vec<PathBuf>,
-    /// Files to remove.
-    files: Vec<PathBuf>,
     /// Process groups to kill.
     groups: Vec<i32>,
 }
 
 static LIVE: Mutex<Live> = Mutex::new(Live {
     dirs: Vec::new(),
-    files: Vec::new(),
     groups: Vec::new(),
 });
 
@@ -80,9 +77,6 @@ fn spawn_handler() -> std::io::Result<()> {
                 for dir in &live.dirs {
                     let _ = crate::remove_tree::remove_tree(dir);
                 }
-                for file in &live.files {
-                    let _ = std::fs::remove_file(file);
-                }
                 std::process::exit(128 + sig);
             }
         })?;
@@ -99,16 +93,6 @@ pub(crate) fn remember_dir(dir: &Path) {
 /// See [`remember_dir`].
 pub(crate) fn forget_dir(dir: &Path) {
     live().dirs.retain(|d| d != dir);
-}
-
-/// A file to remove if interrupted; until [`forget_file`].
-pub(crate) fn remember_file(file: &Path) {
-    live().files.push(file.to_path_buf());
-}
-
-/// See [`remember_file`].
-pub(crate) fn forget_file(file: &Path) {
-    live().files.retain(|f| f != file);
 }
 
 /// A process group to kill if interrupted; until [`forget_group`].

@@ -10,7 +10,7 @@ use crate::git::{self, GitError};
 use crate::new_file_diff;
 use critic_sdk::{FileChange, Patch, PatchOrigin};
 use globset::GlobBuilder;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Why a patch could not be computed.
@@ -334,11 +334,8 @@ struct DiffRun {
 /// What every git command of a diff shares.
 struct WorkTree {
     root: PathBuf,
-    git_dir: PathBuf,
-    /// The private copy of the index git uses.
-    index: IndexCopy,
-    /// The drivers kept off.
-    drivers: git::Drivers,
+    /// The git directory they use, with its private index and configuration.
+    private: git::PrivateGitDir,
 }
 
 impl WorkTree {
@@ -347,11 +344,8 @@ impl WorkTree {
     /// otherwise have the host diff a directory outside the workspace.
     fn git(&self, args: &[&str]) -> std::process::Command {
         let mut cmd = git::command(&self.root);
-        cmd.env("GIT_DIR", &self.git_dir)
-            .env("GIT_WORK_TREE", &self.root)
-            .env("GIT_INDEX_FILE", self.index.path())
-            .args(args);
-        self.drivers.apply(&mut cmd);
+        cmd.env("GIT_WORK_TREE", &self.root).args(args);
+        self.private.apply(&mut cmd);
         cmd
     }
 }
@@ -360,9 +354,7 @@ impl DiffRun {
     fn start(root: &Path, git_dir: &Path, rev: &str) -> Result<DiffRun, PatchError> {
         let tree = WorkTree {
             root: root.to_path_buf(),
-            git_dir: git_dir.to_path_buf(),
-            index: index_copy(&git_dir.join("index"))?,
-            drivers: git::Drivers::read(root, git_dir)?,
+            private: git::PrivateGitDir::new(root, git_dir)?,
         };
         let listing = git::spawn(tree.git(&["ls-files", "-z", "--others", "--exclude-standard"]))?;
         let tracked = git::spawn(tree.git(&diff_args(rev)))?;
@@ -410,128 +402,6 @@ impl DiffRun {
         git::run(add)?;
         Ok(git::run(tree.git(&diff_args(&self.rev))).map(text)?)
     }
-}
-
-/// The largest index the host copies (a repository of a million files has
-/// an index of about 100 MiB); the copy lives in memory on tmpfs.
-const MAX_INDEX_BYTES: u64 = 1 << 30;
-
-/// The user's index, opened without following a symlink; `None` when there
-/// is none. Refused when it is not a regular file or larger than
-/// [`MAX_INDEX_BYTES`].
-fn open_index(path: &Path) -> std::io::Result<Option<std::fs::File>> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = match std::fs::File::options()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let meta = file.metadata()?;
-    if !meta.is_file() || meta.len() > MAX_INDEX_BYTES {
-        return Err(std::io::Error::other(format!(
-            "not a regular file of at most {} MiB; refusing to copy it",
-            MAX_INDEX_BYTES >> 20
-        )));
-    }
-    Ok(Some(file))
-}
-
-/// Name prefix of index copies, followed by the host's pid.
-const INDEX_PREFIX: &str = "critic-index-";
-
-/// Remove the index copies in `dir` that hosts of this user left behind when
-/// they were killed or interrupted (their pid no longer alive).
-fn sweep_index_copies(dir: &Path) {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(INDEX_PREFIX)) else {
-            continue;
-        };
-        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
-            continue;
-        };
-        let ours = entry.metadata().is_ok_and(|m| m.is_file() && m.uid() == me);
-        if ours && pid != std::process::id() as i32 && !crate::sandbox::process_alive(pid) {
-            let _ = std::fs::remove_file(entry.path());
-        }
-    }
-}
-
-/// A private index copy: removed when dropped, and by the interrupt handler
-/// until then.
-struct IndexCopy(tempfile::NamedTempFile);
-
-impl IndexCopy {
-    fn path(&self) -> &Path {
-        self.0.path()
-    }
-}
-
-impl Drop for IndexCopy {
-    fn drop(&mut self) {
-        crate::interrupt::forget_file(self.0.path());
-    }
-}
-
-/// A private copy of the index at `user_index` (empty when there is none):
-/// starting from the user's index keeps git's stat cache, which is what makes
-/// the diff fast on large trees. On tmpfs when possible, where making a file
-/// is several times cheaper than on a disk; in the temp dir otherwise (or when
-/// tmpfs is too small for it).
-fn index_copy(user_index: &Path) -> Result<IndexCopy, PatchError> {
-    let shm = Path::new("/dev/shm");
-    let mut dirs = vec![std::env::temp_dir()];
-    if shm.is_dir() {
-        dirs.insert(0, shm.to_path_buf());
-    }
-    let mut failure = None;
-    for dir in dirs {
-        sweep_index_copies(&dir);
-        let attempt = tempfile::Builder::new()
-            .prefix(&format!("{INDEX_PREFIX}{}-", std::process::id()))
-            .tempfile_in(&dir)
-            .map_err(|e| (dir.clone(), e))
-            .and_then(|copy| {
-                let io = |e| (user_index.to_path_buf(), e);
-                let Some(mut source) = open_index(user_index).map_err(io)? else {
-                    return Ok(copy);
-                };
-                // Through the open file: the copy keeps its private mode,
-                // whatever mode the agent gave the index.
-                std::io::copy(
-                    &mut (&mut source).take(MAX_INDEX_BYTES),
-                    &mut copy.as_file(),
-                )
-                .map_err(io)?;
-                // git trusts an entry's stat data only for files changed
-                // before the index was written (it rereads "racily clean"
-                // ones): the copy must keep the index's time, or a file
-                // edited in the same second, to the same size, would look
-                // unchanged.
-                let written = source.metadata().and_then(|m| m.modified()).map_err(io)?;
-                copy.as_file().set_modified(written).map_err(io)?;
-                Ok(copy)
-            });
-        match attempt {
-            Ok(copy) => {
-                crate::interrupt::remember_file(copy.path());
-                return Ok(IndexCopy(copy));
-            }
-            Err(e) => failure = Some(e),
-        }
-    }
-    let (path, source) = failure.expect("at least the temp dir was tried");
-    Err(PatchError::Io { path, source })
 }
 
 fn diff_args(rev: &str) -> [&str; 14] {
@@ -746,28 +616,6 @@ mod tests {
             .worktree_patch(&ws.head, &TestClassifier::new(&[]).unwrap())
             .unwrap();
         assert!(patch.raw.contains("+x = 2"), "edit missed:\n{}", patch.raw);
-    }
-
-    #[test]
-    fn the_index_copy_is_private_bounded_and_never_a_symlink_target() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let index = dir.path().join("index");
-        std::fs::write(&index, b"DIRC").unwrap();
-        std::fs::set_permissions(&index, std::fs::Permissions::from_mode(0o666)).unwrap();
-        let copy = index_copy(&index).unwrap();
-        let mode = std::fs::metadata(copy.path()).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600);
-        assert_eq!(std::fs::read(copy.path()).unwrap(), b"DIRC");
-        drop(copy);
-        let big = std::fs::File::create(&index).unwrap();
-        big.set_len(MAX_INDEX_BYTES + 1).unwrap();
-        assert!(index_copy(&index).is_err(), "a sparse giant is refused");
-        std::fs::remove_file(&index).unwrap();
-        std::os::unix::fs::symlink("/etc/passwd", &index).unwrap();
-        assert!(index_copy(&index).is_err(), "a symlink is refused");
-        std::fs::remove_file(&index).unwrap();
-        assert!(index_copy(&index).is_ok(), "no index is an empty one");
     }
 
     #[test]

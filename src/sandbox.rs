@@ -117,8 +117,9 @@ fn path_of(key: &[u8]) -> &Path {
 pub struct ScratchPool {
     root: tempfile::TempDir,
     workspace: PathBuf,
-    /// The filter drivers kept out of checkouts.
-    drivers: git::Drivers,
+    /// The git directory checkouts use: its configuration read once, its
+    /// filter drivers off.
+    git: git::PrivateGitDir,
     base: String,
     jobs: usize,
     free: Mutex<Vec<Slot>>,
@@ -186,15 +187,23 @@ impl ScratchPool {
             .map_err(io(&place))?;
         // Resolve once: every slot gets the same commit even if a branch moves.
         let mut rev = git::command(workspace);
-        rev.args(["rev-parse", "--verify", "--end-of-options"])
-            .arg(format!("{base}^{{commit}}"));
-        let base = String::from_utf8_lossy(&git::run(rev)?).trim().to_string();
-        let drivers = git::Drivers::read(workspace, &workspace.join(".git"))?;
+        rev.args([
+            "rev-parse",
+            "--absolute-git-dir",
+            "--verify",
+            "--end-of-options",
+        ])
+        .arg(format!("{base}^{{commit}}"));
+        let out = String::from_utf8_lossy(&git::run(rev)?).into_owned();
+        let mut lines = out.lines();
+        let (git_dir, base) = (lines.next().unwrap_or(""), lines.next().unwrap_or(""));
+        let git = git::PrivateGitDir::new(workspace, Path::new(git_dir))?;
+        let base = base.trim().to_string();
         crate::interrupt::remember_dir(root.path());
         Ok(ScratchPool {
             root,
             workspace: workspace.to_path_buf(),
-            drivers,
+            git,
             base,
             jobs: jobs.max(1),
             free: Mutex::new(Vec::new()),
@@ -290,15 +299,17 @@ impl ScratchPool {
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
         std::fs::create_dir_all(&tmp).map_err(io(&tmp))?;
         let mut read = git::command(&self.workspace);
+        self.git.apply(&mut read);
         read.env("GIT_INDEX_FILE", &index)
             .args(["read-tree", &self.base]);
         git::run(read)?;
         let mut checkout = git::command(&self.workspace);
+        self.git.apply(&mut checkout);
         checkout
             .env("GIT_INDEX_FILE", &index)
+            .env("GIT_WORK_TREE", &self.workspace)
             .args(["checkout-index", "--all", "--force"])
             .arg(format!("--prefix={}/", dir.display()));
-        self.drivers.apply(&mut checkout);
         git::run(checkout)?;
         let _ = std::fs::remove_file(&index);
         let stamps = stamp_tree(&dir).map_err(io(&dir))?;

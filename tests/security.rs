@@ -712,6 +712,53 @@ fn repository_configuration_cannot_make_the_host_run_programs() {
     }
 }
 
+// 9c (race). The configuration is read once per check: a process the agent
+// left running that swaps `.git/config` in a loop never gets a filter past
+// the host's vetting.
+#[test]
+fn a_configuration_swapped_during_checks_runs_nothing() {
+    let marks = tempfile::tempdir().unwrap();
+    let repo = Repo::new(&[
+        (".gitattributes", "*.py filter=evil\n"),
+        ("m.py", "x = 1\n"),
+    ]);
+    let config = repo.path().join(".git/config");
+    let benign = std::fs::read_to_string(&config).unwrap();
+    let evil = format!(
+        "{benign}[filter \"evil\"]\n\tclean = \"sh -c 'touch {}/ran; cat'\"\n",
+        marks.path().display()
+    );
+    let (benign_file, evil_file) = (repo.path().join(".git/b"), repo.path().join(".git/e"));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (stop, config) = (stop.clone(), config.clone());
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for (file, text) in [(&benign_file, &benign), (&evil_file, &evil)] {
+                    std::fs::write(file, text).unwrap();
+                    std::fs::rename(file, &config).unwrap();
+                }
+            }
+        })
+    };
+    let skill = skill_with(json!({"mode": "pass"}), "");
+    let state = tempfile::tempdir().unwrap();
+    for i in 0..15 {
+        // A tracked file changed each time, so git reads it through the filter.
+        repo.write("m.py", &format!("x = {i}\n"));
+        let (code, _, err, _) = verdict_of(&mut check(
+            skill.path(),
+            repo.path(),
+            &demo_events(3),
+            state.path(),
+        ));
+        assert_eq!(code, 0, "{err}");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    swapper.join().unwrap();
+    assert!(listing(marks.path()).is_empty(), "a filter ran in the host");
+}
+
 // 9c''. With the repository's configuration clean, a filter of the user's
 // own (a system- or user-wide Git LFS) is still off: the host cannot vet
 // what such a program reads from the repository.
