@@ -8,7 +8,7 @@
 //! start with [`cleanup_on_signals`]; a library embedding the host keeps its
 //! own signal handling. The handling thread starts only when something long
 //! is under way (a scratch pool, a git process still running after a
-//! second): a thread alive at exit costs a short check about 0.5 ms (the
+//! second: see [`arm`]): a thread alive at exit costs a short check about 0.5 ms (the
 //! kernel must schedule it to end it), and a short check has little to lose.
 //! Private git directories an interrupt leaves behind anyway are swept by
 //! the next check (see `git::PrivateGitDir`).
@@ -83,10 +83,9 @@ fn spawn_handler() -> std::io::Result<()> {
     Ok(())
 }
 
-/// A directory tree to remove if interrupted, which starts the signal
-/// thread; until [`forget_dir`].
+/// A directory tree to remove if interrupted (once [`arm`]ed); until
+/// [`forget_dir`].
 pub(crate) fn remember_dir(dir: &Path) {
-    arm();
     live().dirs.push(dir.to_path_buf());
 }
 

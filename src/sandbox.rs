@@ -199,6 +199,8 @@ impl ScratchPool {
         let (git_dir, base) = (lines.next().unwrap_or(""), lines.next().unwrap_or(""));
         let git = git::PrivateGitDir::new(workspace, Path::new(git_dir))?;
         let base = base.trim().to_string();
+        // Runs take long: an interrupt is worth handling from here on.
+        crate::interrupt::arm();
         crate::interrupt::remember_dir(root.path());
         Ok(ScratchPool {
             root,
