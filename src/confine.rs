@@ -538,11 +538,24 @@ unsafe fn read_only_but(mounts: &Mounts) -> std::io::Result<()> {
     let hidden = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
     let absent =
         |e: &std::io::Error| matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR));
+    // One empty tmpfs, bound over the rest: a bind mount costs far less
+    // than a new file system.
+    let mut empty: Option<&CString> = None;
     for dir in &mounts.hidden_dirs {
-        let empty = Some(c"size=4k,mode=755");
-        match mount(Some(c"tmpfs"), dir, Some(c"tmpfs"), hidden, empty) {
+        let covered = match empty {
+            Some(first) => mount(Some(first), dir, None, libc::MS_BIND, None),
+            None => mount(
+                Some(c"tmpfs"),
+                dir,
+                Some(c"tmpfs"),
+                hidden,
+                Some(c"size=4k,mode=755"),
+            ),
+        };
+        match covered {
+            Ok(()) => empty = empty.or(Some(dir)),
             Err(e) if !absent(&e) => return Err(e),
-            _ => {}
+            Err(_) => {}
         }
     }
     for file in &mounts.hidden_sockets {
