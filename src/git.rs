@@ -321,11 +321,32 @@ impl Drop for PrivateGitDir {
     }
 }
 
+/// The content of the file `path` of a git directory, which the agent may
+/// have replaced by a FIFO or a device: opened without blocking, refused
+/// unless it is a regular file of at most `max` bytes.
+pub fn read_git_file(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() || meta.len() > max {
+        return Err(std::io::Error::other(format!(
+            "{}: not a regular file of at most {max} bytes",
+            path.display()
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.take(max).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// The directory holding a repository's objects, refs and configuration: a
 /// linked work tree's git directory names it in `commondir`.
 fn common_dir(git_dir: &Path) -> std::path::PathBuf {
-    match std::fs::read_to_string(git_dir.join("commondir")) {
-        Ok(rel) => git_dir.join(rel.trim()),
+    match read_git_file(&git_dir.join("commondir"), 4096) {
+        Ok(rel) => git_dir.join(String::from_utf8_lossy(&rel).trim()),
         Err(_) => git_dir.to_path_buf(),
     }
 }
@@ -335,7 +356,7 @@ fn common_dir(git_dir: &Path) -> std::path::PathBuf {
 fn config_snapshot(work_tree: &Path, git_dir: &Path) -> Result<Vec<u8>, GitError> {
     let common = common_dir(git_dir);
     let path = common.join("config");
-    let config = std::fs::read(&path).map_err(|e| GitError {
+    let config = read_git_file(&path, 16 << 20).map_err(|e| GitError {
         args: "(reading the configuration)".into(),
         dir: work_tree.display().to_string(),
         message: format!("{}: {e}", path.display()),
@@ -365,7 +386,8 @@ fn fill(
         move |e| (p, e)
     };
     let head = git_dir.join("HEAD");
-    std::fs::write(dir.join("HEAD"), std::fs::read(&head).map_err(at(&head))?).map_err(at(dir))?;
+    let head_ref = read_git_file(&head, 4096).map_err(at(&head))?;
+    std::fs::write(dir.join("HEAD"), head_ref).map_err(at(dir))?;
     for part in [
         "objects",
         "refs",

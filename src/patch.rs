@@ -269,7 +269,7 @@ impl Workspace {
         if !git_dir.is_dir() || git_dir.join("commondir").exists() {
             return None;
         }
-        let head = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
+        let head = read_text(&git_dir.join("HEAD"), 4096)?;
         let head = head.trim_end();
         let commit = match head.strip_prefix("ref: ") {
             Some(name) => resolve_ref(&git_dir, name)?,
@@ -288,14 +288,23 @@ fn resolve_ref(git_dir: &Path, name: &str) -> Option<String> {
     if !name.starts_with("refs/") || name.split('/').any(|p| p.is_empty() || p == "..") {
         return None;
     }
-    if let Ok(text) = std::fs::read_to_string(git_dir.join(name)) {
+    if let Some(text) = read_text(&git_dir.join(name), 4096) {
         return Some(text.trim_end().to_string());
     }
-    let packed = std::fs::read_to_string(git_dir.join("packed-refs")).ok()?;
+    let packed = read_text(&git_dir.join("packed-refs"), 1 << 30)?;
     packed.lines().find_map(|line| {
         let (id, refname) = line.split_once(' ')?;
         (refname == name).then(|| id.to_string())
     })
+}
+
+/// A small text file of the git directory, never blocking on a FIFO the
+/// agent planted there (see [`git::read_git_file`]); `None` when it cannot
+/// be had, which sends the caller the way through git.
+fn read_text(path: &Path, max: u64) -> Option<String> {
+    git::read_git_file(path, max)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
 }
 
 /// A full SHA-1 or SHA-256 object id in lowercase hex.

@@ -1067,7 +1067,7 @@ for path in sys.argv[1:]:
 #[test]
 fn git_cannot_be_made_to_wait_forever() {
     let skill = skill_with(json!({"mode": "pass"}), "");
-    for planted in ["work tree", "config"] {
+    for planted in ["work tree", "config", "HEAD"] {
         let repo = Repo::demo();
         // An untracked directory's: git reads it while listing new files.
         let fifo = repo.path().join("pkg/.gitignore");
@@ -1077,6 +1077,11 @@ fn git_cannot_be_made_to_wait_forever() {
             .status()
             .unwrap();
         assert!(made.success());
+        if planted == "HEAD" {
+            let head = repo.path().join(".git/HEAD");
+            std::fs::remove_file(&head).unwrap();
+            std::fs::rename(&fifo, &head).unwrap();
+        }
         if planted == "config" {
             let outside = repo.path().join(".git/excludes");
             std::fs::rename(&fifo, &outside).unwrap();
