@@ -123,6 +123,11 @@ fn service_sockets(writable: &[&Path]) -> Result<(Vec<CString>, Vec<CString>), S
         CString::new(p.as_os_str().as_bytes())
             .map_err(|_| format!("{} contains a NUL byte", p.display()))
     };
+    // Compared as the kernel will resolve them (`/var/run` is often a link).
+    let writable: Vec<std::path::PathBuf> = writable
+        .iter()
+        .map(|w| std::fs::canonicalize(w).unwrap_or_else(|_| w.to_path_buf()))
+        .collect();
     let dirs = dirs
         .iter()
         .filter(|d| !writable.iter().any(|w| w.starts_with(d)))
