@@ -274,7 +274,9 @@ impl PrivateGitDir {
         }
         let mut failure = None;
         for place in &places {
-            sweep_private_dirs(place);
+            for stale in crate::interrupt::leftovers(place, PRIVATE_PREFIX) {
+                let _ = crate::remove_tree::remove_tree(&stale);
+            }
             let made = tempfile::Builder::new()
                 .prefix(&format!("{PRIVATE_PREFIX}{}-", std::process::id()))
                 .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
@@ -449,32 +451,6 @@ fn open_index(path: &Path) -> std::io::Result<Option<std::fs::File>> {
         )));
     }
     Ok(Some(file))
-}
-
-/// Remove the private git directories in `place` that hosts of this user
-/// left behind when they were killed (their pid no longer alive).
-fn sweep_private_dirs(place: &Path) {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(entries) = std::fs::read_dir(place) else {
-        return;
-    };
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(PRIVATE_PREFIX)) else {
-            continue;
-        };
-        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
-            continue;
-        };
-        let ours = entry
-            .metadata()
-            .is_ok_and(|m| m.is_dir() && m.uid() == me && m.mode() & 0o077 == 0);
-        if ours && pid != std::process::id() as i32 && !crate::sandbox::process_alive(pid) {
-            let _ = crate::remove_tree::remove_tree(&entry.path());
-        }
-    }
 }
 
 /// The repository's own configuration (its local and work-tree scopes,

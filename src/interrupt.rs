@@ -10,8 +10,9 @@
 //! is under way (a scratch pool, a git process still running after a
 //! second: see [`arm`]): a thread alive at exit costs a short check about 0.5 ms (the
 //! kernel must schedule it to end it), and a short check has little to lose.
-//! Private git directories an interrupt leaves behind anyway are swept by
-//! the next check (see `git::PrivateGitDir`).
+//! What a killed host leaves behind anyway (scratch pools, private git
+//! directories, named after its pid) is found by [`leftovers`] and removed
+//! by the next.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -102,4 +103,40 @@ pub(crate) fn remember_group(pgid: i32) {
 /// See [`remember_group`].
 pub(crate) fn forget_group(pgid: i32) {
     live().groups.retain(|&g| g != pgid);
+}
+
+/// What hosts of this user that were killed (their pid no longer alive)
+/// left in `place` under names `<prefix><pid>-...`: private (`0700`)
+/// directories only. The place is shared: another user may name a
+/// directory like one to have it removed.
+pub(crate) fn leftovers(place: &Path, prefix: &str) -> Vec<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(place) else {
+        return Vec::new();
+    };
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let dead = |pid: i32| pid != std::process::id() as i32 && !process_alive(pid);
+    entries
+        .flatten()
+        .filter(|entry| {
+            let name = entry.file_name();
+            let pid = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(prefix))
+                .and_then(|rest| rest.split('-').next()?.parse::<i32>().ok());
+            let ours = entry
+                .metadata()
+                .is_ok_and(|m| m.is_dir() && m.uid() == me && m.mode() & 0o077 == 0);
+            ours && pid.is_some_and(dead)
+        })
+        .map(|entry| entry.path())
+        .collect()
+}
+
+/// Whether process `pid` exists (ours or another user's).
+fn process_alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks whether the process exists.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }

@@ -370,38 +370,17 @@ fn failed(message: String) -> RunResult {
 /// Remove pool directories whose host process is gone (killed before its
 /// pool could clean up), first killing commands still running in them.
 fn sweep_stale(place: &Path) {
-    let Ok(entries) = std::fs::read_dir(place) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(POOL_PREFIX)) else {
-            continue;
-        };
-        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
-            continue;
-        };
-        // Only this user's private pools: the place is shared, and another
-        // user may name a directory like one to have it removed.
-        let ours = entry.metadata().is_ok_and(|m| {
-            use std::os::unix::fs::MetadataExt;
-            // SAFETY: geteuid has no preconditions.
-            m.is_dir() && m.uid() == unsafe { libc::geteuid() } && m.mode() & 0o077 == 0
-        });
-        if ours && pid != std::process::id() as i32 && !process_alive(pid) {
-            kill_processes_in(&entry.path());
-            if let Err(e) = remove_tree(&entry.path()) {
-                tracing::error!(
-                    "cannot remove stale scratch pool {}: {e}; remove it by hand",
-                    entry.path().display()
-                );
-            }
+    for pool in crate::interrupt::leftovers(place, POOL_PREFIX) {
+        kill_processes_in(&pool);
+        if let Err(e) = remove_tree(&pool) {
+            tracing::error!(
+                "cannot remove stale scratch pool {}: {e}; remove it by hand",
+                pool.display()
+            );
         }
     }
 }
 
-/// Kill the processes whose working directory is under `dir` (commands a
-/// killed host left running in its scratch copies).
 fn kill_processes_in(dir: &Path) {
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return;
@@ -417,13 +396,6 @@ fn kill_processes_in(dir: &Path) {
             }
         }
     }
-}
-
-/// Whether process `pid` exists (ours or another user's).
-pub(crate) fn process_alive(pid: i32) -> bool {
-    // SAFETY: signal 0 only checks whether the process exists.
-    let r = unsafe { libc::kill(pid, 0) };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 /// A workspace-relative path that stays inside the tree.
