@@ -7,9 +7,10 @@
 //! is written by whoever controls the work tree, the agent included, so no
 //! program it names may run with the host's rights: every call turns off
 //! hooks, the file-system monitor and fetching, and the commands that read
-//! work-tree files also turn off filter and diff drivers ([`Drivers`]). git runs in the C locale: with quoting off its
-//! output is the same bytes in any locale, and not loading the user's locale
-//! saves about 0.15 ms of each git process.
+//! work-tree files also turn off filter and diff drivers, through a
+//! [`PrivateGitDir`]. git runs in the C locale: with quoting off its output
+//! is the same bytes in any locale, and not loading the user's locale saves
+//! about 0.15 ms of each git process.
 
 use std::ffi::OsStr;
 use std::io::Read;
@@ -142,16 +143,16 @@ pub fn command(dir: &Path) -> Command {
 /// With filters off, a file under Git LFS that the agent changed shows as
 /// its content against the committed pointer.
 #[derive(Debug, Clone, Default)]
-pub struct Drivers {
+struct Drivers {
     filters: Vec<String>,
     diffs: Vec<String>,
 }
 
 impl Drivers {
-    /// The drivers configured for the repository at `dir`, whose git
-    /// directory is `git_dir`. When no configuration file git reads could
+    /// The drivers configured for the work tree `dir` with the private git
+    /// directory `git_dir`. When no configuration file git reads could
     /// define one (the usual case), that is known without running git.
-    pub fn read(dir: &Path, git_dir: &Path) -> Result<Drivers, GitError> {
+    fn read(dir: &Path, git_dir: &Path) -> Result<Drivers, GitError> {
         if !might_define_drivers(git_dir) {
             return Ok(Drivers::default());
         }
@@ -200,7 +201,7 @@ impl Drivers {
     /// nothing. Set through `GIT_CONFIG_COUNT` (after any the user set),
     /// which takes any name, where `-c name=value` would split a name
     /// holding `=`.
-    pub fn apply(&self, cmd: &mut Command) {
+    fn apply(&self, cmd: &mut Command) {
         if self.filters.is_empty() && self.diffs.is_empty() {
             return;
         }
@@ -238,8 +239,8 @@ impl Drivers {
 /// the user's must stay untouched) and of its configuration, each read once.
 /// git rereads the configuration in every process, so without the copy a
 /// process the agent left running could rewrite `.git/config` between the
-/// moment its drivers were vetted ([`Drivers`]) and the diff; with it, every
-/// command sees the configuration that was vetted.
+/// moment its drivers were vetted and the diff; with it, every command sees
+/// the configuration that was vetted.
 ///
 /// It lives on tmpfs when there is one (making files there is several times
 /// cheaper than on a disk), is private to the user, is removed when dropped
@@ -508,19 +509,15 @@ fn flattened_config(work_tree: &Path, git_dir: &Path) -> Result<Vec<u8>, GitErro
     Ok(file.into_bytes())
 }
 
-/// Whether a configuration file git reads for the repository at `git_dir`
+/// Whether a configuration file git reads for the private git directory
+/// `git_dir` (whose configuration is one flat file, see [`PrivateGitDir`])
 /// could define a filter driver, or (the repository's own) a diff driver;
 /// `true` whenever that cannot be told from the files alone: configuration
-/// in the environment, includes, a linked work tree, a file that cannot be
-/// read.
+/// in the environment, includes, a file that cannot be read.
 fn might_define_drivers(git_dir: &Path) -> bool {
     use std::path::PathBuf;
     let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    if env("GIT_CONFIG_PARAMETERS").is_some()
-        || env("GIT_CONFIG_COUNT").is_some()
-        || git_dir.join("commondir").exists()
-        || git_dir.join("config.worktree").exists()
-    {
+    if env("GIT_CONFIG_PARAMETERS").is_some() || env("GIT_CONFIG_COUNT").is_some() {
         return true;
     }
     // Only a file that exists and mentions none of `words` is ruled out.
@@ -622,7 +619,7 @@ pub fn spawn(mut cmd: Command) -> Result<Running, GitError> {
 }
 
 impl Running {
-    /// Wait for the process, at most [`timeout`] after it started; its
+    /// Wait for the process, at most the git timeout (`CRITIC_GIT_TIMEOUT`, else [`DEFAULT_TIMEOUT`]) after it started; its
     /// stdout, or an error carrying its stderr. Each process writes to its
     /// own pipes, so waiting for one while another fills its pipe only
     /// pauses the other.
