@@ -8,11 +8,10 @@
 //! start with [`cleanup_on_signals`]; a library embedding the host keeps its
 //! own signal handling. The handling thread starts only when something long
 //! is under way (a scratch pool, a git process still running after a
-//! second: see [`arm`]): a thread alive at exit costs a short check about 0.5 ms (the
+//! second): a thread alive at exit costs a short check about 0.5 ms (the
 //! kernel must schedule it to end it), and a short check has little to lose.
 //! What a killed host leaves behind anyway (scratch pools, private git
-//! directories, named after its pid) is found by [`leftovers`] and removed
-//! by the next.
+//! directories, named after its pid) is found and removed by the next check.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
