@@ -6,12 +6,13 @@
 //! real formats, only scaled.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use pluggable_critic::critic::{Critic, Finish};
-use pluggable_critic::harness::{HarnessOptions, SkillCritic};
-use pluggable_critic::patch::{TestClassifier, Workspace};
-use pluggable_critic::runtime::Runtime;
-use pluggable_critic::state::StateStore;
-use pluggable_critic::{events, manifest};
+use pluggable_critic::detector::wasm::Runtime;
+use pluggable_critic::evaluate::scorer::SkillCritic;
+use pluggable_critic::evaluate::state::StateStore;
+use pluggable_critic::evaluate::{Critic, Finish};
+use pluggable_critic::run::CheckRequest;
+use pluggable_critic::workspace::{TestClassifier, Workspace};
+use pluggable_critic::{agents, skill};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -35,7 +36,7 @@ fn git(dir: &Path, args: &[&str]) {
 /// The demo repo with the recorded finish-3 patch applied (a fix and a new test).
 fn repo() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    pluggable_critic::demo::copy_tree(&root().join("examples/demo-repo"), dir.path()).unwrap();
+    copy_tree(&root().join("examples/demo-repo"), dir.path());
     git(dir.path(), &["init", "-q"]);
     git(dir.path(), &["add", "-A"]);
     git(dir.path(), &["commit", "-q", "-m", "base"]);
@@ -190,12 +191,12 @@ fn bench_cli(c: &mut Criterion) {
 fn bench_library(c: &mut Criterion) {
     let tmp = tempfile::tempdir().unwrap();
     let ws_dir = repo();
-    let skill = manifest::load(&three_gates(tmp.path())).unwrap();
+    let skill = skill::load(&three_gates(tmp.path())).unwrap();
     let cache = tmp.path().join("cache");
     let ws = Workspace::open(ws_dir.path()).unwrap();
     let classifier = TestClassifier::new(&["tests/**".to_string()]).unwrap();
     let finish = Finish {
-        events: events::load(&root().join("examples/demo-run/finish-3.jsonl"), None)
+        events: agents::load(&root().join("examples/demo-run/finish-3.jsonl"), None)
             .unwrap()
             .into(),
         patch: ws.worktree_patch(&ws.head, &classifier).unwrap(),
@@ -215,7 +216,7 @@ fn bench_library(c: &mut Criterion) {
             skill.clone(),
             &runtime.unwrap(),
             StateStore::new(tmp.path().join(name)).without_fsync(),
-            &HarnessOptions::default(),
+            &CheckRequest::new("skill", "events"),
         )
         .unwrap();
         c.bench_function(name, |b| b.iter(|| critic.evaluate(&finish).unwrap()));
@@ -224,3 +225,19 @@ fn bench_library(c: &mut Criterion) {
 
 criterion_group!(benches, bench_cli, bench_library);
 criterion_main!(benches);
+
+/// Copy the directory `from` into `to` (which exists), as `cp -a` does.
+fn copy_tree(from: &Path, to: &Path) {
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(from.join("."))
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "cp -a {} {}",
+        from.display(),
+        to.display()
+    );
+}

@@ -9,7 +9,7 @@
 //! `CRITIC_BENCH_UNCONFINED=1 cargo bench --bench sandbox` unconfined.
 
 use critic_sdk::RunRequest;
-use pluggable_critic::sandbox::ScratchPool;
+use pluggable_critic::host::scratch::ScratchPool;
 use std::process::Command;
 use std::time::{Duration, Instant};
 

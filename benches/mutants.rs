@@ -10,11 +10,12 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use critic_sdk::mutants::{all, sample, FixFile, Operator};
 use critic_sdk::{Patch, PatchOrigin};
-use pluggable_critic::critic::{Critic, Finish};
-use pluggable_critic::harness::{HarnessOptions, SkillCritic};
-use pluggable_critic::manifest;
-use pluggable_critic::runtime::Runtime;
-use pluggable_critic::state::StateStore;
+use pluggable_critic::detector::wasm::Runtime;
+use pluggable_critic::evaluate::scorer::SkillCritic;
+use pluggable_critic::evaluate::state::StateStore;
+use pluggable_critic::evaluate::{Critic, Finish};
+use pluggable_critic::run::CheckRequest;
+use pluggable_critic::skill;
 use serde_json::json;
 use std::path::Path;
 
@@ -97,10 +98,10 @@ fn probe_critic(dir: &Path, runtime: &Runtime, rounds: u32, sample: Option<usize
     )
     .unwrap();
     SkillCritic::new(
-        manifest::load(&skill_dir).unwrap(),
+        skill::load(&skill_dir).unwrap(),
         runtime,
         StateStore::new(dir.join(format!("state-{name}"))).without_fsync(),
-        &HarnessOptions::default(),
+        &CheckRequest::new("skill", "events"),
     )
     .unwrap()
 }

@@ -17,7 +17,7 @@
 //! duration, measured with one job so runs do not overlap.
 
 use critic_sdk::RunRequest;
-use pluggable_critic::sandbox::ScratchPool;
+use pluggable_critic::host::scratch::ScratchPool;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -39,7 +39,7 @@ fn git(dir: &Path, args: &[&str]) {
 /// The demo repo padded to `files` files, committed.
 fn repo(files: usize) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    pluggable_critic::demo::copy_tree(&root().join("examples/demo-repo"), dir.path()).unwrap();
+    copy_tree(&root().join("examples/demo-repo"), dir.path());
     let have = 6;
     for i in 0..files.saturating_sub(have) {
         let p = dir
@@ -200,4 +200,20 @@ fn main() {
             median(overhead),
         );
     }
+}
+
+/// Copy the directory `from` into `to` (which exists), as `cp -a` does.
+fn copy_tree(from: &Path, to: &Path) {
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(from.join("."))
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "cp -a {} {}",
+        from.display(),
+        to.display()
+    );
 }

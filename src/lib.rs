@@ -1,74 +1,63 @@
 //! PluggableCritic: a host for verify-and-feedback critics at a coding agent's
 //! finish boundary.
 //!
-//! A *skill* (a directory with `critic.yaml` and WebAssembly detectors) is
-//! loaded by [`manifest::load`], its detectors by [`runtime::Runtime`], and
-//! [`harness::SkillCritic`] judges a [`critic::Finish`] (the agent's events from
-//! [`events::load`] plus the patch from [`patch::Workspace`]) into a
-//! [`verdict::Verdict`]. Programs can also implement [`critic::Critic`]
-//! themselves.
+//! A *skill* (a directory with `critic.yaml` and WebAssembly detectors) judges
+//! a [`Finish`] (the agent's events and the working tree's patch) into a
+//! [`Verdict`]: accept, or reject with the follow-up prompt the agent gets as
+//! its next turn. The layers, top down (see `docs/architecture.md`):
 //!
-//! A long-lived host builds the critic once, on a pooled runtime (instances
-//! then reuse memory reserved up front), and evaluates each finish:
+//! * [`run`]: front-ends' entry points. A [`CheckRequest`] names one check;
+//!   [`run::oneshot`] runs it in a process that exits after it (`critic
+//!   check`), [`Service`] keeps skills and runtimes warm across many (`critic
+//!   serve`).
+//! * [`evaluate`]: the [`Critic`] trait and [`SkillCritic`], which scores a
+//!   skill's signals, counts rounds per session and composes the follow-up.
+//! * [`skill`]: the manifest. [`agents`]: transcripts of each agent into
+//!   normalized events. [`workspace`]: the git work tree and its patch.
+//! * [`detector`]: detectors behind one call interface, WebAssembly
+//!   components on a [`Runtime`]; [`host`]: what a detector may call, each
+//!   capability granted or denied, and the scratch copies `run` uses.
+//!
+//! A program judges finishes through a [`Service`], which loads each skill
+//! once and reloads it when it changes on disk:
 //!
 //! ```no_run
-//! use pluggable_critic::critic::{decide, Finish};
-//! use pluggable_critic::harness::{HarnessOptions, SkillCritic};
-//! use pluggable_critic::patch::{TestClassifier, Workspace};
-//! use pluggable_critic::{events, manifest, runtime::Runtime, state::StateStore};
-//! use std::path::Path;
+//! use pluggable_critic::{CheckRequest, Service};
+//! use pluggable_critic::run::HostSettings;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let skill = manifest::load(Path::new("skills/ran-tests"))?;
-//! let classifier = TestClassifier::new(&skill.manifest.test_patterns)?;
-//! let runtime = Runtime::pooled(Some(Path::new("/tmp/critic-cache")), 16)?;
-//! let state = StateStore::new("/tmp/critic-state");
-//! let critic = SkillCritic::new(skill, &runtime, state, &HarnessOptions::default())?;
-//!
-//! let ws = Workspace::open(Path::new("path/to/repo"))?;
-//! let finish = Finish {
-//!     events: events::load(Path::new("events.jsonl"), None)?.into(),
-//!     patch: ws.worktree_patch(&ws.head, &classifier)?,
-//!     workspace: ws.root.canonicalize()?,
-//!     session: "run-1".into(),
-//! };
-//! let verdict = decide(&critic, &finish)?;
+//! let service = Service::new(HostSettings::default())?;
+//! let mut request = CheckRequest::new("skills/ran-tests", "events.jsonl");
+//! request.workspace = "path/to/repo".into();
+//! request.session = "run-1".into();
+//! let verdict = service.check(&request)?;
 //! if let Some(followup) = &verdict.followup {
 //!     println!("next user turn: {followup}");
 //! }
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! A program with its own idea of a finish implements [`Critic`], or builds a
+//! [`SkillCritic`] and a [`Finish`] itself.
 
-pub mod artifacts;
-pub mod atomic_file;
-pub mod beneath;
-pub mod build;
-pub mod cache;
-pub mod capabilities;
-pub mod check;
-pub mod confine;
-pub mod critic;
-mod deadline_clock;
-pub mod demo;
+pub mod agents;
 pub mod detector;
-pub mod events;
-pub mod git;
-pub mod harness;
-pub mod interrupt;
-pub mod manifest;
-pub mod native;
-pub mod new_file_diff;
-pub mod parallel;
-pub mod patch;
-pub mod private_dir;
-mod remove_tree;
-pub mod runtime;
-pub mod sandbox;
-pub mod scaffold;
-pub mod state;
-pub mod verdict;
-pub mod yaml;
+pub mod evaluate;
+pub mod host;
+pub mod run;
+pub mod skill;
+mod sys;
+pub mod workspace;
+
+pub use detector::wasm::Runtime;
+pub use evaluate::scorer::SkillCritic;
+pub use evaluate::verdict::Verdict;
+pub use evaluate::{decide, Critic, Finish};
+pub use run::service::Service;
+pub use run::CheckRequest;
+pub use skill::Skill;
+pub use sys::interrupt::cleanup_on_signals;
 
 use std::path::PathBuf;
 
@@ -77,16 +66,16 @@ use std::path::PathBuf;
 pub enum Error {
     /// A bad `critic.yaml`.
     #[error(transparent)]
-    Manifest(#[from] manifest::ManifestError),
+    Manifest(#[from] skill::ManifestError),
     /// A bad events file.
     #[error(transparent)]
-    Events(#[from] events::EventsError),
+    Events(#[from] agents::EventsError),
     /// The workspace or patch could not be read.
     #[error(transparent)]
-    Patch(#[from] patch::PatchError),
+    Patch(#[from] workspace::PatchError),
     /// State could not be read or written.
     #[error(transparent)]
-    State(#[from] state::StateError),
+    State(#[from] evaluate::state::StateError),
     /// A detector could not be loaded.
     #[error("{manifest}:{line}: signal {signal:?}: {source}")]
     Detector {
@@ -97,14 +86,17 @@ pub enum Error {
         /// Signal name.
         signal: String,
         /// Why.
-        source: runtime::DetectorError,
+        source: detector::wasm::DetectorError,
     },
     /// Feedback files could not be written.
     #[error(transparent)]
-    Artifacts(#[from] artifacts::ArtifactError),
+    Artifacts(#[from] host::artifacts::ArtifactError),
     /// A failure in the host itself.
     #[error("internal error: {0}")]
     Internal(String),
+    /// A request that names no valid check (a missing or conflicting field).
+    #[error("{0}")]
+    Request(String),
     /// Anything else with a ready message (bad flags, failed builds...).
     #[error("{0}")]
     Usage(String),

@@ -3,7 +3,7 @@
 //!
 //! Targets (one `#[test]` each):
 //!
-//! * `fuzz_manifest`: [`manifest::parse`] on the text, [`manifest::load_with_memo`]
+//! * `fuzz_manifest`: [`skill::parse`] on the text, [`skill::load_with_memo`]
 //!   on the raw bytes written as `critic.yaml` (twice when it loads, the second
 //!   time through the memo that skips the schema), and the [`TestClassifier`]
 //!   built from a manifest that loaded;
@@ -59,11 +59,12 @@
 
 use critic_sdk::diff;
 use critic_sdk::{Hunk, LineKind, PatchOrigin};
-use pluggable_critic::events::{self, feed::EventFeed, EventsFormat};
-use pluggable_critic::manifest;
-use pluggable_critic::new_file_diff;
-use pluggable_critic::patch::{self, TestClassifier};
-use pluggable_critic::state::{Session, StateStore};
+use pluggable_critic::agents::{self, EventsFormat};
+use pluggable_critic::detector::feed::EventFeed;
+use pluggable_critic::evaluate::state::{Session, StateStore};
+use pluggable_critic::skill;
+use pluggable_critic::workspace::new_file_diff;
+use pluggable_critic::workspace::{self, TestClassifier};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -1129,12 +1130,12 @@ fn skill_dir(seeds: &[Vec<u8>]) -> tempfile::TempDir {
 
 fn check_manifest(inputs: &[Vec<u8>], dir: &Path, memo: &Path) {
     let bytes = &inputs[0];
-    let path = dir.join(manifest::MANIFEST_FILE);
-    let _ = manifest::parse(&String::from_utf8_lossy(bytes), dir, &path);
+    let path = dir.join(skill::MANIFEST_FILE);
+    let _ = skill::parse(&String::from_utf8_lossy(bytes), dir, &path);
     std::fs::write(&path, bytes).unwrap();
-    if let Ok(skill) = manifest::load_with_memo(dir, Some(memo)) {
+    if let Ok(skill) = skill::load_with_memo(dir, Some(memo)) {
         // A second load finds the memo and skips the schema.
-        let _ = manifest::load_with_memo(dir, Some(memo));
+        let _ = skill::load_with_memo(dir, Some(memo));
         if let Ok(classifier) = TestClassifier::new(&skill.manifest.test_patterns) {
             for path in [
                 "tests/test_a.py",
@@ -1176,10 +1177,10 @@ fn use_events(events: Vec<critic_sdk::Event>) {
 fn load_every_way(path: &Path) {
     for format in [
         None,
-        Some(EventsFormat::Openhands),
-        Some(EventsFormat::OpenhandsV0),
+        Some("openhands".parse::<EventsFormat>().unwrap()),
+        Some("openhands-v0".parse::<EventsFormat>().unwrap()),
     ] {
-        if let Ok(events) = events::load(path, format) {
+        if let Ok(events) = agents::load(path, format) {
             use_events(events);
         }
     }
@@ -1285,11 +1286,11 @@ fn check_patch(inputs: &[Vec<u8>], classifier: &TestClassifier) {
             }
         }
     }
-    let _ = patch::parse_patch(raw, "base", PatchOrigin::File, "fuzz.patch", classifier);
+    let _ = workspace::parse_patch(raw, "base", PatchOrigin::File, "fuzz.patch", classifier);
 }
 
 fn default_classifier() -> TestClassifier {
-    let patterns: Vec<String> = manifest::DEFAULT_TEST_PATTERNS
+    let patterns: Vec<String> = skill::DEFAULT_TEST_PATTERNS
         .iter()
         .map(|s| s.to_string())
         .collect();

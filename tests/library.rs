@@ -3,20 +3,21 @@
 mod common;
 
 use common::*;
-use pluggable_critic::critic::{decide, Critic, Finish};
-use pluggable_critic::harness::{HarnessOptions, SkillCritic};
-use pluggable_critic::patch::{TestClassifier, Workspace};
-use pluggable_critic::runtime::Runtime;
-use pluggable_critic::state::StateStore;
-use pluggable_critic::verdict::Verdict;
-use pluggable_critic::{events, manifest, Error};
+use pluggable_critic::detector::wasm::Runtime;
+use pluggable_critic::evaluate::scorer::SkillCritic;
+use pluggable_critic::evaluate::state::StateStore;
+use pluggable_critic::evaluate::verdict::Verdict;
+use pluggable_critic::evaluate::{decide, Critic, Finish};
+use pluggable_critic::run::CheckRequest;
+use pluggable_critic::workspace::{TestClassifier, Workspace};
+use pluggable_critic::{agents, skill, Error};
 use std::time::Duration;
 
 fn finish(repo: &Repo, n: usize) -> Finish {
     let ws = Workspace::open(repo.path()).unwrap();
     let classifier = TestClassifier::new(&["tests/**".to_string()]).unwrap();
     Finish {
-        events: events::load(&demo_events(n), None).unwrap().into(),
+        events: agents::load(&demo_events(n), None).unwrap().into(),
         patch: ws.worktree_patch(&ws.head, &classifier).unwrap(),
         workspace: ws.root.canonicalize().unwrap(),
         session: "lib".into(),
@@ -24,19 +25,19 @@ fn finish(repo: &Repo, n: usize) -> Finish {
 }
 
 /// The skill's critic on `runtime`, its state under `state` (not fsync'd).
-fn critic_on(skill: manifest::Skill, runtime: &Runtime, state: &std::path::Path) -> SkillCritic {
+fn critic_on(skill: skill::Skill, runtime: &Runtime, state: &std::path::Path) -> SkillCritic {
     SkillCritic::new(
         skill,
         runtime,
         StateStore::new(state).without_fsync(),
-        &HarnessOptions::default(),
+        &CheckRequest::new("skill", "events"),
     )
     .unwrap()
 }
 
 #[test]
 fn skill_critic_evaluates_in_process() {
-    let skill = manifest::load(&root().join("examples/demo-skill")).unwrap();
+    let skill = skill::load(&root().join("examples/demo-skill")).unwrap();
     let runtime = Runtime::new(Some(&cache_dir())).unwrap();
     let state = tempfile::tempdir().unwrap();
     let critic = critic_on(skill, &runtime, state.path());
@@ -59,14 +60,14 @@ struct NoTodo;
 
 impl Critic for NoTodo {
     fn evaluate(&self, finish: &Finish) -> Result<Verdict, Error> {
-        let skill = manifest::load(&skill("empty-patch"))?;
+        let skill = skill::load(&skill("empty-patch"))?;
         let runtime = Runtime::new(None).map_err(|e| Error::Internal(e.to_string()))?;
         let dir = tempfile::tempdir().map_err(|e| Error::Internal(e.to_string()))?;
         let inner = SkillCritic::new(
             skill,
             &runtime,
             StateStore::new(dir.path()),
-            &HarnessOptions::default(),
+            &CheckRequest::new("skill", "events"),
         )?;
         let mut v = inner.evaluate(finish)?;
         if finish
@@ -107,7 +108,7 @@ fn normalized_events_match_their_schema() {
         fixture("openhands-v0/output.jsonl"),
         fixture("openhands/events"),
     ] {
-        let events = events::load(&path, None).unwrap();
+        let events = agents::load(&path, None).unwrap();
         assert!(!events.is_empty());
         for e in &events {
             assert_schema("event.schema.json", &serde_json::to_value(e).unwrap());
@@ -117,7 +118,7 @@ fn normalized_events_match_their_schema() {
 
 #[test]
 fn every_runtime_gives_the_same_verdicts_call_after_call() {
-    let skill = manifest::load(&root().join("examples/demo-skill")).unwrap();
+    let skill = skill::load(&root().join("examples/demo-skill")).unwrap();
     let runtimes = [
         ("new", Runtime::new(Some(&cache_dir())).unwrap()),
         ("pooled", Runtime::pooled(Some(&cache_dir()), 8).unwrap()),
@@ -165,7 +166,7 @@ fn a_full_pool_is_a_clear_error() {
     let skill = temp_skill(
         "name: t\nversion: 0.1.0\nsignals:\n  - {name: a, type: soft, weight: 1, detector: {misbehave}, config: {mode: sleep, ms: 300}}\n  - {name: b, type: soft, weight: 1, detector: {misbehave}, config: {mode: sleep, ms: 300}}\n",
     );
-    let skill = manifest::load(skill.path()).unwrap();
+    let skill = skill::load(skill.path()).unwrap();
     let runtime = Runtime::pooled(Some(&cache_dir()), 1).unwrap();
     let state = tempfile::tempdir().unwrap();
     let critic = critic_on(skill, &runtime, state.path());
@@ -186,7 +187,7 @@ fn a_full_pool_is_a_clear_error() {
 
 #[test]
 fn a_finish_counted_ahead_is_evaluated_once_and_a_wrong_guess_is_taken_back() {
-    let skill = manifest::load(&root().join("examples/demo-skill")).unwrap();
+    let skill = skill::load(&root().join("examples/demo-skill")).unwrap();
     let name = skill.manifest.name.clone();
     let runtime = Runtime::new(Some(&cache_dir())).unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -216,7 +217,7 @@ fn a_finish_counted_ahead_is_evaluated_once_and_a_wrong_guess_is_taken_back() {
     // and evaluation starts that instance's state over.
     let other = tempfile::tempdir().unwrap();
     let fresh = critic_on(
-        manifest::load(&root().join("examples/demo-skill")).unwrap(),
+        skill::load(&root().join("examples/demo-skill")).unwrap(),
         &runtime,
         other.path(),
     );

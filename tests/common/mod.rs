@@ -85,7 +85,7 @@ impl Repo {
     /// A repo with the demo package as base.
     pub fn demo() -> Repo {
         let dir = tempfile::tempdir().unwrap();
-        pluggable_critic::demo::copy_tree(&root().join("examples/demo-repo"), dir.path()).unwrap();
+        copy_tree(&root().join("examples/demo-repo"), dir.path());
         let repo = Repo { dir };
         repo.git(&["init", "-q", "-b", "main"]);
         repo.git(&["add", "-A"]);
@@ -216,4 +216,20 @@ pub fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
         }
     }
     out
+}
+
+/// Copy the directory `from` into `to` (which exists), as `cp -a` does.
+fn copy_tree(from: &Path, to: &Path) {
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(from.join("."))
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "cp -a {} {}",
+        from.display(),
+        to.display()
+    );
 }

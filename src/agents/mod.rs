@@ -1,0 +1,436 @@
+//! Agents' transcripts, read from their native formats into [`Event`]s.
+//!
+//! Each agent is one folder holding its readers and the sniffing that
+//! recognizes its files; [`FORMATS`] registers them. Detection asks each
+//! registered format in turn, so nothing here knows any format's fields.
+//! Event kinds a reader does not know are kept as [`EventKind::Other`] with
+//! their original JSON, never dropped.
+
+mod lenient;
+mod openhands;
+
+use critic_sdk::{Event, EventKind};
+use serde_json::value::RawValue;
+use serde_json::Value;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// One transcript format an agent writes: its name, how to recognize its
+/// files, and how to read them.
+pub struct Format {
+    /// The name users pass as `--events-format`.
+    pub name: &'static str,
+    /// What it is, for help texts.
+    pub about: &'static str,
+    /// Whether a stream whose first record is this one is in this format.
+    sniff: fn(first: &RawValue) -> bool,
+    /// Reads a directory the agent persists its events in, if it does.
+    read_dir: Option<ReadDir>,
+    /// Turns the records of a stream into normalized events.
+    normalize: fn(&Path, Vec<Record>) -> Result<Vec<Event>, EventsError>,
+}
+
+/// Reads the records of an events directory.
+type ReadDir = fn(&Path) -> Result<Vec<Record>, EventsError>;
+
+/// Every transcript format the host reads, asked in this order when a
+/// stream's format is detected.
+pub static FORMATS: &[&Format] = &[&openhands::FORMAT, &openhands::v0::FORMAT];
+
+/// A transcript format chosen by name (`--events-format`, a request's
+/// `events_format`).
+#[derive(Clone, Copy)]
+pub struct EventsFormat(&'static Format);
+
+impl EventsFormat {
+    /// The registered format.
+    pub fn format(self) -> &'static Format {
+        self.0
+    }
+
+    /// Every registered format's name, comma-separated (for messages).
+    pub fn names() -> String {
+        FORMATS
+            .iter()
+            .map(|f| f.name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl std::str::FromStr for EventsFormat {
+    type Err = String;
+    fn from_str(name: &str) -> Result<Self, String> {
+        FORMATS
+            .iter()
+            .find(|f| f.name == name)
+            .map(|f| EventsFormat(f))
+            .ok_or_else(|| {
+                format!(
+                    "unknown events format {name:?}; expected one of: {}",
+                    EventsFormat::names()
+                )
+            })
+    }
+}
+
+impl PartialEq for EventsFormat {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.name == other.0.name
+    }
+}
+
+impl Eq for EventsFormat {}
+
+impl fmt::Debug for EventsFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.name)
+    }
+}
+
+impl fmt::Display for EventsFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.name)
+    }
+}
+
+impl serde::Serialize for EventsFormat {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0.name)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for EventsFormat {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Why an event stream could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum EventsError {
+    /// The file or directory could not be read.
+    #[error("{path}: cannot read events: {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Nothing in it.
+    #[error("{0}: the events file is empty; pass the agent's event stream (JSONL, JSON array, or an events/ directory)")]
+    Empty(PathBuf),
+    /// Not JSON where JSON was expected.
+    #[error("{path}:{line}:{column}: malformed JSON: {message}")]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// serde's words.
+        message: String,
+    },
+    /// Valid JSON in an unexpected shape.
+    #[error("{path}: {message}")]
+    Shape {
+        /// The file.
+        path: PathBuf,
+        /// What was expected.
+        message: String,
+    },
+    /// The format could not be detected.
+    #[error("{0}: cannot tell the event format; pass --events-format (one of: {names})", names = EventsFormat::names())]
+    Unknown(PathBuf),
+}
+
+/// One JSON record of a stream with its 1-based source line. Only its extent
+/// is known at this point; each adapter parses the fields it needs, once.
+pub(crate) struct Record {
+    line: usize,
+    raw: Box<RawValue>,
+}
+
+/// The largest events file the host reads (a 10 MB stream holds about
+/// 10,000 events; this leaves room for a day-long session).
+pub const MAX_EVENTS_FILE_BYTES: u64 = 1 << 30;
+
+/// Read one events file: a regular file (not a FIFO or device the agent
+/// planted, which would block or never end) of at most
+/// [`MAX_EVENTS_FILE_BYTES`], whatever its size claims while it is read.
+pub(crate) fn read_events_file(path: &Path) -> Result<String, EventsError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let refuse = |what: String| EventsError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, what),
+    };
+    let io = |source| EventsError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    // Non-blocking, so opening a FIFO returns at once and is refused below.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+        .map_err(io)?;
+    if !file.metadata().map_err(io)?.is_file() {
+        return Err(refuse("not a regular file".into()));
+    }
+    let mut text = String::new();
+    file.take(MAX_EVENTS_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(io)?;
+    if text.len() as u64 > MAX_EVENTS_FILE_BYTES {
+        return Err(refuse(format!(
+            "larger than {} MiB; pass a shorter stream",
+            MAX_EVENTS_FILE_BYTES >> 20
+        )));
+    }
+    Ok(text)
+}
+
+/// Read and normalize an event stream: a file, or a directory an agent
+/// persists its events in.
+pub fn load(path: &Path, format: Option<EventsFormat>) -> Result<Vec<Event>, EventsError> {
+    let meta = std::fs::metadata(path).map_err(|source| EventsError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if meta.is_dir() {
+        let (format, read_dir) = match format {
+            Some(f) => match f.0.read_dir {
+                Some(read_dir) => (f.0, read_dir),
+                None => {
+                    return Err(EventsError::Shape {
+                        path: path.to_path_buf(),
+                        message: format!("is a directory; {f} events are read from a file"),
+                    })
+                }
+            },
+            None => FORMATS
+                .iter()
+                .find_map(|f| f.read_dir.map(|read| (*f, read)))
+                .ok_or_else(|| EventsError::Unknown(path.to_path_buf()))?,
+        };
+        let records = read_dir(path)?;
+        return (format.normalize)(path, records);
+    }
+    parse(path, &read_events_file(path)?, format)
+}
+
+/// Normalize an event stream held in memory; `label` names it in errors.
+pub fn parse(
+    label: &Path,
+    text: &str,
+    format: Option<EventsFormat>,
+) -> Result<Vec<Event>, EventsError> {
+    let records = read_records(label, text)?;
+    let format = match format {
+        Some(f) => f.0,
+        None => detect(label, &records)?,
+    };
+    tracing::debug!(path = %label.display(), format = format.name, records = records.len(), "read events");
+    (format.normalize)(label, records)
+}
+
+/// Split a file into JSON records: one array, one object, or JSONL.
+fn read_records(path: &Path, text: &str) -> Result<Vec<Record>, EventsError> {
+    let trimmed = text.trim_start();
+    if trimmed.is_empty() {
+        return Err(EventsError::Empty(path.to_path_buf()));
+    }
+    let offset_line = text[..text.len() - trimmed.len()].matches('\n').count();
+    let malformed = |e: serde_json::Error, base: usize| EventsError::Malformed {
+        path: path.to_path_buf(),
+        line: e.line() + base,
+        column: e.column(),
+        message: strip_position(&e.to_string()),
+    };
+    if trimmed.starts_with('[') {
+        let items: Vec<Box<RawValue>> =
+            serde_json::from_str(trimmed).map_err(|e| malformed(e, offset_line))?;
+        return Ok(items
+            .into_iter()
+            .map(|raw| Record { line: 0, raw })
+            .collect());
+    }
+    // A single pretty-printed object (e.g. one V0 record) or JSONL.
+    if let Ok(raw) = serde_json::from_str::<Box<RawValue>>(trimmed) {
+        return Ok(vec![Record {
+            line: offset_line + 1,
+            raw,
+        }]);
+    }
+    let lines: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .collect();
+    parallel_map(lines, |_, (i, line)| {
+        let raw: Box<RawValue> = serde_json::from_str(line).map_err(|e| malformed(e, i))?;
+        Ok(Record { line: i + 1, raw })
+    })
+    .into_iter()
+    .collect()
+}
+
+/// `convert(index, item)` for every item, on up to one thread per core (in
+/// chunks big enough to be worth a thread), results in order. Events parse
+/// independently of each other, so large streams split across the cores.
+pub(crate) fn parallel_map<T, U, F>(items: Vec<T>, convert: F) -> Vec<U>
+where
+    T: Send,
+    U: Send,
+    F: Fn(usize, T) -> U + Sync,
+{
+    const MIN_CHUNK: usize = 2048;
+    let threads = match items.len() / MIN_CHUNK {
+        0 | 1 => 1,
+        chunks => crate::sys::parallel::cores().min(chunks),
+    };
+    if threads == 1 {
+        return items
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| convert(i, r))
+            .collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    let mut chunks: Vec<Vec<T>> = Vec::with_capacity(threads);
+    let mut rest = items;
+    while rest.len() > chunk {
+        let tail = rest.split_off(chunk);
+        chunks.push(rest);
+        rest = tail;
+    }
+    chunks.push(rest);
+    std::thread::scope(|s| {
+        let convert = &convert;
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .enumerate()
+            .map(|(c, records)| {
+                s.spawn(move || {
+                    records
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, r)| convert(c * chunk + i, r))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
+/// serde_json appends " at line L column C"; the error already carries those.
+pub(crate) fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
+}
+
+/// The first registered format that recognizes the stream's first record.
+fn detect(path: &Path, records: &[Record]) -> Result<&'static Format, EventsError> {
+    let Some(first) = records.first() else {
+        return Err(EventsError::Empty(path.to_path_buf()));
+    };
+    FORMATS
+        .iter()
+        .copied()
+        .find(|f| (f.sniff)(&first.raw))
+        .ok_or_else(|| EventsError::Unknown(path.to_path_buf()))
+}
+
+/// A blank event of `kind` carrying `raw`; adapters fill in what they know.
+pub(crate) fn event(index: usize, kind: EventKind, raw: Box<RawValue>) -> Event {
+    Event {
+        index,
+        kind,
+        original_kind: None,
+        source: None,
+        tool: None,
+        call_id: None,
+        arguments: None,
+        text: None,
+        output: None,
+        exit_code: None,
+        timestamp: None,
+        raw: Some(raw),
+    }
+}
+
+pub(crate) fn str_field(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn write(text: &str) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+        f
+    }
+
+    #[test]
+    fn devices_and_fifos_are_refused_not_read_forever() {
+        let dir = tempfile::tempdir().unwrap();
+        let events = dir.path().join("events");
+        std::fs::create_dir(&events).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", events.join("event-00001.json")).unwrap();
+        let e = load(dir.path(), None).unwrap_err().to_string();
+        assert!(
+            e.contains("event-00001.json") && e.contains("not a regular file"),
+            "{e}"
+        );
+        let fifo = dir.path().join("fifo.jsonl");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let e = load(&fifo, None).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+    }
+
+    #[test]
+    fn malformed_jsonl_names_the_line() {
+        let f = write("{\"kind\":\"MessageEvent\"}\n{\"kind\": oops}\n");
+        let e = load(f.path(), None).unwrap_err();
+        match e {
+            EventsError::Malformed { line, column, .. } => assert_eq!((line, column), (2, 10)),
+            other => panic!("{other}"),
+        }
+    }
+
+    #[test]
+    fn empty_and_unknown_files_are_explained() {
+        let f = write("  \n");
+        assert!(matches!(load(f.path(), None), Err(EventsError::Empty(_))));
+        let f = write("{\"hello\": 1}\n");
+        let e = load(f.path(), None).unwrap_err().to_string();
+        assert!(e.contains("--events-format"), "{e}");
+    }
+
+    #[test]
+    fn missing_file_is_an_io_error_with_the_path() {
+        let e = load(Path::new("/nonexistent/events.jsonl"), None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("/nonexistent/events.jsonl: cannot read events"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,218 @@
+//! OpenHands SDK events (`openhands-sdk` 1.x): each event is a JSON object whose
+//! `kind` names its class (`ActionEvent`, `ObservationEvent`, `MessageEvent`, ...).
+//! The SDK persists a conversation as `events/event-NNNNN-<id>.json`, one file per
+//! event; the zero-padded number orders them.
+//!
+//! Each event is deserialized once into [`SdkEvent`], which names only the
+//! fields the normalized form uses; the rest of the JSON is skipped unparsed.
+
+pub(super) mod v0;
+
+use super::lenient::{OptI64, OptStr, Text};
+use super::{event, EventsError, Format, Record};
+use critic_sdk::{Event, EventKind};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use std::path::Path;
+
+/// OpenHands SDK events: JSONL, a JSON array, or a persisted `events/` directory.
+pub(super) static FORMAT: Format = Format {
+    name: "openhands",
+    about: "OpenHands SDK events: JSONL, a JSON array, or a persisted events/ directory",
+    sniff,
+    read_dir: Some(read_dir),
+    normalize: |_, records| Ok(normalize(records)),
+};
+
+/// An SDK event names its class in a string `kind`; a V0 output record,
+/// which may also have one, carries a `history`.
+fn sniff(first: &RawValue) -> bool {
+    #[derive(Deserialize)]
+    struct Probe {
+        history: Option<serde::de::IgnoredAny>,
+        kind: Option<Value>,
+    }
+    serde_json::from_str::<Probe>(first.get())
+        .is_ok_and(|p| p.history.is_none() && p.kind.as_ref().is_some_and(Value::is_string))
+}
+
+/// Read a persisted events directory (or a conversation directory holding one).
+fn read_dir(dir: &Path) -> Result<Vec<Record>, EventsError> {
+    let events_dir = if dir.join("events").is_dir() {
+        dir.join("events")
+    } else {
+        dir.to_path_buf()
+    };
+    let io = |source| EventsError::Io {
+        path: events_dir.clone(),
+        source,
+    };
+    let mut files: Vec<_> = std::fs::read_dir(&events_dir)
+        .map_err(io)?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    if files.is_empty() {
+        return Err(EventsError::Empty(events_dir));
+    }
+    files.sort();
+    files
+        .into_iter()
+        .map(|path| {
+            let text = super::read_events_file(&path)?;
+            let malformed = |e: serde_json::Error| EventsError::Malformed {
+                path: path.clone(),
+                line: e.line(),
+                column: e.column(),
+                message: super::strip_position(&e.to_string()),
+            };
+            let raw: Box<RawValue> = serde_json::from_str(text.trim()).map_err(malformed)?;
+            Ok(Record { line: 1, raw })
+        })
+        .collect()
+}
+
+/// Normalize SDK events.
+fn normalize(records: Vec<Record>) -> Vec<Event> {
+    super::parallel_map(records, convert)
+}
+
+/// The fields of an SDK event the normalized form uses.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct SdkEvent {
+    kind: OptStr,
+    source: OptStr,
+    timestamp: OptStr,
+    tool_name: OptStr,
+    tool_call_id: OptStr,
+    llm_message: Option<Content>,
+    system_prompt: Option<SystemPrompt>,
+    action: Option<Map<String, Value>>,
+    thought: Text,
+    observation: Option<Observation>,
+    error: OptStr,
+    rejection_reason: OptStr,
+    tool_call: Option<ToolCall>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Content {
+    content: Text,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct SystemPrompt {
+    text: OptStr,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Observation {
+    content: Text,
+    exit_code: OptI64,
+    metadata: Option<ObservationMetadata>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ObservationMetadata {
+    exit_code: OptI64,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ToolCall {
+    arguments: OptStr,
+}
+
+fn convert(index: usize, record: Record) -> Event {
+    // Leaf fields tolerate any JSON type; only a structurally foreign event
+    // (say, `observation` as a string) fails here, and it is kept as `other`.
+    let v: SdkEvent = match serde_json::from_str(record.raw.get()) {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::warn!(
+                index,
+                "event does not look like an OpenHands SDK event ({e}); kept as `other`"
+            );
+            return event(index, EventKind::Other, record.raw);
+        }
+    };
+    let class = v.kind.0.unwrap_or_default();
+    let action_kind = v
+        .action
+        .as_ref()
+        .and_then(|a| a.get("kind"))
+        .and_then(Value::as_str);
+    let mut e = event(index, kind_of(&class, action_kind), record.raw);
+    e.source = v.source.0;
+    e.timestamp = v.timestamp.0;
+    e.tool = v.tool_name.0;
+    e.call_id = v.tool_call_id.0;
+    match class.as_str() {
+        "MessageEvent" => e.text = v.llm_message.and_then(|m| m.content.0),
+        "SystemPromptEvent" => e.text = v.system_prompt.and_then(|p| p.text.0),
+        "ActionEvent" => {
+            e.text = if e.kind == EventKind::Finish {
+                v.action
+                    .as_ref()
+                    .and_then(|a| a.get("message"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            } else {
+                v.thought.0.filter(|t| !t.is_empty())
+            };
+            e.arguments = arguments(v.action, v.tool_call);
+        }
+        "ObservationEvent" => {
+            if let Some(obs) = v.observation {
+                e.output = obs.content.0;
+                e.exit_code = obs.exit_code.0.or(obs.metadata.and_then(|m| m.exit_code.0));
+            }
+        }
+        "AgentErrorEvent" => e.text = v.error.0,
+        "UserRejectObservation" => e.output = v.rejection_reason.0,
+        _ => {}
+    }
+    e.original_kind = Some(class);
+    e
+}
+
+fn kind_of(class: &str, action_kind: Option<&str>) -> EventKind {
+    match class {
+        "MessageEvent" => EventKind::Message,
+        "ActionEvent" => {
+            if action_kind == Some("FinishAction") {
+                EventKind::Finish
+            } else {
+                EventKind::Action
+            }
+        }
+        "ObservationEvent" | "UserRejectObservation" => EventKind::Observation,
+        "AgentErrorEvent" => EventKind::Error,
+        "SystemPromptEvent"
+        | "ConversationStateUpdateEvent"
+        | "PauseEvent"
+        | "Condensation"
+        | "CondensationRequest"
+        | "CondensationSummaryEvent" => EventKind::System,
+        _ => EventKind::Other,
+    }
+}
+
+/// The validated action (minus its class tag and null fields), or the raw
+/// tool-call arguments.
+fn arguments(action: Option<Map<String, Value>>, tool_call: Option<ToolCall>) -> Option<Value> {
+    if let Some(mut args) = action {
+        args.remove("kind");
+        args.retain(|_, x| !x.is_null());
+        return Some(Value::Object(args));
+    }
+    let text = tool_call?.arguments.0?;
+    serde_json::from_str(&text).ok()
+}

@@ -1,0 +1,171 @@
+//! `critic check`: judge one finish and print the verdict.
+
+use crate::{Output, EXIT_ACCEPT, EXIT_REJECT};
+use pluggable_critic::agents::EventsFormat;
+use pluggable_critic::detector::wasm::cache;
+use pluggable_critic::evaluate::state::DEFAULT_LOCK_TIMEOUT;
+use pluggable_critic::host::llm::LlmConfig;
+use pluggable_critic::host::Capability;
+use pluggable_critic::run::{oneshot, CheckRequest, HostSettings, DEFAULT_SESSION};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What to judge and how: the flags every front-end that checks a finish
+/// shares.
+#[derive(clap::Args)]
+pub struct CheckArgs {
+    /// Skill directory (holds critic.yaml).
+    #[arg(long)]
+    skill: PathBuf,
+    /// The agent's git working tree.
+    #[arg(long, default_value = ".")]
+    workspace: PathBuf,
+    /// The agent's event stream: a file, or an OpenHands events/ directory.
+    #[arg(long)]
+    events: PathBuf,
+    /// Force the event format instead of detecting it (openhands, openhands-v0).
+    #[arg(long)]
+    events_format: Option<EventsFormat>,
+    /// Session id; state and the rejection count are kept per session.
+    #[arg(long, default_value = DEFAULT_SESSION)]
+    session: String,
+    /// Diff against this revision instead of HEAD.
+    #[arg(long)]
+    base: Option<String>,
+    /// Judge this diff instead of the working tree (the workspace must be at the base).
+    #[arg(long)]
+    patch: Option<PathBuf>,
+    /// State directory (default: $XDG_STATE_HOME/pluggable-critic/workspaces/<workspace key>, or ~/.local/state/...).
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+    /// Deny a capability the skill asks for (repeatable).
+    #[arg(long = "deny", value_name = "CAP")]
+    deny: Vec<Capability>,
+    /// Seconds to wait for another check on the same session.
+    #[arg(long, default_value_t = DEFAULT_LOCK_TIMEOUT.as_secs())]
+    lock_timeout: u64,
+    #[command(flatten)]
+    host: HostArgs,
+}
+
+/// The operator's settings: what a check may do beyond the skill's sandbox.
+#[derive(clap::Args)]
+pub struct HostArgs {
+    /// Compiled-component cache directory (default: CRITIC_CACHE_DIR or ~/.cache/pluggable-critic).
+    #[arg(long, conflicts_with = "no_cache")]
+    cache_dir: Option<PathBuf>,
+    /// Compile detectors afresh and keep nothing.
+    #[arg(long)]
+    no_cache: bool,
+    /// Allow native (cdylib) detectors, which run unsandboxed.
+    #[arg(long)]
+    allow_native: bool,
+    /// Commands the `run` capabilities run at once (default: one per core).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Run `run`/`run-matrix` commands unconfined, with your full
+    /// privileges (network, your files, your processes); only for skills
+    /// and model output you trust, on machines that cannot confine.
+    #[arg(long, env = "CRITIC_UNCONFINED_RUNS")]
+    unconfined_runs: bool,
+    #[command(flatten)]
+    llm: LlmArgs,
+}
+
+/// Where `llm-complete` finds its model (the key stays in the environment).
+#[derive(clap::Args)]
+struct LlmArgs {
+    /// OpenAI-compatible base URL, up to `/v1` (enables `llm-complete`).
+    #[arg(long, env = "CRITIC_LLM_BASE_URL")]
+    llm_base_url: Option<String>,
+    /// Model name.
+    #[arg(long, env = "CRITIC_LLM_MODEL", default_value = "gpt-5-mini")]
+    llm_model: String,
+    /// Environment variable holding the API key.
+    #[arg(long, default_value = "OPENAI_API_KEY")]
+    llm_api_key_env: String,
+    /// Record answers here and replay them for identical requests.
+    #[arg(long, env = "CRITIC_LLM_CACHE")]
+    llm_cache: Option<PathBuf>,
+    /// Requests in flight at once.
+    #[arg(long, default_value_t = 8)]
+    llm_concurrency: usize,
+    /// Seconds per request.
+    #[arg(long, default_value_t = 120)]
+    llm_timeout: u64,
+    /// Attempts per request (retries back off exponentially).
+    #[arg(long, default_value_t = 3)]
+    llm_attempts: u32,
+}
+
+impl LlmArgs {
+    fn config(self) -> Option<LlmConfig> {
+        let mut c = LlmConfig::new(self.llm_base_url?, self.llm_model);
+        c.api_key_env = self.llm_api_key_env;
+        c.cache_dir = self.llm_cache;
+        c.concurrency = self.llm_concurrency.max(1);
+        c.timeout = Duration::from_secs(self.llm_timeout.max(1));
+        c.attempts = self.llm_attempts.max(1);
+        Some(c)
+    }
+}
+
+impl HostArgs {
+    /// The settings these flags choose.
+    pub fn settings(self) -> HostSettings {
+        HostSettings {
+            cache_dir: if self.no_cache {
+                None
+            } else {
+                self.cache_dir.or_else(cache::default_dir)
+            },
+            allow_native: self.allow_native,
+            jobs: self.jobs,
+            unconfined_runs: self.unconfined_runs,
+            llm: self.llm.config(),
+        }
+    }
+}
+
+impl CheckArgs {
+    /// The request these flags describe.
+    pub fn request(self) -> CheckRequest {
+        CheckRequest {
+            skill: self.skill,
+            workspace: self.workspace,
+            events: Some(self.events),
+            events_inline: None,
+            events_format: self.events_format,
+            session: self.session,
+            base: self.base,
+            patch: self.patch,
+            state_dir: self.state_dir,
+            deny: self.deny,
+            lock_timeout: Duration::from_secs(self.lock_timeout),
+            host: self.host.settings(),
+        }
+    }
+}
+
+/// `critic check`'s flags.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    check: CheckArgs,
+    /// Verdict format on stdout.
+    #[arg(long, value_enum, default_value = "json")]
+    output: Output,
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let verdict = oneshot::check(&args.check.request())?;
+    match args.output {
+        Output::Json => println!("{}", serde_json::to_string_pretty(&verdict)?),
+        Output::Text => print!("{}", verdict.to_text()),
+    }
+    Ok(if verdict.accepted {
+        EXIT_ACCEPT
+    } else {
+        EXIT_REJECT
+    })
+}

@@ -1,0 +1,103 @@
+//! The `critic` command line: clap's definitions and one file per verb.
+
+mod build;
+mod check;
+mod demo;
+mod doctor;
+mod new;
+mod validate;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::process::ExitCode;
+
+/// Exit code for an accepted finish (and for verbs that succeed).
+const EXIT_ACCEPT: u8 = 0;
+/// Exit code for a rejected finish (and for checks that find a fault).
+const EXIT_REJECT: u8 = 1;
+/// Exit code for bad input or a host failure.
+const EXIT_ERROR: u8 = 2;
+
+#[derive(Parser)]
+#[command(
+    name = "critic",
+    version,
+    about = "Verify-and-feedback critics at a coding agent's finish boundary"
+)]
+struct Cli {
+    /// Log verbosity (-v info, -vv debug, -vvv trace); CRITIC_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// How a verb prints its result on stdout.
+#[derive(Clone, Copy, ValueEnum)]
+enum Output {
+    Json,
+    Text,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Judge one finish: exit 0 accept, 1 reject, 2 error.
+    Check(Box<check::Args>),
+    /// Report which confinement features this machine has for `run` commands.
+    Doctor(doctor::Args),
+    /// Check a skill: manifest, detectors (components of a supported version), capabilities.
+    Validate(validate::Args),
+    /// Rebuild a skill's detectors from source (reproducibly) into the skill directory.
+    Build(build::Args),
+    /// Scaffold a new skill: manifest, detector crate, README and a test.
+    New(new::Args),
+    /// Replay a recorded agent run on the bundled demo repository, offline.
+    Demo(demo::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    pluggable_critic::cleanup_on_signals();
+    let result = match cli.command {
+        Command::Check(args) => check::run(*args),
+        Command::Doctor(args) => doctor::run(args),
+        Command::Validate(args) => validate::run(args),
+        Command::Build(args) => build::run(args),
+        Command::New(args) => new::run(args),
+        Command::Demo(args) => demo::run(args),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            // Every error of the library names its cause in its message,
+            // which may quote a hostile manifest or git configuration.
+            eprintln!(
+                "error: {}",
+                pluggable_critic::evaluate::verdict::escape_terminal(&e.to_string(), true)
+            );
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+fn init_logging(verbose: u8) {
+    let level = match verbose {
+        0 => tracing::Level::WARN,
+        1 => tracing::Level::INFO,
+        2 => tracing::Level::DEBUG,
+        _ => tracing::Level::TRACE,
+    };
+    let fmt = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_target(false);
+    // A directive filter compiles its directives; only pay for it when asked.
+    match std::env::var("CRITIC_LOG") {
+        Ok(directives) => fmt
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_new(&directives)
+                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level.as_str())),
+            )
+            .init(),
+        Err(_) => fmt.with_max_level(level).init(),
+    }
+}

@@ -1,0 +1,123 @@
+//! `critic new`: a new skill that builds, validates and passes its own test as
+//! generated. The templates live in `templates/new-skill/`.
+
+use crate::EXIT_ACCEPT;
+use anyhow::{anyhow, Result};
+use std::path::{Path, PathBuf};
+
+const MANIFEST: &str = include_str!("../../../templates/new-skill/critic.yaml.tmpl");
+const README: &str = include_str!("../../../templates/new-skill/README.md.tmpl");
+const CARGO: &str = include_str!("../../../templates/new-skill/Cargo.toml.tmpl");
+const LIB: &str = include_str!("../../../templates/new-skill/lib.rs.tmpl");
+
+/// The critic-sdk this binary was built from, when it is still there.
+pub fn bundled_sdk() -> Result<PathBuf> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("critic-sdk");
+    if path.join("Cargo.toml").is_file() {
+        Ok(path)
+    } else {
+        Err(anyhow!(
+            "the critic-sdk this binary was built from ({}) is gone; pass --sdk <path to critic-sdk>",
+            path.display()
+        ))
+    }
+}
+
+/// Whether `name` is a valid skill name (the manifest schema's pattern).
+fn valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name.len() <= 64
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+}
+
+/// Create `parent/name/` with a manifest, README and detector crate.
+pub fn create(parent: &Path, name: &str, sdk: &Path) -> Result<PathBuf> {
+    if !valid_name(name) {
+        return Err(anyhow!(
+            "{name:?} is not a valid skill name: use lowercase letters, digits, '-' and '_', starting with a letter or digit"
+        ));
+    }
+    let dir = parent.join(name);
+    if dir.exists() {
+        return Err(anyhow!(
+            "{} already exists; pick another name or remove it",
+            dir.display()
+        ));
+    }
+    let sdk = sdk
+        .canonicalize()
+        .map_err(|e| anyhow!("--sdk {}: {e}", sdk.display()))?;
+    let crate_name = name.replace('-', "_");
+    let fill = |t: &str| {
+        t.replace("{{name}}", name)
+            .replace("{{crate}}", &crate_name)
+            .replace("{{sdk}}", &sdk.display().to_string())
+    };
+    let files = [
+        ("critic.yaml", fill(MANIFEST)),
+        ("README.md", fill(README)),
+        ("detector/Cargo.toml", fill(CARGO)),
+        ("detector/src/lib.rs", fill(LIB)),
+        (".gitignore", "detector/target/\n".to_string()),
+    ];
+    for (rel, text) in files {
+        let path = dir.join(rel);
+        if let Some(p) = path.parent() {
+            std::fs::create_dir_all(p).map_err(|e| anyhow!("{}: {e}", p.display()))?;
+        }
+        std::fs::write(&path, text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    }
+    Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_the_manifest_pattern() {
+        assert!(valid_name("my-critic"));
+        assert!(valid_name("c2"));
+        assert!(!valid_name("My"));
+        assert!(!valid_name("-x"));
+        assert!(!valid_name(""));
+    }
+
+    #[test]
+    fn refuses_to_overwrite() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("taken")).unwrap();
+        let e = create(dir.path(), "taken", Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap_err();
+        assert!(e.to_string().contains("already exists"));
+    }
+}
+
+/// `critic new`'s flags.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Skill name (lowercase, digits, '-').
+    name: String,
+    /// Parent directory for the new skill.
+    #[arg(long, default_value = ".")]
+    dir: PathBuf,
+    /// Path to the critic-sdk crate (default: the one this binary was built from).
+    #[arg(long)]
+    sdk: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> Result<u8> {
+    let sdk = match args.sdk {
+        Some(p) => p,
+        None => bundled_sdk()?,
+    };
+    let created = create(&args.dir, &args.name, &sdk)?;
+    println!("created skill {} in {}", args.name, created.display());
+    println!(
+        "next: critic build {0} && critic validate {0}",
+        created.display()
+    );
+    Ok(EXIT_ACCEPT)
+}

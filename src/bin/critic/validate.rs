@@ -1,0 +1,55 @@
+//! `critic validate`: load a skill the way a check would and report on it.
+
+use crate::EXIT_ACCEPT;
+use pluggable_critic::detector::wasm::{cache, Runtime};
+use pluggable_critic::detector::{native, Detector};
+use pluggable_critic::skill::{self, SignalKind};
+use std::path::PathBuf;
+
+/// `critic validate`'s flags.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Skill directory.
+    skill: PathBuf,
+    /// Also load native detectors.
+    #[arg(long)]
+    allow_native: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let skill = skill::load(&args.skill)?;
+    let rt = Runtime::new(cache::default_dir().as_deref())?;
+    let m = &skill.manifest;
+    println!(
+        "{}: skill {} {} ({} signals)",
+        skill.manifest_path.display(),
+        m.name,
+        m.version,
+        m.signals.len()
+    );
+    for s in &m.signals {
+        let what = if native::is_native(&s.detector_path) && !args.allow_native {
+            "native library (loads only with --allow-native)".to_string()
+        } else {
+            match Detector::load(&rt, &s.detector_path, args.allow_native)? {
+                Detector::Wasm(d) => format!("component, critic:detector@{}", d.version()),
+                Detector::Native(_) => "native library, ABI ok".to_string(),
+            }
+        };
+        let kind = match s.kind {
+            SignalKind::HardGate => "hard_gate",
+            SignalKind::Soft => "soft",
+        };
+        println!("  ok  {:<24} {kind:<9}  {}: {what}", s.name, s.detector);
+    }
+    let caps: Vec<_> = m.capabilities.iter().map(|c| c.name()).collect();
+    println!(
+        "  capabilities: {}",
+        if caps.is_empty() {
+            "none".to_string()
+        } else {
+            caps.join(", ")
+        }
+    );
+    Ok(EXIT_ACCEPT)
+}

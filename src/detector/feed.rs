@@ -1,0 +1,161 @@
+//! The event stream as detectors fetch it through the `events` and
+//! `event-raw` host functions.
+//!
+//! A finish's events are shared by every signal of a check. They are encoded
+//! for detectors at most once (on the first fetch) and without each event's
+//! original JSON, which a detector asks for per event.
+
+use critic_sdk::Event;
+use std::sync::{Arc, OnceLock};
+
+/// One finish's events, shared by every detector call of a check.
+#[derive(Debug)]
+pub struct EventFeed {
+    events: Arc<[Event]>,
+    lean: OnceLock<Arc<str>>,
+}
+
+impl EventFeed {
+    /// A feed over `events`.
+    pub fn new(events: Arc<[Event]>) -> EventFeed {
+        EventFeed {
+            events,
+            lean: OnceLock::new(),
+        }
+    }
+
+    /// The events as a JSON array without `raw`, encoded on first use
+    /// (large streams in chunks, one thread per core).
+    pub fn lean_json(&self) -> Arc<str> {
+        self.lean.get_or_init(|| encode(&self.events)).clone()
+    }
+
+    /// How many events there are.
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// Events `start..end` (clamped to the stream) as a JSON array without
+    /// `raw`, like [`EventFeed::lean_json`] for the whole stream.
+    pub fn lean_range(&self, start: usize, end: usize) -> String {
+        let end = end.min(self.events.len());
+        let lean: Vec<_> = self.events[start.min(end)..end]
+            .iter()
+            .map(Event::lean)
+            .collect();
+        serde_json::to_string(&lean).unwrap_or_else(|_| "[]".to_string())
+    }
+
+    /// The original JSON of event `index`.
+    pub fn raw(&self, index: usize) -> Option<String> {
+        let event = self.events.get(index)?;
+        event.raw.as_ref().map(|r| r.get().to_string())
+    }
+}
+
+/// Events per chunk below which one thread encodes everything.
+const CHUNK: usize = 2048;
+
+fn encode(events: &[Event]) -> Arc<str> {
+    // Encoding strings and `Value`s into a String cannot fail.
+    let encode_chunk = |chunk: &[Event]| {
+        let lean: Vec<_> = chunk.iter().map(Event::lean).collect();
+        serde_json::to_string(&lean).unwrap_or_else(|_| "[]".to_string())
+    };
+    let threads = match events.len() / CHUNK {
+        0 | 1 => 1,
+        chunks => crate::sys::parallel::cores().min(chunks),
+    };
+    if threads == 1 {
+        return encode_chunk(events).into();
+    }
+    let parts: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = events
+            .chunks(events.len().div_ceil(threads))
+            .map(|chunk| s.spawn(move || encode_chunk(chunk)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    // Each part is `[...]`; splice their insides into one array.
+    let mut out = String::with_capacity(parts.iter().map(String::len).sum::<usize>());
+    out.push('[');
+    for part in parts
+        .iter()
+        .map(|p| &p[1..p.len() - 1])
+        .filter(|p| !p.is_empty())
+    {
+        if out.len() > 1 {
+            out.push(',');
+        }
+        out.push_str(part);
+    }
+    out.push(']');
+    out.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use critic_sdk::EventKind;
+    use serde_json::value::RawValue;
+    use serde_json::{json, Value};
+
+    #[test]
+    fn lean_json_is_the_events_without_raw() {
+        let events: Vec<Event> = vec![Event {
+            index: 0,
+            kind: EventKind::Action,
+            original_kind: Some("ActionEvent".into()),
+            source: Some("agent".into()),
+            tool: Some("terminal".into()),
+            call_id: Some("c1".into()),
+            arguments: Some(json!({"command": "pytest"})),
+            text: Some("thinking".into()),
+            output: Some("out".into()),
+            exit_code: Some(2),
+            timestamp: Some("t".into()),
+            raw: Some(RawValue::from_string(r#"{"kind":"ActionEvent"}"#.into()).unwrap()),
+        }];
+        let mut expected = serde_json::to_value(&events).unwrap();
+        expected[0].as_object_mut().unwrap().remove("raw");
+        let feed = EventFeed::new(events.into());
+        let lean: Value = serde_json::from_str(&feed.lean_json()).unwrap();
+        assert_eq!(
+            lean, expected,
+            "LeanEvent must list every Event field but raw"
+        );
+        assert_eq!(feed.raw(0).as_deref(), Some(r#"{"kind":"ActionEvent"}"#));
+        assert_eq!(feed.raw(1), None);
+    }
+
+    #[test]
+    fn chunked_encoding_equals_one_pass() {
+        let events: Vec<Event> = (0..5000)
+            .map(|index| Event {
+                index,
+                kind: EventKind::Message,
+                original_kind: None,
+                source: None,
+                tool: None,
+                call_id: None,
+                arguments: None,
+                text: Some(format!("m{index}")),
+                output: None,
+                exit_code: None,
+                timestamp: None,
+                raw: None,
+            })
+            .collect();
+        let chunked = encode(&events);
+        let lean: Vec<_> = events.iter().map(Event::lean).collect();
+        assert_eq!(&*chunked, serde_json::to_string(&lean).unwrap());
+    }
+}

@@ -1,0 +1,696 @@
+//! Skill mode: runs a skill's signals on a finish and scores them.
+//!
+//! Hard gates run in manifest order and the first one that fires ends the
+//! evaluation (score 0, later signals are not run). Otherwise the score is
+//! `1 - fired soft weight / total soft weight`, and the finish is accepted iff
+//! `score >= threshold`. Rejections are counted per session; once the skill's
+//! `max_iterations` rejections are spent, the next finish is accepted with
+//! `budget_exhausted`, so the agent loop always ends.
+
+use crate::detector::feed::EventFeed;
+use crate::detector::wasm::{CallContext, CallLimits, DetectorError, Runtime};
+use crate::detector::Detector;
+use crate::evaluate::state::{Session, StateStore};
+use crate::evaluate::verdict::{SignalResult, SignalStatus, Verdict};
+use crate::evaluate::{Critic, Finish};
+use crate::host::artifacts;
+use crate::host::llm::{LlmClient, LlmConfig};
+use crate::host::run::Runner;
+use crate::host::{self, log::LogLine, Grants};
+use crate::run::{CheckRequest, HostSettings};
+use crate::skill::{OnError, Signal, SignalKind, Skill};
+use crate::Error;
+use critic_sdk::{DetectorOutput, SkillInfo, API_VERSION};
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A skill with its detectors loaded, ready to evaluate finishes.
+pub struct SkillCritic {
+    skill: Arc<Skill>,
+    detectors: Arc<[Detector]>,
+    grants: Grants,
+    state: StateStore,
+    lock_timeout: Duration,
+    jobs: Option<usize>,
+    llm: Option<LlmConfig>,
+    unconfined_runs: bool,
+}
+
+/// The part of a detector's input shared by all signals, serialized once.
+/// WebAssembly detectors fetch events through a host function instead
+/// (`events: None`); native ones, which cannot call the host, get them inline.
+#[derive(Serialize)]
+struct SharedInput<'a> {
+    api_version: &'a str,
+    skill: &'a SkillInfo,
+    iteration: u32,
+    session: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    events: Option<&'a [critic_sdk::Event]>,
+    patch: &'a critic_sdk::Patch,
+}
+
+#[derive(Serialize)]
+struct SignalInput<'a> {
+    signal: &'a str,
+    config: &'a Value,
+    state: &'a Value,
+}
+
+impl SkillCritic {
+    /// Load every detector of `skill`; errors name the signal and file. Of
+    /// `request`, the critic uses what applies to every finish it judges:
+    /// the denied capabilities, the lock timeout and the host's settings.
+    pub fn new(
+        skill: Skill,
+        runtime: &Runtime,
+        state: StateStore,
+        request: &CheckRequest,
+    ) -> Result<SkillCritic, Error> {
+        let detectors = load_detectors(&skill, runtime, request.host.allow_native)?;
+        Ok(SkillCritic::with_detectors(
+            Arc::new(skill),
+            detectors.into(),
+            state,
+            request,
+            &request.host,
+        ))
+    }
+
+    /// A critic from detectors already loaded with [`load_detectors`] (which
+    /// lets a caller load them while it prepares other inputs, or share them
+    /// between the critics of many requests), under the host settings
+    /// `host` (a server's own, whatever the request's).
+    pub(crate) fn with_detectors(
+        skill: Arc<Skill>,
+        detectors: Arc<[Detector]>,
+        state: StateStore,
+        request: &CheckRequest,
+        host: &HostSettings,
+    ) -> SkillCritic {
+        let grants = Grants::new(&skill.manifest.capabilities, &request.deny);
+        SkillCritic {
+            skill,
+            detectors,
+            grants,
+            state,
+            lock_timeout: request.lock_timeout,
+            jobs: host.jobs,
+            llm: host.llm.clone(),
+            unconfined_runs: host.unconfined_runs,
+        }
+    }
+
+    /// The loaded skill.
+    pub fn skill(&self) -> &Skill {
+        &self.skill
+    }
+
+    fn info(&self) -> SkillInfo {
+        SkillInfo {
+            name: self.skill.manifest.name.clone(),
+            version: self.skill.manifest.version.clone(),
+        }
+    }
+
+    /// Whether signals may run ahead of the gates before them, all at once:
+    /// only when every detector is a sandboxed component and the skill holds
+    /// no capability with effects outside the call. The harness still walks
+    /// the results in manifest order, so a signal after a fired gate is
+    /// reported skipped and its state, output and log lines are discarded:
+    /// the verdict is the one a sequential run gives, only sooner.
+    fn speculative(&self) -> bool {
+        self.detectors.len() > 1
+            && !self.detectors.iter().any(Detector::is_native)
+            && self.grants.effective().iter().all(|c| c.is_pure())
+    }
+
+    /// Each signal's input JSON: the shared part (encoded once) with the
+    /// signal's name, config and state spliced in before its closing brace.
+    fn inputs(
+        &self,
+        states: &[Value],
+        finish: &Finish,
+        info: &SkillInfo,
+        iteration: u32,
+    ) -> Result<Vec<String>, Error> {
+        let m = &self.skill.manifest;
+        let shared = |events| {
+            serde_json::to_string(&SharedInput {
+                api_version: API_VERSION,
+                skill: info,
+                iteration,
+                session: &finish.session,
+                events,
+                patch: &finish.patch,
+            })
+            .map_err(|e| Error::Internal(format!("cannot encode detector input: {e}")))
+        };
+        let wasm_shared = shared(None)?;
+        let native_shared = if self.detectors.iter().any(Detector::is_native) {
+            shared(Some(&finish.events))?
+        } else {
+            String::new()
+        };
+        let mut inputs = Vec::with_capacity(m.signals.len());
+        for ((signal, detector), state) in m.signals.iter().zip(self.detectors.iter()).zip(states) {
+            let tail = serde_json::to_string(&SignalInput {
+                signal: &signal.name,
+                config: &signal.config,
+                state,
+            })
+            .map_err(|e| Error::Internal(format!("cannot encode detector input: {e}")))?;
+            let shared = if detector.is_native() {
+                &native_shared
+            } else {
+                &wasm_shared
+            };
+            inputs.push(format!("{},{}", &shared[..shared.len() - 1], &tail[1..]));
+        }
+        Ok(inputs)
+    }
+
+    /// Call the detectors (all at once when [`SkillCritic::speculative`]) and
+    /// walk their outcomes in manifest order, writing the artifacts of the
+    /// calls that count. `beside`, if any, runs meanwhile: on this thread
+    /// while speculative calls run on their own, else on a thread of its own.
+    fn run_signals<U: Send>(
+        &self,
+        finish: &Finish,
+        inputs: &[String],
+        beside: Option<impl FnOnce() -> U + Send>,
+    ) -> (Ran, Option<U>) {
+        let m = &self.skill.manifest;
+        let feed = Arc::new(EventFeed::new(finish.events.clone()));
+        let runner = Arc::new(Runner::new(
+            finish.workspace.clone(),
+            finish.patch.base.clone(),
+            self.jobs,
+            !self.unconfined_runs,
+        ));
+        let llm = Arc::new(LlmClient::new(self.llm.clone()));
+        let call = |i: usize| -> Call {
+            let (signal, detector) = (&m.signals[i], &self.detectors[i]);
+            let ctx = CallContext {
+                skill: m.name.clone(),
+                signal: signal.name.clone(),
+                grants: self.grants.clone(),
+                workspace: finish.workspace.clone(),
+                events: feed.clone(),
+                logs: Default::default(),
+                runner: runner.clone(),
+                llm: llm.clone(),
+                deadline: Instant::now() + signal.timeout,
+            };
+            let call_started = Instant::now();
+            let outcome = detector
+                .call(&inputs[i], &self.limits(signal), &ctx)
+                .and_then(|(json, _report)| {
+                    serde_json::from_str::<DetectorOutput>(&json)
+                        .map_err(|e| DetectorError::BadOutput(e.to_string()))
+                });
+            Call {
+                outcome: Some(outcome),
+                duration_ms: call_started.elapsed().as_secs_f64() * 1000.0,
+                logs: ctx.take_logs(),
+            }
+        };
+        // Speculative calls get one thread per signal: the calls are short,
+        // and a skill has few.
+        let n = m.signals.len();
+        match (self.speculative(), beside) {
+            (true, Some(beside)) => {
+                let (calls, beside) = crate::sys::parallel::map_beside(n, n, call, beside);
+                (self.walk(finish, calls, call), Some(beside))
+            }
+            (true, None) => {
+                let calls = crate::sys::parallel::map(n, n, call);
+                (self.walk(finish, calls, call), None)
+            }
+            (false, Some(beside)) => std::thread::scope(|s| {
+                let beside = s.spawn(beside);
+                let ran = self.walk(finish, Vec::new(), call);
+                let beside = beside
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (ran, Some(beside))
+            }),
+            (false, None) => (self.walk(finish, Vec::new(), call), None),
+        }
+    }
+
+    /// The signals' outcomes in manifest order: `calls` holds those made
+    /// already, `call` makes the rest as they are reached; a fired hard
+    /// gate ends the walk.
+    fn walk(&self, finish: &Finish, mut calls: Vec<Call>, call: impl Fn(usize) -> Call) -> Ran {
+        let m = &self.skill.manifest;
+        let mut results = Vec::with_capacity(m.signals.len());
+        let mut new_states = Vec::new();
+        let mut gate_fired = false;
+        for (i, (signal, detector)) in m.signals.iter().zip(self.detectors.iter()).enumerate() {
+            if gate_fired {
+                results.push(skipped(signal));
+                continue;
+            }
+            let done = match calls.get_mut(i) {
+                Some(done) => std::mem::take(done),
+                None => call(i),
+            };
+            for line in &done.logs {
+                host::log::emit(&m.name, &signal.name, line.level, &line.message);
+            }
+            let duration_ms = done.duration_ms;
+            let outcome = done
+                .outcome
+                .unwrap_or_else(|| Err(DetectorError::Reported("the detector was not run".into())));
+            // Only a call that counts gets its files written.
+            let outcome = outcome.and_then(|out| {
+                artifacts::write(&finish.workspace, &m.name, &signal.name, &out.artifacts)
+                    .map(|paths| (out, paths))
+                    .map_err(|e| DetectorError::BadOutput(e.to_string()))
+            });
+            let result = match outcome {
+                Ok((out, artifacts)) => {
+                    if let Some(s) = out.state {
+                        new_states.push((signal.name.clone(), s));
+                    }
+                    SignalResult {
+                        artifacts,
+                        followup_text: out.followup_text.filter(|_| out.triggered),
+                        metadata: out.metadata,
+                        duration_ms,
+                        compile_cache: detector.cache_outcome(),
+                        ..SignalResult::new(
+                            &signal.name,
+                            signal.kind,
+                            signal.weight,
+                            if out.triggered {
+                                SignalStatus::Triggered
+                            } else {
+                                SignalStatus::Passed
+                            },
+                        )
+                    }
+                }
+                Err(e) => {
+                    let error = format!("signal {:?} ({}): {e}", signal.name, signal.detector);
+                    tracing::warn!("{}", crate::evaluate::verdict::one_line(&error));
+                    let triggered = signal.on_error == OnError::FailClosed;
+                    SignalResult {
+                        triggered,
+                        followup_text: triggered
+                            .then(|| error_followup(&signal.name, &e.for_agent())),
+                        error: Some(error),
+                        duration_ms,
+                        compile_cache: detector.cache_outcome(),
+                        ..SignalResult::new(
+                            &signal.name,
+                            signal.kind,
+                            signal.weight,
+                            SignalStatus::Error,
+                        )
+                    }
+                }
+            };
+            gate_fired = result.triggered && signal.kind == SignalKind::HardGate;
+            results.push(result);
+        }
+
+        Ran {
+            results,
+            new_states,
+            gate_fired,
+        }
+    }
+
+    fn limits(&self, signal: &Signal) -> CallLimits {
+        let l = self.skill.manifest.limits;
+        CallLimits {
+            timeout: signal.timeout,
+            memory_bytes: signal.memory_bytes,
+            output_bytes: l.output_bytes,
+            stdio_bytes: l.stdio_bytes,
+        }
+    }
+}
+
+/// One detector call's outcome, kept until the harness walks the signals in
+/// manifest order. `outcome` is `None` only after it was taken.
+#[derive(Default)]
+struct Call {
+    outcome: Option<Result<DetectorOutput, DetectorError>>,
+    duration_ms: f64,
+    logs: Vec<LogLine>,
+}
+
+/// What running a finish's signals gave, in manifest order.
+struct Ran {
+    results: Vec<SignalResult>,
+    /// States the detectors returned, by signal.
+    new_states: Vec<(String, Value)>,
+    /// Whether a hard gate fired (later signals are skipped).
+    gate_fired: bool,
+}
+
+/// Load the detector of every signal of `skill`; results in manifest order,
+/// errors naming the signal and its line.
+///
+/// A component in the compile cache loads in a fraction of a millisecond, so
+/// the calling thread takes all of those, leaving the other cores to whatever
+/// runs beside (git, in a check): one thread each made warm loads slower.
+/// Only compiling, hundreds of milliseconds per component, gets a thread per
+/// detector.
+pub(crate) fn load_detectors(
+    skill: &Skill,
+    runtime: &Runtime,
+    allow_native: bool,
+) -> Result<Vec<Detector>, Error> {
+    let signals = &skill.manifest.signals;
+    let path = |i: usize| &signals[i].detector_path;
+    let mut loaded: Vec<Option<Result<Detector, DetectorError>>> = (0..signals.len())
+        .map(|i| Detector::load_cached(runtime, path(i), allow_native).transpose())
+        .collect();
+    let misses: Vec<usize> = (0..signals.len())
+        .filter(|&i| loaded[i].is_none())
+        .collect();
+    let compiled = crate::sys::parallel::map(misses.len(), misses.len(), |j| {
+        Detector::load(runtime, path(misses[j]), allow_native)
+    });
+    for (i, detector) in misses.into_iter().zip(compiled) {
+        loaded[i] = Some(detector);
+    }
+    loaded
+        .into_iter()
+        .zip(signals)
+        .map(|(detector, s)| {
+            detector
+                .expect("every signal was loaded from the cache or compiled")
+                .map_err(|source| Error::Detector {
+                    manifest: skill.manifest_path.clone(),
+                    line: s.position.line,
+                    signal: s.name.clone(),
+                    source,
+                })
+        })
+        .collect()
+}
+
+/// Error text shown to the agent when a fail-closed signal could not run.
+fn error_followup(signal: &str, error: &str) -> String {
+    format!(
+        "The critic's check `{signal}` could not run ({error}), and this skill treats that as a \
+         failure. If your work is complete, finish again; if the problem persists, tell the user."
+    )
+}
+
+/// A finish counted before its evaluation: its session is locked and the
+/// new iteration is on disk. See [`SkillCritic::count_ahead`].
+#[derive(Debug)]
+pub struct CountedFinish(Session);
+
+impl CountedFinish {
+    /// Take the count back, for a check that failed before its evaluation.
+    pub fn undo(mut self) -> Result<(), Error> {
+        self.0.harness.iteration = self.0.harness.iteration.saturating_sub(1);
+        Ok(self.0.save_harness()?)
+    }
+
+    /// [`CountedFinish::undo`] on the way out of a failed check, whose own
+    /// error is the one to report: a failure to undo is only logged.
+    pub fn take_back(self) {
+        if let Err(e) = self.undo() {
+            tracing::warn!("cannot take back the count of a failed check: {e}");
+        }
+    }
+}
+
+impl Critic for SkillCritic {
+    fn evaluate(&self, finish: &Finish) -> Result<Verdict, Error> {
+        let m = &self.skill.manifest;
+        let session = self.state.open(
+            &m.name,
+            &finish.session,
+            &finish.instance_key(),
+            self.lock_timeout,
+        )?;
+        self.evaluate_in(session, false, finish)
+    }
+}
+
+impl SkillCritic {
+    /// Count a finish of `skill` in `session` on `instance` (see
+    /// [`Finish::instance_key`]) before its events, patch and detectors are
+    /// ready, so the durable write overlaps what the caller waits for (git's
+    /// processes, in `critic check`); [`SkillCritic::evaluate_counted`]
+    /// evaluates it. `None` when the session's state belongs to another
+    /// instance: the count then waits for the evaluation, which resets it.
+    pub fn count_ahead(
+        state: &StateStore,
+        skill: &str,
+        session: &str,
+        instance: &str,
+        lock_timeout: Duration,
+    ) -> Result<Option<CountedFinish>, Error> {
+        let Some(mut session) = state.open_same_instance(skill, session, instance, lock_timeout)?
+        else {
+            return Ok(None);
+        };
+        session.harness.iteration = session.harness.iteration.saturating_add(1);
+        session.save_harness()?;
+        Ok(Some(CountedFinish(session)))
+    }
+
+    /// [`Critic::evaluate`] for a finish counted by
+    /// [`SkillCritic::count_ahead`]. A count made for another skill, session,
+    /// state directory or instance than the finish's is taken back and the
+    /// finish evaluated as `evaluate` would.
+    pub fn evaluate_counted(
+        &self,
+        finish: &Finish,
+        counted: CountedFinish,
+    ) -> Result<Verdict, Error> {
+        let m = &self.skill.manifest;
+        let session = &counted.0;
+        if session.dir() == self.state.session_dir(&m.name, &finish.session)
+            && session.instance() == finish.instance_key()
+        {
+            return self.evaluate_in(counted.0, true, finish);
+        }
+        counted.undo()?;
+        self.evaluate(finish)
+    }
+
+    /// Evaluate `finish` in its open `session`, counting it unless `counted`.
+    fn evaluate_in(
+        &self,
+        mut session: Session,
+        counted: bool,
+        finish: &Finish,
+    ) -> Result<Verdict, Error> {
+        let started = Instant::now();
+        let m = &self.skill.manifest;
+        let info = self.info();
+        if !counted {
+            session.harness.iteration = session.harness.iteration.saturating_add(1);
+        }
+        let iteration = session.harness.iteration;
+        let inputs = m
+            .signals
+            .iter()
+            .map(|signal| session.signal_state(&signal.name))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(Error::from)
+            .and_then(|states| self.inputs(&states, finish, &info, iteration));
+        let inputs = match inputs {
+            Ok(inputs) => inputs,
+            // A finish whose detectors could not be given their input is not
+            // counted; one counted ahead is taken back.
+            Err(e) => {
+                if counted {
+                    CountedFinish(session).take_back();
+                }
+                return Err(e);
+            }
+        };
+        // The finish is counted as the detectors run (unless it was already):
+        // the write waits on the disk while they use the CPU. A rejection is
+        // recorded at the end, once known.
+        let count = (!counted).then_some(|| session.save_harness());
+        let (ran, recorded) = self.run_signals(finish, &inputs, count);
+        recorded.transpose()?;
+        let Ran {
+            results,
+            new_states,
+            gate_fired,
+        } = ran;
+
+        let score = score(&results, gate_fired);
+        let mut accepted = score >= m.threshold;
+        let mut budget_exhausted = false;
+        if !accepted {
+            if session.harness.rejections >= m.max_iterations {
+                accepted = true;
+                budget_exhausted = true;
+            } else {
+                session.harness.rejections += 1;
+                session.save_harness()?;
+            }
+        }
+        for (name, state) in new_states {
+            session.save_signal(&name, state)?;
+        }
+
+        let message = message(
+            &results,
+            score,
+            m.threshold,
+            accepted,
+            budget_exhausted,
+            m.max_iterations,
+        );
+        let followup = (!accepted).then(|| self.compose_followup(&results));
+        let mut metadata = json!({
+            "patch": {
+                "base": finish.patch.base,
+                "files": finish.patch.files.len(),
+                "test_files": finish.patch.test_files().count(),
+                "source_files": finish.patch.source_files().count(),
+            },
+            "events": finish.events.len(),
+            "rejections": session.harness.rejections,
+            "capabilities": self.grants.effective().iter().map(|c| c.name()).collect::<Vec<_>>(),
+        });
+        metadata["evaluate_ms"] = json!(started.elapsed().as_secs_f64() * 1000.0);
+        Ok(Verdict {
+            accepted,
+            score,
+            threshold: m.threshold,
+            message,
+            followup,
+            iteration,
+            max_iterations: m.max_iterations,
+            budget_exhausted,
+            skill: info,
+            session: finish.session.clone(),
+            signals: results,
+            warnings: std::mem::take(&mut session.warnings),
+            metadata,
+        })
+    }
+}
+
+impl SkillCritic {
+    /// The default follow-up: the fired signals' texts in manifest order,
+    /// framed by the manifest's header and footer.
+    fn compose_followup(&self, results: &[SignalResult]) -> String {
+        let style = &self.skill.manifest.followup;
+        let sep = style.separator.as_deref().unwrap_or("\n\n");
+        let mut parts: Vec<&str> = Vec::new();
+        if let Some(h) = &style.header {
+            parts.push(h);
+        }
+        let texts: Vec<&str> = results
+            .iter()
+            .filter(|r| r.triggered)
+            .filter_map(|r| r.followup_text.as_deref())
+            .collect();
+        if texts.is_empty() {
+            parts.push(crate::evaluate::GENERIC_FOLLOWUP);
+        }
+        parts.extend(texts);
+        if let Some(f) = &style.footer {
+            parts.push(f);
+        }
+        parts.join(sep)
+    }
+}
+
+fn skipped(signal: &Signal) -> SignalResult {
+    SignalResult::new(
+        &signal.name,
+        signal.kind,
+        signal.weight,
+        SignalStatus::Skipped,
+    )
+}
+
+/// 0 when a gate fired; else 1 minus the fired share of soft weight.
+fn score(results: &[SignalResult], gate_fired: bool) -> f64 {
+    if gate_fired {
+        return 0.0;
+    }
+    let soft = results.iter().filter(|r| r.kind == SignalKind::Soft);
+    let (total, fired) = soft.fold((0.0, 0.0), |(t, f), r| {
+        (t + r.weight, f + if r.triggered { r.weight } else { 0.0 })
+    });
+    if total == 0.0 {
+        1.0
+    } else {
+        1.0 - fired / total
+    }
+}
+
+fn message(
+    results: &[SignalResult],
+    score: f64,
+    threshold: f64,
+    accepted: bool,
+    budget_exhausted: bool,
+    max_iterations: u32,
+) -> String {
+    let fired: Vec<&str> = results
+        .iter()
+        .filter(|r| r.triggered)
+        .map(|r| r.name.as_str())
+        .collect();
+    let gate = results
+        .iter()
+        .find(|r| r.triggered && r.kind == SignalKind::HardGate)
+        .map(|r| r.name.as_str());
+    if budget_exhausted {
+        return format!(
+            "accepted because the rejection budget ran out (max_iterations = {max_iterations}); it would have been rejected ({})",
+            fired.join(", ")
+        );
+    }
+    match (accepted, gate) {
+        (false, Some(g)) => format!("rejected by hard gate {g}"),
+        (false, None) => format!(
+            "rejected: score {score:.2} < threshold {threshold:.2} (fired: {})",
+            fired.join(", ")
+        ),
+        (true, _) if fired.is_empty() => format!("accepted: all {} signals passed", results.len()),
+        (true, _) => format!(
+            "accepted: score {score:.2} >= threshold {threshold:.2} (fired: {})",
+            fired.join(", ")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(kind: SignalKind, weight: f64, triggered: bool) -> SignalResult {
+        let status = if triggered {
+            SignalStatus::Triggered
+        } else {
+            SignalStatus::Passed
+        };
+        SignalResult::new("s", kind, weight, status)
+    }
+
+    #[test]
+    fn score_is_the_unfired_share_of_soft_weight() {
+        let r = vec![
+            result(SignalKind::HardGate, 0.0, false),
+            result(SignalKind::Soft, 1.0, true),
+            result(SignalKind::Soft, 3.0, false),
+        ];
+        assert_eq!(score(&r, false), 0.75);
+        assert_eq!(score(&r, true), 0.0);
+        assert_eq!(score(&r[..1], false), 1.0);
+    }
+}

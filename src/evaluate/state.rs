@@ -1,0 +1,503 @@
+//! Round state that survives between finish calls.
+//!
+//! Layout: `<state dir>/<skill>/<session>/` holds `harness.json` (iteration and
+//! rejection counts, the instance key) and `signal-<name>.json` per signal (the
+//! detector's own JSON). A session directory is guarded by an exclusive file
+//! lock held for a whole check, so two checks on one session run one after the
+//! other and neither loses the other's update. Writes are atomic (temp file,
+//! fsync, rename). A file that does not parse is moved aside, never overwritten.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+/// Version of the on-disk documents; bump on incompatible change.
+pub const STATE_SCHEMA_VERSION: u32 = 1;
+
+/// How long a check waits for another check on the same session by default.
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Poll interval while waiting for a session lock.
+const LOCK_POLL: Duration = Duration::from_millis(20);
+
+/// Why state could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// File system failure.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Another check holds the session.
+    #[error("{lock}: another `critic check` is running on session {session:?}; waited {waited:?} (wait for it to finish, or raise --lock-timeout)")]
+    Locked {
+        /// The lock file.
+        lock: PathBuf,
+        /// The session.
+        session: String,
+        /// How long this check waited.
+        waited: Duration,
+    },
+}
+
+/// The harness's own per-session record.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HarnessState {
+    /// [`STATE_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Skill name.
+    pub skill: String,
+    /// Session id.
+    pub session: String,
+    /// Base commit and workspace; a change resets the session.
+    pub instance: String,
+    /// Finish calls evaluated so far (counted as each one starts).
+    pub iteration: u32,
+    /// How many of them were rejected.
+    pub rejections: u32,
+}
+
+/// One signal's persisted state.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SignalState {
+    /// [`STATE_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Skill name.
+    pub skill: String,
+    /// Session id.
+    pub session: String,
+    /// Signal name.
+    pub signal: String,
+    /// Instance key at the time of writing.
+    pub instance: String,
+    /// The detector's state document.
+    pub state: Value,
+}
+
+/// Where state lives.
+#[derive(Debug, Clone)]
+pub struct StateStore {
+    root: PathBuf,
+    durable: bool,
+}
+
+/// An open, locked session. Dropping it releases the lock.
+#[derive(Debug)]
+pub struct Session {
+    dir: PathBuf,
+    skill: String,
+    session: String,
+    instance: String,
+    durable: bool,
+    _lock: File,
+    /// The harness record (reset when the instance changed).
+    pub harness: HarnessState,
+    /// Problems found and handled while opening (corrupt files moved aside, resets).
+    pub warnings: Vec<String>,
+}
+
+impl StateStore {
+    /// A store rooted at `root` (created on first use).
+    pub fn new(root: impl Into<PathBuf>) -> StateStore {
+        StateStore {
+            root: root.into(),
+            durable: true,
+        }
+    }
+
+    /// Skip fsync on writes: for ephemeral sessions (tests, benchmarks, an
+    /// embedding program that keeps its own records), where a crash may lose the
+    /// last update. Writes stay atomic either way.
+    pub fn without_fsync(mut self) -> StateStore {
+        self.durable = false;
+        self
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Lock and open the state of (`skill`, `session`) for `instance`, waiting
+    /// up to `lock_timeout` for a concurrent check.
+    pub fn open(
+        &self,
+        skill: &str,
+        session: &str,
+        instance: &str,
+        lock_timeout: Duration,
+    ) -> Result<Session, StateError> {
+        let session = self.open_inner(skill, session, instance, lock_timeout, true)?;
+        Ok(session.expect("opening with a reset allowed always gives a session"))
+    }
+
+    /// [`StateStore::open`] on a guess of the instance: `None`, leaving the
+    /// session's state as it is, when it belongs to another instance (opening
+    /// would reset it).
+    pub fn open_same_instance(
+        &self,
+        skill: &str,
+        session: &str,
+        instance: &str,
+        lock_timeout: Duration,
+    ) -> Result<Option<Session>, StateError> {
+        self.open_inner(skill, session, instance, lock_timeout, false)
+    }
+
+    /// The directory of (`skill`, `session`).
+    pub fn session_dir(&self, skill: &str, session: &str) -> PathBuf {
+        self.root.join(skill).join(dir_name(session))
+    }
+
+    fn open_inner(
+        &self,
+        skill: &str,
+        session: &str,
+        instance: &str,
+        lock_timeout: Duration,
+        may_reset: bool,
+    ) -> Result<Option<Session>, StateError> {
+        let dir = self.session_dir(skill, session);
+        std::fs::create_dir_all(&dir).map_err(|source| StateError::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        let lock_path = dir.join(".lock");
+        let lock = lock(&lock_path, session, lock_timeout)?;
+        let mut warnings = Vec::new();
+        let harness_path = dir.join("harness.json");
+        let mut harness =
+            read_json::<HarnessState>(&harness_path, &mut warnings)?.unwrap_or_default();
+        let fresh = HarnessState {
+            schema_version: STATE_SCHEMA_VERSION,
+            skill: skill.to_string(),
+            session: session.to_string(),
+            instance: instance.to_string(),
+            iteration: 0,
+            rejections: 0,
+        };
+        if harness.schema_version != STATE_SCHEMA_VERSION
+            || harness.instance != instance
+            || harness.session != session
+        {
+            if harness.schema_version != 0 && !may_reset {
+                return Ok(None);
+            }
+            if harness.schema_version != 0 {
+                let msg = format!(
+                    "state of session {session:?} was for another instance or schema; starting over"
+                );
+                tracing::info!("{msg}");
+                warnings.push(msg);
+            }
+            clear_signals(&dir)?;
+            harness = fresh;
+        }
+        Ok(Some(Session {
+            dir,
+            skill: skill.to_string(),
+            session: session.to_string(),
+            instance: instance.to_string(),
+            durable: self.durable,
+            _lock: lock,
+            harness,
+            warnings,
+        }))
+    }
+}
+
+impl Session {
+    /// The persisted state of `signal`, `null` when there is none.
+    pub fn signal_state(&mut self, signal: &str) -> Result<Value, StateError> {
+        let path = self.signal_path(signal);
+        let doc = read_json::<SignalState>(&path, &mut self.warnings)?;
+        Ok(match doc {
+            Some(d) if d.instance == self.instance && d.schema_version == STATE_SCHEMA_VERSION => {
+                d.state
+            }
+            _ => Value::Null,
+        })
+    }
+
+    /// Persist `state` for `signal`.
+    pub fn save_signal(&self, signal: &str, state: Value) -> Result<(), StateError> {
+        let doc = SignalState {
+            schema_version: STATE_SCHEMA_VERSION,
+            skill: self.skill.clone(),
+            session: self.session.clone(),
+            signal: signal.to_string(),
+            instance: self.instance.clone(),
+            state,
+        };
+        write_json(&self.signal_path(signal), &doc, self.durable)
+    }
+
+    /// Persist the harness record.
+    pub fn save_harness(&self) -> Result<(), StateError> {
+        write_json(&self.dir.join("harness.json"), &self.harness, self.durable)
+    }
+
+    /// The session directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The instance (base commit and workspace) the state belongs to.
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    fn signal_path(&self, signal: &str) -> PathBuf {
+        self.dir.join(format!("signal-{}.json", dir_name(signal)))
+    }
+}
+
+/// A file-system-safe name: the id itself when it is plain, else a cleaned
+/// prefix plus a hash so distinct ids never collide.
+fn dir_name(id: &str) -> String {
+    let plain = !id.is_empty()
+        && id.len() <= 64
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !id.starts_with('.');
+    if plain {
+        return id.to_string();
+    }
+    use sha2::{Digest, Sha256};
+    let clean: String = id
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+        .take(32)
+        .collect();
+    format!(
+        "{clean}-{}",
+        &hex::encode(Sha256::digest(id.as_bytes()))[..16]
+    )
+}
+
+fn lock(path: &Path, session: &str, timeout: Duration) -> Result<File, StateError> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|source| StateError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let started = Instant::now();
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                if started.elapsed() >= timeout {
+                    return Err(StateError::Locked {
+                        lock: path.to_path_buf(),
+                        session: session.to_string(),
+                        waited: started.elapsed(),
+                    });
+                }
+                std::thread::sleep(LOCK_POLL);
+            }
+            Err(std::fs::TryLockError::Error(source)) => {
+                return Err(StateError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                })
+            }
+        }
+    }
+}
+
+fn clear_signals(dir: &Path) -> Result<(), StateError> {
+    let io = |source| StateError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let path = entry.map_err(io)?.path();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if name.starts_with("signal-") && name.ends_with(".json") {
+            std::fs::remove_file(&path).map_err(|source| StateError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// The default state directory of the workspace at `workspace`: under the
+/// user's state directory (`$XDG_STATE_HOME`, else `~/.local/state`), one
+/// directory per workspace, named by its last component and a hash of its
+/// canonical path. `None` when neither variable is set.
+pub fn default_root(workspace: &Path) -> Option<PathBuf> {
+    use sha2::{Digest, Sha256};
+    use std::os::unix::ffi::OsStrExt;
+    let path = workspace
+        .canonicalize()
+        .unwrap_or_else(|_| workspace.to_path_buf());
+    let hash = hex::encode(&Sha256::digest(path.as_os_str().as_bytes())[..8]);
+    let name: String = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    crate::sys::private_dir::user_dir("XDG_STATE_HOME", ".local/state")
+        .map(|d| d.join("workspaces").join(format!("{name}-{hash}")))
+}
+
+/// Read a JSON document; a missing file is `None`, a corrupt one is moved aside
+/// (with a warning) and also `None`.
+fn read_json<T: for<'de> Deserialize<'de>>(
+    path: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<Option<T>, StateError> {
+    let text = match std::fs::read(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(StateError::Io {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
+    };
+    // Bytes, not text: a file that is not UTF-8 is corrupt like any other.
+    match serde_json::from_slice(&text) {
+        Ok(v) => Ok(Some(v)),
+        Err(e) => {
+            let stamp = SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map(|d| d.as_millis())
+                .unwrap_or(0);
+            let aside = path.with_extension(format!("json.corrupt-{stamp}"));
+            std::fs::rename(path, &aside).map_err(|source| StateError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            let msg = format!(
+                "{}: corrupt state file ({e}); moved it to {} and started this signal fresh",
+                path.display(),
+                aside.display()
+            );
+            tracing::warn!("{msg}");
+            warnings.push(msg);
+            Ok(None)
+        }
+    }
+}
+
+fn write_json<T: Serialize>(path: &Path, value: &T, durable: bool) -> Result<(), StateError> {
+    let io = |source| StateError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut text = serde_json::to_vec_pretty(value).map_err(|e| io(std::io::Error::other(e)))?;
+    text.push(b'\n');
+    crate::sys::atomic_file::write(path, &text, durable).map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const T: Duration = Duration::from_secs(5);
+
+    #[test]
+    fn state_round_trips_per_signal() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::new(dir.path());
+        {
+            let mut s = store.open("sk", "sess", "base@ws", T).unwrap();
+            assert_eq!(s.signal_state("a").unwrap(), Value::Null);
+            s.save_signal("a", json!({"round": 2})).unwrap();
+            s.harness.iteration = 1;
+            s.save_harness().unwrap();
+        }
+        let mut s = store.open("sk", "sess", "base@ws", T).unwrap();
+        assert_eq!(s.signal_state("a").unwrap(), json!({"round": 2}));
+        assert_eq!(s.harness.iteration, 1);
+    }
+
+    #[test]
+    fn another_instance_resets_the_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::new(dir.path());
+        {
+            let s = store.open("sk", "sess", "one", T).unwrap();
+            s.save_signal("a", json!(1)).unwrap();
+            s.save_harness().unwrap();
+        }
+        let mut s = store.open("sk", "sess", "two", T).unwrap();
+        assert_eq!(s.signal_state("a").unwrap(), Value::Null);
+        assert_eq!(s.warnings.len(), 1);
+    }
+
+    #[test]
+    fn corrupt_files_are_moved_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::new(dir.path());
+        let path = {
+            let s = store.open("sk", "sess", "i", T).unwrap();
+            s.save_harness().unwrap();
+            s.save_signal("a", json!(1)).unwrap();
+            s.dir().join("signal-a.json")
+        };
+        std::fs::write(&path, "{not json").unwrap();
+        let mut s = store.open("sk", "sess", "i", T).unwrap();
+        assert_eq!(s.signal_state("a").unwrap(), Value::Null);
+        assert!(s.warnings[0].contains("corrupt state file"));
+        let aside: Vec<_> = std::fs::read_dir(s.dir())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains(".corrupt-"))
+            .collect();
+        assert_eq!(aside.len(), 1);
+        assert_eq!(
+            std::fs::read_to_string(aside[0].path()).unwrap(),
+            "{not json"
+        );
+    }
+
+    #[test]
+    fn a_held_lock_times_out_with_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::new(dir.path());
+        let _held = store.open("sk", "sess", "i", T).unwrap();
+        let e = store
+            .open("sk", "sess", "i", Duration::from_millis(50))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("another `critic check` is running"), "{e}");
+    }
+
+    #[test]
+    fn odd_session_ids_get_safe_distinct_names() {
+        assert_eq!(dir_name("abc-1"), "abc-1");
+        let a = dir_name("../etc");
+        assert!(!a.contains('/') && !a.starts_with('.'), "{a}");
+        assert_ne!(dir_name("a/b"), dir_name("a_b/"));
+    }
+}

@@ -1,0 +1,717 @@
+//! Confinement of the commands `run` and `run-matrix` start.
+//!
+//! Those commands run model-written code (mutants, generated tests), so they
+//! are as untrusted as the skill that asks for them. Each one starts in:
+//!
+//! - a new **user namespace** (mapped to the caller's own uid and gid, so
+//!   files keep their owners) that owns the rest;
+//! - a new **network namespace** whose only interface is its own loopback:
+//!   no route anywhere, the host's `127.0.0.1` included, for TCP and UDP;
+//! - a new **PID namespace** whose first process is the command: when it
+//!   ends, or is killed at the deadline, the kernel kills everything it
+//!   started, `setsid` daemons included;
+//! - a new **IPC namespace** (no shared memory or queues with the host);
+//! - a new **mount namespace** in which every mount is read-only except
+//!   bind mounts of the scratch copy and its temporary directory: Landlock
+//!   governs file *contents* and names, not metadata, so this is what stops
+//!   `chmod`, `chown`, `setcap`, `touch -d` and `setfattr` on the user's
+//!   files; the directories of the user's service sockets are hidden in it;
+//! - a new, empty **session keyring** (the keys of the user's login session
+//!   stay out of reach);
+//! - a **Landlock** domain: read and execute everywhere, write only to the
+//!   scratch copy, its private temporary directory and the harmless devices
+//!   (`/dev/null`...); processes outside the domain (the host among them)
+//!   cannot be traced, so `/proc/<host>/environ`, `cwd` and `mem` are closed
+//!   (and the waiter, a copy of the host inside the domain, is not dumpable);
+//! - **resource limits**: no core files, a ceiling on file size and on
+//!   processes;
+//!
+//! with `no_new_privs` set and an empty capability bounding set, so neither a
+//! setuid program nor the namespace's root can widen any of it (Landlock
+//! refuses new mounts, and without `CAP_SYS_ADMIN` the read-only flags stay).
+//! The environment is built from scratch by the caller (see [`crate::host::scratch`]).
+//!
+//! What is *not* confined: reads. A run can read what the user can read
+//! (toolchains, the system, and also the user's files); it has no network to
+//! send them anywhere, but its output goes back to the detector.
+//!
+//! The setup runs in the forked child before `exec`, where only
+//! async-signal-safe calls are allowed: everything that allocates (the
+//! Landlock ruleset, the id maps) is prepared in the parent.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// Largest file a confined command may write (`RLIMIT_FSIZE`); scratch
+/// copies live on tmpfs, in memory.
+pub const MAX_FILE_BYTES: u64 = 1 << 30;
+/// Most processes a confined command's user may have (`RLIMIT_NPROC`, counted
+/// in its own user namespace): a fork bomb stops here.
+pub const MAX_PROCESSES: u64 = 1024;
+
+/// Devices a confined command may write to.
+const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
+
+/// The namespaces every confined command gets.
+const NAMESPACES: libc::c_int = libc::CLONE_NEWUSER
+    | libc::CLONE_NEWNS
+    | libc::CLONE_NEWNET
+    | libc::CLONE_NEWPID
+    | libc::CLONE_NEWIPC;
+
+/// Where services listen on Unix sockets: under `/run` (the session bus
+/// and systemd's user manager in `/run/user/<uid>`, the system bus and
+/// manager, container and VM engines, databases), and the X server's. Landlock
+/// does not govern connecting to a socket file, and through one of these a
+/// run could have a process started outside its confinement, write to a
+/// database, or type into the user's terminal. Every directory of `/run`
+/// (and of a `/var/run` that is not a link to it) is covered by an empty
+/// read-only tmpfs, and every socket there by `/dev/null`, except these
+/// entries of `/run`, which hold programs and no service sockets.
+const RUN_KEPT: &[&str] = &[
+    "current-system",
+    "booted-system",
+    "opengl-driver",
+    "opengl-driver-32",
+    "wrappers",
+    "shm",
+    "lock",
+];
+
+/// Socket directories outside `/run`, hidden the same way.
+const SOCKET_DIRS: &[&str] = &[
+    "/tmp/.X11-unix",
+    "/tmp/.ICE-unix",
+    "/var/snap/lxd/common/lxd",
+];
+
+/// What of the service directories to hide, as C strings ready for the
+/// forked child: directories (`.0`) and socket files (`.1`). A directory
+/// holding one of `writable` (a scratch place in the runtime dir, say) stays.
+fn service_sockets(writable: &[&Path]) -> Result<(Vec<CString>, Vec<CString>), String> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut dirs: Vec<std::path::PathBuf> = SOCKET_DIRS.iter().map(Into::into).collect();
+    let mut sockets = Vec::new();
+    for run in ["/run", "/var/run"] {
+        let run = Path::new(run);
+        if run == Path::new("/var/run")
+            && std::fs::canonicalize(run).ok().as_deref() == Some(Path::new("/run"))
+        {
+            continue;
+        }
+        for entry in std::fs::read_dir(run).into_iter().flatten().flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let kept = run == Path::new("/run")
+                && RUN_KEPT
+                    .iter()
+                    .any(|k| entry.file_name() == std::ffi::OsStr::new(k));
+            if kind.is_dir() && !kept {
+                dirs.push(entry.path());
+            } else if kind.is_socket() {
+                sockets.push(entry.path());
+            }
+        }
+    }
+    let c = |p: &Path| {
+        CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| format!("{} contains a NUL byte", p.display()))
+    };
+    // Compared as the kernel will resolve them (`/var/run` is often a link).
+    let writable: Vec<std::path::PathBuf> = writable
+        .iter()
+        .map(|w| std::fs::canonicalize(w).unwrap_or_else(|_| w.to_path_buf()))
+        .collect();
+    let dirs = dirs
+        .iter()
+        .filter(|d| !writable.iter().any(|w| w.starts_with(d)))
+        .map(|d| c(d))
+        .collect::<Result<_, _>>()?;
+    let sockets = sockets.iter().map(|f| c(f)).collect::<Result<_, _>>()?;
+    Ok((dirs, sockets))
+}
+
+/// `KEYCTL_JOIN_SESSION_KEYRING` of `<linux/keyctl.h>`.
+const KEYCTL_JOIN_SESSION_KEYRING: libc::c_long = 1;
+
+/// `MOUNT_ATTR_RDONLY` of `<linux/mount.h>`.
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+
+/// `struct mount_attr` of `<linux/mount.h>`, the argument of `mount_setattr`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// What this machine offers for confinement.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Support {
+    /// The Landlock ABI version the kernel speaks (`None`: no Landlock).
+    pub landlock_abi: Option<u32>,
+    /// Whether an unprivileged process can make user, mount, network, PID and IPC
+    /// namespaces (`Err`: why not).
+    pub namespaces: Result<(), String>,
+}
+
+impl Support {
+    /// What is missing for confined runs, or `None` when they can run.
+    pub fn missing(&self) -> Option<String> {
+        let mut missing = Vec::new();
+        if self.landlock_abi.is_none() {
+            missing.push(
+                "Landlock (Linux 5.13 or later, with `landlock` in the kernel's lsm= list)"
+                    .to_string(),
+            );
+        }
+        if let Err(e) = &self.namespaces {
+            missing.push(format!(
+                "user namespaces ({e}; on some distributions `sysctl kernel.unprivileged_userns_clone=1` \
+                 or an AppArmor profile allows them)"
+            ));
+        }
+        (!missing.is_empty()).then(|| missing.join(" and "))
+    }
+}
+
+/// This machine's [`Support`], probed once per process.
+pub fn support() -> &'static Support {
+    static SUPPORT: OnceLock<Support> = OnceLock::new();
+    SUPPORT.get_or_init(|| Support {
+        landlock_abi: landlock_abi(),
+        namespaces: probe_namespaces(),
+    })
+}
+
+/// The kernel's Landlock ABI version, asked with
+/// `landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)`.
+fn landlock_abi() -> Option<u32> {
+    // SAFETY: the version query takes no attribute and creates nothing.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            1u32,
+        )
+    };
+    u32::try_from(v).ok().filter(|&v| v > 0)
+}
+
+/// Whether a child can enter the namespaces a confined command gets.
+fn probe_namespaces() -> Result<(), String> {
+    let maps = IdMaps::current()?;
+    // SAFETY: the child makes only async-signal-safe calls and `_exit`s.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+    }
+    if pid == 0 {
+        // SAFETY: in the forked child; nothing here allocates.
+        unsafe {
+            if libc::unshare(NAMESPACES) != 0 {
+                libc::_exit(errno().clamp(1, 200));
+            }
+            if maps.write().is_err() {
+                libc::_exit(201);
+            }
+            libc::_exit(0);
+        }
+    }
+    let mut status = 0;
+    // SAFETY: waiting for the child just forked.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 && errno() == libc::EINTR {}
+    match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
+        Some(0) => Ok(()),
+        Some(201) => Err("cannot map the user's ids in a new user namespace".into()),
+        Some(code) => Err(format!(
+            "unshare(user, mount, network, PID, IPC namespaces): {}",
+            std::io::Error::from_raw_os_error(code)
+        )),
+        None => Err("the namespace probe died".into()),
+    }
+}
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// `uid_map` and `gid_map` lines mapping the caller's ids to themselves.
+#[derive(Debug, Clone)]
+struct IdMaps {
+    uid: Vec<u8>,
+    gid: Vec<u8>,
+}
+
+impl IdMaps {
+    fn current() -> Result<IdMaps, String> {
+        // SAFETY: getuid and getgid have no preconditions.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        Ok(IdMaps {
+            uid: format!("{uid} {uid} 1\n").into_bytes(),
+            gid: format!("{gid} {gid} 1\n").into_bytes(),
+        })
+    }
+
+    /// Write the maps of the calling process (async-signal-safe).
+    fn write(&self) -> Result<(), i32> {
+        write_file(c"/proc/self/setgroups", b"deny")?;
+        write_file(c"/proc/self/uid_map", &self.uid)?;
+        write_file(c"/proc/self/gid_map", &self.gid)
+    }
+}
+
+fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> Result<(), i32> {
+    // SAFETY: plain syscalls on a NUL-terminated path and a live buffer.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(errno());
+        }
+        let n = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
+        let err = errno();
+        libc::close(fd);
+        if n == bytes.len() as isize {
+            Ok(())
+        } else {
+            Err(err)
+        }
+    }
+}
+
+/// `critic doctor`'s report as JSON: each feature, and whether runs can be
+/// confined.
+pub fn report(support: &Support) -> serde_json::Value {
+    serde_json::json!({
+        "landlock_abi": support.landlock_abi,
+        "namespaces": support.namespaces.as_ref().map(|()| "available").map_err(Clone::clone),
+        "confined_runs": support.missing().map_or_else(
+            || "available".to_string(),
+            |m| format!("refused: this machine lacks {m}; --unconfined-runs opts out")
+        ),
+    })
+}
+
+/// `critic doctor`'s report for a person.
+pub fn report_text(support: &Support) -> String {
+    let yes_no = |ok: bool| if ok { "yes" } else { "NO " };
+    let mut out = String::new();
+    match support.landlock_abi {
+        Some(abi) => out.push_str(&format!(
+            "{} Landlock ABI {abi}: writes confined to the scratch copy and its tmp{}\n",
+            yes_no(true),
+            if abi >= 6 { "; signals scoped" } else { "" }
+        )),
+        None => out.push_str(&format!("{} Landlock: not available\n", yes_no(false))),
+    }
+    match &support.namespaces {
+        Ok(()) => out.push_str(&format!(
+            "{} user, mount, network, PID and IPC namespaces: read-only system, no network, \
+             process tree killed whole\n",
+            yes_no(true)
+        )),
+        Err(e) => out.push_str(&format!("{} namespaces: {e}\n", yes_no(false))),
+    }
+    match support.missing() {
+        None => out.push_str("run/run-matrix commands run confined.\n"),
+        Some(m) => out.push_str(&format!(
+            "run/run-matrix are refused: this machine lacks {m}.\n\
+             --unconfined-runs runs them with your full privileges instead.\n"
+        )),
+    }
+    out
+}
+
+/// A prepared confinement for one command: its Landlock ruleset, id maps
+/// and the directories it may write.
+#[derive(Debug)]
+pub struct Confinement {
+    ruleset: OwnedFd,
+    maps: IdMaps,
+    mounts: Mounts,
+}
+
+/// What the command's mount namespace changes.
+#[derive(Debug)]
+struct Mounts {
+    /// The directories left writable.
+    writable: Vec<CString>,
+    /// Service socket directories to hide (see [`RUN_KEPT`]).
+    hidden_dirs: Vec<CString>,
+    /// Service socket files to hide.
+    hidden_sockets: Vec<CString>,
+}
+
+impl Confinement {
+    /// A confinement letting the command write only under `writable` (the
+    /// scratch copy and its private temporary directory). Fails with what is
+    /// missing when this machine cannot confine.
+    pub fn new(writable: &[&Path]) -> Result<Confinement, String> {
+        use landlock::{
+            path_beneath_rules, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr,
+            RulesetCreatedAttr, Scope, ABI,
+        };
+        let support = support();
+        if let Some(missing) = support.missing() {
+            return Err(format!("this machine lacks {missing}"));
+        }
+        // The newest rights this build knows; the kernel's own ABI decides
+        // how many of them are enforced (writes are denied from ABI 1 on).
+        let abi = ABI::V6;
+        let fail = |e: landlock::RulesetError| format!("cannot build the Landlock ruleset: {e}");
+        let ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(AccessFs::from_all(abi))
+            .map_err(fail)?
+            .scope(Scope::from_all(abi))
+            .map_err(fail)?
+            .create()
+            .map_err(fail)?
+            .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi)))
+            .map_err(fail)?
+            .add_rules(path_beneath_rules(writable, AccessFs::from_all(abi)))
+            .map_err(fail)?
+            .add_rules(path_beneath_rules(
+                WRITABLE_DEVICES.iter().filter(|d| Path::new(d).exists()),
+                AccessFs::from_read(abi) | AccessFs::WriteFile,
+            ))
+            .map_err(fail)?;
+        let ruleset: Option<OwnedFd> = ruleset.into();
+        let (hidden_dirs, hidden_sockets) = service_sockets(writable)?;
+        let writable = writable
+            .iter()
+            .map(|dir| {
+                CString::new(dir.as_os_str().as_bytes())
+                    .map_err(|_| format!("{} contains a NUL byte", dir.display()))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Confinement {
+            ruleset: ruleset.ok_or("Landlock is not enforced on this machine")?,
+            maps: IdMaps::current()?,
+            mounts: Mounts {
+                writable,
+                hidden_dirs,
+                hidden_sockets,
+            },
+        })
+    }
+
+    /// Make `cmd` start confined, as the leader of a new session (so the
+    /// caller can kill it as a process group).
+    pub fn apply(self, cmd: &mut Command) {
+        let Confinement {
+            ruleset,
+            maps,
+            mounts,
+        } = self;
+        let limits = [
+            (libc::RLIMIT_CORE, 0),
+            (libc::RLIMIT_FSIZE, MAX_FILE_BYTES),
+            (libc::RLIMIT_NPROC, MAX_PROCESSES),
+        ];
+        let host = std::process::id() as libc::pid_t;
+        // SAFETY: the hook runs in the forked child and makes only
+        // async-signal-safe calls (see `enter`).
+        unsafe {
+            cmd.pre_exec(move || enter(host, ruleset.as_raw_fd(), &maps, &mounts, &limits));
+        }
+    }
+}
+
+/// A command with the session and process-group setup of an unconfined run
+/// (`--unconfined-runs`): killed as a group, nothing more.
+pub fn apply_unconfined(cmd: &mut Command) {
+    // SAFETY: setsid is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+}
+
+/// In the forked child: enter the confinement, then fork the command as the
+/// first process of the new PID namespace while this process stays behind
+/// to wait for it and pass its status on.
+fn enter(
+    host: libc::pid_t,
+    ruleset: libc::c_int,
+    maps: &IdMaps,
+    mounts: &Mounts,
+    limits: &[(libc::__rlimit_resource_t, u64)],
+) -> std::io::Result<()> {
+    let os = std::io::Error::last_os_error;
+    // SAFETY: async-signal-safe syscalls on values prepared before the fork.
+    unsafe {
+        libc::setsid();
+        // A killed host takes its runs with it (the spawning thread waits
+        // for the command, so it outlives it).
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        if libc::getppid() != host {
+            libc::_exit(127);
+        }
+        for &(resource, value) in limits {
+            let lim = libc::rlimit {
+                rlim_cur: value,
+                rlim_max: value,
+            };
+            if libc::setrlimit(resource, &lim) != 0 {
+                return Err(os());
+            }
+        }
+        // No supplementary groups (a `docker` group opens sockets the
+        // lists below do not know): possible only for root, and harmless to
+        // try for anyone else.
+        libc::setgroups(0, std::ptr::null());
+        if libc::unshare(NAMESPACES) != 0 {
+            return Err(os());
+        }
+        maps.write().map_err(std::io::Error::from_raw_os_error)?;
+        // A new, empty session keyring: the host's (a login's Kerberos
+        // tickets, say) is neither readable nor writable from the run.
+        if libc::syscall(
+            libc::SYS_keyctl,
+            KEYCTL_JOIN_SESSION_KEYRING,
+            std::ptr::null::<libc::c_char>(),
+        ) < 0
+            && errno() != libc::ENOSYS
+        {
+            return Err(os());
+        }
+        loopback_up();
+        read_only_but(mounts)?;
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return Err(os());
+        }
+        if libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0) != 0 {
+            return Err(os());
+        }
+        drop_capabilities()?;
+        // This process is a copy of the host's memory (its environment, keys
+        // read from it): the command, in the same Landlock domain, must not
+        // read it through /proc. Not dumpable, it needs CAP_SYS_PTRACE in
+        // the host's user namespace, which the command lacks.
+        if libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 {
+            return Err(os());
+        }
+        // Tells the command whether this process is still alive.
+        let mut alive = [0; 2];
+        if libc::pipe2(alive.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+            return Err(os());
+        }
+        let pid = libc::fork();
+        if pid < 0 {
+            return Err(os());
+        }
+        if pid == 0 {
+            // The command: PID 1 of the namespace, killed with its waiter.
+            libc::close(alive[1]);
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            let mut poll = libc::pollfd {
+                fd: alive[0],
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            if libc::poll(&mut poll, 1, 0) != 0 {
+                // The waiter died before the death signal was armed.
+                libc::_exit(127);
+            }
+            return Ok(());
+        }
+        wait_and_exit(pid, alive[1])
+    }
+}
+
+/// Make every mount of this (new) mount namespace read-only except bind
+/// mounts of `writable`.
+///
+/// # Safety
+/// Async-signal-safe; for the forked child, inside its own user and mount
+/// namespaces.
+unsafe fn read_only_but(mounts: &Mounts) -> std::io::Result<()> {
+    let os = std::io::Error::last_os_error;
+    // Nothing done here may reach the host's mounts.
+    mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE, None)?;
+    let hidden = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    let absent =
+        |e: &std::io::Error| matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR));
+    // One empty tmpfs, bound over the rest: a bind mount costs far less
+    // than a new file system.
+    let mut empty: Option<&CString> = None;
+    for dir in &mounts.hidden_dirs {
+        let covered = match empty {
+            Some(first) => mount(Some(first), dir, None, libc::MS_BIND, None),
+            None => mount(
+                Some(c"tmpfs"),
+                dir,
+                Some(c"tmpfs"),
+                hidden,
+                Some(c"size=4k,mode=755"),
+            ),
+        };
+        match covered {
+            Ok(()) => empty = empty.or(Some(dir)),
+            Err(e) if !absent(&e) => return Err(e),
+            Err(_) => {}
+        }
+    }
+    for file in &mounts.hidden_sockets {
+        match mount(Some(c"/dev/null"), file, None, libc::MS_BIND, None) {
+            Err(e) if !absent(&e) => return Err(e),
+            _ => {}
+        }
+    }
+    for dir in &mounts.writable {
+        mount(Some(dir), dir, None, libc::MS_BIND | libc::MS_REC, None)?;
+    }
+    let set_attr = |path: &std::ffi::CStr, attr: &MountAttr| {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            libc::AT_RECURSIVE,
+            attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    let read_only = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    if set_attr(c"/", &read_only) != 0 {
+        return Err(os());
+    }
+    let read_write = MountAttr {
+        attr_set: 0,
+        attr_clr: MOUNT_ATTR_RDONLY,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    for dir in &mounts.writable {
+        if set_attr(dir, &read_write) != 0 {
+            return Err(os());
+        }
+    }
+    // The working directory was entered before the bind mounts covered it:
+    // enter it again by name to land on the writable mount.
+    let mut cwd = [0 as libc::c_char; libc::PATH_MAX as usize];
+    if libc::syscall(libc::SYS_getcwd, cwd.as_mut_ptr(), cwd.len()) < 0
+        || libc::chdir(cwd.as_ptr()) != 0
+    {
+        return Err(os());
+    }
+    Ok(())
+}
+
+/// `mount(2)` (async-signal-safe).
+///
+/// # Safety
+/// For the forked child.
+unsafe fn mount(
+    source: Option<&std::ffi::CStr>,
+    target: &std::ffi::CStr,
+    fstype: Option<&std::ffi::CStr>,
+    flags: libc::c_ulong,
+    data: Option<&std::ffi::CStr>,
+) -> std::io::Result<()> {
+    let ptr = |s: Option<&std::ffi::CStr>| s.map_or(std::ptr::null(), |s| s.as_ptr());
+    let data = ptr(data).cast::<libc::c_void>();
+    if libc::mount(ptr(source), target.as_ptr(), ptr(fstype), flags, data) != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Empty the capability bounding set and the ambient set, so the command
+/// (root of its user namespace or not) execs with no capability at all and
+/// cannot undo the read-only mounts.
+///
+/// # Safety
+/// Async-signal-safe; for the forked child.
+unsafe fn drop_capabilities() -> std::io::Result<()> {
+    // Capabilities are numbered from 0; the kernel's last one is below 64,
+    // and dropping an unknown one fails with EINVAL, which ends the loop.
+    for cap in 0..64 {
+        if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
+            if errno() == libc::EINVAL {
+                break;
+            }
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    if libc::prctl(
+        libc::PR_CAP_AMBIENT,
+        libc::PR_CAP_AMBIENT_CLEAR_ALL,
+        0,
+        0,
+        0,
+    ) != 0
+    {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The waiter: drop every descriptor but the liveness pipe (the command's
+/// output pipes must close when the command's namespace dies, and the exec
+/// error pipe when the command execs), wait, and end the way the command did.
+///
+/// # Safety
+/// Only in the forked child of [`enter`].
+unsafe fn wait_and_exit(pid: libc::pid_t, keep: libc::c_int) -> ! {
+    for fd in 0..3 {
+        libc::close(fd);
+    }
+    if keep > 3 {
+        libc::syscall(libc::SYS_close_range, 3u32, (keep - 1) as u32, 0u32);
+    }
+    libc::syscall(libc::SYS_close_range, (keep + 1) as u32, u32::MAX, 0u32);
+    let mut status = 0;
+    while libc::waitpid(pid, &mut status, 0) < 0 {
+        if errno() != libc::EINTR {
+            libc::_exit(127);
+        }
+    }
+    if libc::WIFSIGNALED(status) {
+        let sig = libc::WTERMSIG(status);
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+        libc::signal(sig, libc::SIG_DFL);
+        libc::kill(libc::getpid(), sig);
+        libc::_exit(128 + sig);
+    }
+    libc::_exit(libc::WEXITSTATUS(status))
+}
+
+/// Bring up the new network namespace's loopback, so a test suite can still
+/// talk to servers it starts itself. Best effort: without it the command
+/// simply has no network at all.
+///
+/// # Safety
+/// Async-signal-safe; for the forked child.
+unsafe fn loopback_up() {
+    let sock = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+    if sock < 0 {
+        return;
+    }
+    let mut req: libc::ifreq = std::mem::zeroed();
+    for (dst, src) in req.ifr_name.iter_mut().zip(b"lo\0") {
+        *dst = *src as libc::c_char;
+    }
+    if libc::ioctl(sock, libc::SIOCGIFFLAGS, &mut req) == 0 {
+        req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+        libc::ioctl(sock, libc::SIOCSIFFLAGS, &req);
+    }
+    libc::close(sock);
+}

@@ -1,0 +1,1099 @@
+//! Scratch copies of the workspace for the `run` capabilities.
+//!
+//! A [`ScratchPool`] has git check the base commit out into one *slot* per
+//! parallel job (through a temporary index, so the user's index and files are
+//! never touched). A run takes a free slot, applies its patch and files, runs
+//! the command in its own process group, and gives the slot back after a
+//! reset: every entry is compared with the stamp taken when the slot was made,
+//! changed or missing files are rewritten from the base commit's blobs (read
+//! from git once, then cached) and new ones removed. Slots are reused for the
+//! life of the pool.
+//!
+//! Everything lives under one directory, on tmpfs (`/dev/shm`) when the
+//! machine has it, since creating thousands of files on a disk file system
+//! can cost seconds (`CRITIC_SCRATCH_DIR` overrides the place). It is removed
+//! when the pool is dropped, and directories left behind by a killed host are
+//! swept by the next pool.
+
+use crate::host::beneath::Beneath;
+use crate::sys::remove_tree::remove_tree;
+use crate::workspace::git;
+use critic_sdk::{RunRequest, RunResult};
+use std::collections::HashMap;
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+/// Default per-run timeout.
+pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default cap on captured stdout and stderr, each.
+pub const DEFAULT_OUTPUT_BYTES: usize = 64 << 10;
+/// The host's own ceiling on captured stdout and stderr, each, whatever a
+/// request asks for: the capture is held in memory and returned to the guest.
+pub const MAX_OUTPUT_BYTES: usize = 8 << 20;
+/// Environment variables passed through from the host to commands; nothing
+/// else of the host's environment (API keys, tokens) reaches them.
+pub const PASSED_ENV: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ"];
+/// Name prefix of pool directories under the temp dir.
+const POOL_PREFIX: &str = "critic-scratch-";
+
+/// Why a pool could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// A file system operation failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// git failed to check out the base.
+    #[error(transparent)]
+    Git(#[from] git::GitError),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SandboxError + '_ {
+    move |source| SandboxError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// What an entry looked like when its slot was made. The change time is
+/// what a run cannot forge: every write (through any name, or a shared
+/// mapping), `chmod`, `utime` and new hard link moves it, and nothing sets
+/// it back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    dir: bool,
+    link: bool,
+    len: u64,
+    modified: Option<SystemTime>,
+    changed: (i64, i64),
+    ino: u64,
+    links: u64,
+    mode: u32,
+}
+
+fn stamp(meta: &std::fs::Metadata) -> Stamp {
+    use std::os::unix::fs::MetadataExt;
+    Stamp {
+        dir: meta.is_dir(),
+        link: meta.file_type().is_symlink(),
+        len: meta.len(),
+        modified: meta.modified().ok(),
+        changed: (meta.ctime(), meta.ctime_nsec()),
+        ino: meta.ino(),
+        links: meta.nlink(),
+        mode: meta.mode() & 0o7777,
+    }
+}
+
+struct Slot {
+    dir: PathBuf,
+    tmp: PathBuf,
+    /// Reports what runs touch, so a reset need not stat every file; `None`
+    /// when inotify is unavailable, out of watches, or the copy is larger
+    /// than [`Watch::MAX_ENTRIES`] (then reset walks).
+    watch: Option<Watch>,
+    /// Keyed by the relative path's bytes (hashing bytes is much cheaper than
+    /// hashing a `Path` component by component, and reset looks up every entry).
+    stamps: HashMap<Vec<u8>, Stamp>,
+}
+
+fn key(rel: &Path) -> &[u8] {
+    rel.as_os_str().as_bytes()
+}
+
+fn path_of(key: &[u8]) -> &Path {
+    Path::new(std::ffi::OsStr::from_bytes(key))
+}
+
+/// Scratch copies of one workspace at one base commit.
+pub struct ScratchPool {
+    root: tempfile::TempDir,
+    workspace: PathBuf,
+    /// The git directory checkouts use: its configuration read once, its
+    /// filter drivers off.
+    git: git::PrivateGitDir,
+    base: String,
+    jobs: usize,
+    free: Mutex<Vec<Slot>>,
+    made: Mutex<usize>,
+    returned: Condvar,
+    blobs: Mutex<HashMap<PathBuf, Blob>>,
+    /// Names slots; never reused, so a replacement never meets a live slot.
+    serial: std::sync::atomic::AtomicUsize,
+    /// Whether commands run confined (see [`crate::host::confine`]).
+    confined: bool,
+}
+
+/// A file's content at the base commit, shared by the slots that restore it.
+type Blob = std::sync::Arc<Vec<u8>>;
+
+/// tmpfs is used only with at least this much free (containers often give
+/// `/dev/shm` just 64 MiB).
+const MIN_SHM_FREE: u64 = 1 << 30;
+
+/// Where pools go: `CRITIC_SCRATCH_DIR`, else tmpfs when there is one with
+/// room, else the temp dir.
+pub fn scratch_root() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CRITIC_SCRATCH_DIR") {
+        return PathBuf::from(dir);
+    }
+    let shm = Path::new("/dev/shm");
+    let writable = shm.is_dir()
+        && free_bytes(shm).is_some_and(|b| b >= MIN_SHM_FREE)
+        && tempfile::Builder::new()
+            .prefix(".critic-probe-")
+            .tempfile_in(shm)
+            .is_ok();
+    if writable {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
+fn free_bytes(dir: &Path) -> Option<u64> {
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs fills the zeroed struct we pass for a NUL-terminated path.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::statvfs(path.as_ptr(), &mut st) } == 0;
+    ok.then(|| st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+impl ScratchPool {
+    /// A pool for commit `base` of the repository at `workspace`, with up to
+    /// `jobs` slots (checked out on demand, in parallel), whose commands run
+    /// confined unless `confined` is false.
+    pub fn new(
+        workspace: &Path,
+        base: &str,
+        jobs: usize,
+        confined: bool,
+    ) -> Result<ScratchPool, SandboxError> {
+        let place = scratch_root();
+        sweep_stale(&place);
+        // Private: the copies hold the user's code, in a shared directory.
+        let root = tempfile::Builder::new()
+            .prefix(&format!("{POOL_PREFIX}{}-", std::process::id()))
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .tempdir_in(&place)
+            .map_err(io(&place))?;
+        // Resolve once: every slot gets the same commit even if a branch moves.
+        let mut rev = git::command(workspace);
+        rev.args([
+            "rev-parse",
+            "--absolute-git-dir",
+            "--verify",
+            "--end-of-options",
+        ])
+        .arg(format!("{base}^{{commit}}"));
+        let out = String::from_utf8_lossy(&git::run(rev)?).into_owned();
+        let mut lines = out.lines();
+        let (git_dir, base) = (lines.next().unwrap_or(""), lines.next().unwrap_or(""));
+        let git = git::PrivateGitDir::new(workspace, Path::new(git_dir))?;
+        let base = base.trim().to_string();
+        // Runs take long: an interrupt is worth handling from here on.
+        crate::sys::interrupt::arm();
+        crate::sys::interrupt::remember_dir(root.path());
+        Ok(ScratchPool {
+            root,
+            workspace: workspace.to_path_buf(),
+            git,
+            base,
+            jobs: jobs.max(1),
+            free: Mutex::new(Vec::new()),
+            made: Mutex::new(0),
+            returned: Condvar::new(),
+            blobs: Mutex::new(HashMap::new()),
+            serial: std::sync::atomic::AtomicUsize::new(0),
+            confined,
+        })
+    }
+
+    /// The pool's directory (removed on drop).
+    pub fn path(&self) -> &Path {
+        self.root.path()
+    }
+
+    /// Run one request in a free slot, waiting for one if all are busy.
+    /// Never past `deadline`.
+    pub fn run(&self, request: &RunRequest, deadline: Instant) -> RunResult {
+        let slot = match self.take() {
+            Ok(slot) => slot,
+            Err(e) => return failed(format!("cannot prepare a scratch copy: {e}")),
+        };
+        let result = match prepare(&slot.dir, request) {
+            Ok(()) => execute(&slot, request, deadline, self.confined),
+            Err(message) => failed(message),
+        };
+        let mut slot = slot;
+        match reset(&mut slot, &|rel| self.blob(rel)) {
+            Ok(()) => self.give_back(slot),
+            Err(e) => {
+                // A slot that cannot be put back is dropped; a new one replaces it.
+                tracing::warn!("discarding scratch copy {}: {e}", slot.dir.display());
+                for dir in [&slot.dir, &slot.tmp] {
+                    if let Err(e) = remove_tree(dir) {
+                        tracing::error!("cannot remove scratch copy {}: {e}", dir.display());
+                    }
+                }
+                self.forget_slot();
+            }
+        }
+        result
+    }
+
+    /// Run every request, up to `jobs` at a time; results in request order.
+    pub fn run_all(&self, requests: &[RunRequest], deadline: Instant) -> Vec<RunResult> {
+        crate::sys::parallel::map(requests.len(), self.jobs, |i| {
+            self.run(&requests[i], deadline)
+        })
+    }
+
+    fn take(&self) -> Result<Slot, SandboxError> {
+        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(slot) = free.pop() {
+                return Ok(slot);
+            }
+            let mut made = self.made.lock().unwrap_or_else(|p| p.into_inner());
+            if *made < self.jobs {
+                *made += 1;
+                drop(made);
+                drop(free);
+                return self.make_slot().inspect_err(|_| self.forget_slot());
+            }
+            drop(made);
+            free = self.returned.wait(free).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// One slot fewer exists: a waiter may make a new one. The `free` lock is
+    /// held so the wake-up cannot fall between a waiter's check and its wait.
+    fn forget_slot(&self) {
+        let _free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+        *self.made.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
+        self.returned.notify_all();
+    }
+
+    fn give_back(&self, slot: Slot) {
+        self.free
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(slot);
+        self.returned.notify_one();
+    }
+
+    fn make_slot(&self) -> Result<Slot, SandboxError> {
+        let n = self
+            .serial
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = self.root.path().join(format!("slot-{n}"));
+        let tmp = self.root.path().join(format!("tmp-{n}"));
+        let index = self.root.path().join(format!("index-{n}"));
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        std::fs::create_dir_all(&tmp).map_err(io(&tmp))?;
+        let mut read = git::command(&self.workspace);
+        self.git.apply(&mut read);
+        read.env("GIT_INDEX_FILE", &index)
+            .args(["read-tree", &self.base]);
+        git::run(read)?;
+        let mut checkout = git::command(&self.workspace);
+        self.git.apply(&mut checkout);
+        checkout
+            .env("GIT_INDEX_FILE", &index)
+            .env("GIT_WORK_TREE", &self.workspace)
+            .args(["checkout-index", "--all", "--force"])
+            .arg(format!("--prefix={}/", dir.display()));
+        git::run(checkout)?;
+        let _ = std::fs::remove_file(&index);
+        let stamps = stamp_tree(&dir).map_err(io(&dir))?;
+        let watch = Watch::new(&dir, &stamps);
+        Ok(Slot {
+            dir,
+            tmp,
+            watch,
+            stamps,
+        })
+    }
+
+    /// The base commit's content of `rel`, from git once, then from memory.
+    fn blob(&self, rel: &Path) -> Result<Blob, SandboxError> {
+        if let Some(b) = self
+            .blobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(rel)
+        {
+            return Ok(b.clone());
+        }
+        let mut show = git::command(&self.workspace);
+        show.args(["cat-file", "blob"])
+            .arg(format!("{}:{}", self.base, rel.display()));
+        let bytes = std::sync::Arc::new(git::run(show)?);
+        self.blobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(rel.to_path_buf(), bytes.clone());
+        Ok(bytes)
+    }
+}
+
+impl Drop for ScratchPool {
+    fn drop(&mut self) {
+        crate::sys::interrupt::forget_dir(self.root.path());
+        // The copies' runs shaped them; `TempDir`'s own removal can be
+        // defeated and would fail silently.
+        if let Err(e) = remove_tree(self.root.path()) {
+            tracing::error!(
+                "cannot remove scratch pool {}: {e}; remove it by hand",
+                self.root.path().display()
+            );
+        }
+    }
+}
+
+fn failed(message: String) -> RunResult {
+    RunResult {
+        error: Some(message),
+        ..RunResult::default()
+    }
+}
+
+/// Remove pool directories whose host process is gone (killed before its
+/// pool could clean up), first killing commands still running in them.
+fn sweep_stale(place: &Path) {
+    for pool in crate::sys::interrupt::leftovers(place, POOL_PREFIX) {
+        kill_processes_in(&pool);
+        if let Err(e) = remove_tree(&pool) {
+            tracing::error!(
+                "cannot remove stale scratch pool {}: {e}; remove it by hand",
+                pool.display()
+            );
+        }
+    }
+}
+
+fn kill_processes_in(dir: &Path) {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for p in procs.flatten() {
+        let Some(pid) = p.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        if std::fs::read_link(p.path().join("cwd")).is_ok_and(|cwd| cwd.starts_with(dir)) {
+            // SAFETY: kill(2) on a process running in our own stale scratch dir.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+/// A workspace-relative path that stays inside the tree.
+pub fn relative(path: &str) -> Result<&Path, String> {
+    let p = Path::new(path);
+    if path.is_empty()
+        || !p
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return Err(format!(
+            "refused path {path:?}: paths must be relative to the workspace, without `..`"
+        ));
+    }
+    Ok(p)
+}
+
+/// Apply the request's patch and files to a slot at the base. Every write
+/// stays in the slot: paths are relative without `..`, and no symlink (a base
+/// commit may hold one pointing anywhere) is followed (see [`Beneath`]).
+fn prepare(dir: &Path, request: &RunRequest) -> Result<(), String> {
+    let slot = Beneath::open(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if let Some(patch) = request.patch.as_deref().filter(|p| !p.trim().is_empty()) {
+        apply_patch(&slot, patch)?;
+    }
+    for (path, content) in &request.files {
+        let rel = relative(path)?;
+        match content {
+            Some(text) => slot.write(rel, text.as_bytes()),
+            None => slot.remove_file(rel),
+        }
+        .map_err(|e| format!("{path}: {e}"))?;
+    }
+    Ok(())
+}
+
+fn apply_patch(slot: &Beneath, patch: &str) -> Result<(), String> {
+    use critic_sdk::FileStatus;
+    let files = critic_sdk::diff::parse(patch)
+        .map_err(|e| format!("the patch is not a valid diff: {e}"))?;
+    for f in &files {
+        if f.binary {
+            return Err(format!(
+                "{}: binary changes cannot be applied in a scratch copy",
+                f.path
+            ));
+        }
+        let target = relative(&f.path)?;
+        let source = match (&f.status, &f.old_path) {
+            (FileStatus::Renamed | FileStatus::Copied, Some(old)) => relative(old)?,
+            _ => target,
+        };
+        let old = match f.status {
+            FileStatus::Added => String::new(),
+            _ => slot
+                .read(source, crate::host::confine::MAX_FILE_BYTES)
+                .and_then(|b| String::from_utf8(b).map_err(std::io::Error::other))
+                .map_err(|e| format!("the patch does not apply: {}: {e}", f.path))?,
+        };
+        if f.status == FileStatus::Deleted {
+            slot.remove_file(target)
+                .map_err(|e| format!("{}: {e}", f.path))?;
+            continue;
+        }
+        let new = critic_sdk::diff::apply(&old, &f.hunks)
+            .map_err(|e| format!("the patch does not apply to the base: {}: {e}", f.path))?;
+        if f.status == FileStatus::Renamed {
+            slot.remove_file(source)
+                .map_err(|e| format!("{}: {e}", f.path))?;
+        }
+        slot.write(target, new.as_bytes())
+            .map_err(|e| format!("{}: {e}", f.path))?;
+    }
+    Ok(())
+}
+
+/// The stamps of everything under `dir`, `dir` itself (as `""`) included.
+fn stamp_tree(dir: &Path) -> std::io::Result<HashMap<Vec<u8>, Stamp>> {
+    let mut stamps = HashMap::new();
+    stamps.insert(Vec::new(), stamp(&std::fs::symlink_metadata(dir)?));
+    walk(dir, dir, &mut |rel, meta| {
+        stamps.insert(key(rel).to_vec(), stamp(meta));
+    })?;
+    Ok(stamps)
+}
+
+/// Put a slot back to its stamps: rewrite changed or missing files from the
+/// base commit, recreate missing directories (and everything that was in
+/// one the run replaced), give directories back their modes, remove what the
+/// run added.
+fn reset(
+    slot: &mut Slot,
+    blob: &dyn Fn(&Path) -> Result<Blob, SandboxError>,
+) -> Result<(), SandboxError> {
+    let touched = slot.watch.as_mut().and_then(Watch::touched);
+    let mut matched = 0usize;
+    let mut extra = Vec::new();
+    let mut changed = Vec::new();
+    // A file the watch saw touched is rewritten whatever its stamp says.
+    let trust_stamps = touched.is_none();
+    let mut check = |rel: &Path, meta: &std::fs::Metadata| match slot.stamps.get(key(rel)) {
+        // A directory's times and size move when entries come and go (the
+        // walk visits those entries); its mode must stay.
+        Some(s) if s.dir && meta.is_dir() && stamp(meta).mode == s.mode => matched += 1,
+        Some(s) if !s.dir && trust_stamps && *s == stamp(meta) => matched += 1,
+        Some(_) => {
+            matched += 1;
+            changed.push(key(rel).to_vec());
+        }
+        None => extra.push(rel.to_path_buf()),
+    };
+    let mut missing: Vec<Vec<u8>> = Vec::new();
+    match &touched {
+        // Only the entries the run touched (every directory was watched).
+        Some(paths) => {
+            for rel in paths {
+                match std::fs::symlink_metadata(slot.dir.join(rel)) {
+                    Ok(meta) => check(rel, &meta),
+                    Err(_) if slot.stamps.contains_key(key(rel)) => missing.push(key(rel).to_vec()),
+                    Err(_) => {}
+                }
+            }
+        }
+        None => {
+            let root = std::fs::symlink_metadata(&slot.dir).map_err(io(&slot.dir))?;
+            check(Path::new(""), &root);
+            walk(&slot.dir, &slot.dir, &mut check).map_err(io(&slot.dir))?;
+            // Only when some stamped entry was not seen: find which.
+            if matched < slot.stamps.len() {
+                missing = slot
+                    .stamps
+                    .keys()
+                    .filter(|k| std::fs::symlink_metadata(slot.dir.join(path_of(k))).is_err())
+                    .cloned()
+                    .collect();
+            }
+        }
+    }
+    extra.sort();
+    extra.dedup();
+    changed.sort();
+    changed.dedup();
+    missing.sort();
+    missing.dedup();
+    for rel in extra.iter().rev() {
+        let full = slot.dir.join(rel);
+        match std::fs::symlink_metadata(&full) {
+            Ok(m) if m.is_dir() => remove_tree(&full).map_err(io(&full))?,
+            Ok(_) => std::fs::remove_file(&full).map_err(io(&full))?,
+            Err(_) => {}
+        }
+    }
+    let mut restore: Vec<Vec<u8>> = changed.into_iter().chain(missing).collect();
+    // A directory the run removed or replaced (by a symlink to a look-alike,
+    // say) takes everything stamped under it along: the lookups above may
+    // have gone through the replacement.
+    let replaced: Vec<&Path> = restore
+        .iter()
+        .map(|k| path_of(k))
+        .filter(|rel| {
+            slot.stamps.get(key(rel)).is_some_and(|s| s.dir)
+                && !std::fs::symlink_metadata(slot.dir.join(rel)).is_ok_and(|m| m.is_dir())
+        })
+        .collect();
+    let below: Vec<Vec<u8>> = slot
+        .stamps
+        .keys()
+        .filter(|k| {
+            let rel = path_of(k);
+            replaced.iter().any(|d| rel != *d && rel.starts_with(d))
+        })
+        .cloned()
+        .collect();
+    restore.extend(below);
+    restore.sort();
+    restore.dedup();
+    // Parents before children.
+    restore.sort_by_key(|k| path_of(k).components().count());
+    for k in &restore {
+        let rel = path_of(k);
+        let full = slot.dir.join(rel);
+        if let Some(dir) = slot.stamps.get(k).filter(|s| s.dir) {
+            if std::fs::symlink_metadata(&full).is_ok_and(|m| !m.is_dir()) {
+                std::fs::remove_file(&full).map_err(io(&full))?;
+            }
+            std::fs::create_dir_all(&full).map_err(io(&full))?;
+            let mode = std::os::unix::fs::PermissionsExt::from_mode(dir.mode);
+            std::fs::set_permissions(&full, mode).map_err(io(&full))?;
+            continue;
+        }
+        if std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_dir()) {
+            remove_tree(&full).map_err(io(&full))?;
+        }
+        restore_file(&full, &blob(rel)?, slot.stamps.get(k))?;
+    }
+    // Restamp what was restored (rewrites get new mtimes).
+    for k in &restore {
+        let full = slot.dir.join(path_of(k));
+        let meta = std::fs::symlink_metadata(&full).map_err(io(&full))?;
+        slot.stamps.insert(k.clone(), stamp(&meta));
+    }
+    remove_tree(&slot.tmp).map_err(io(&slot.tmp))?;
+    std::fs::create_dir_all(&slot.tmp).map_err(io(&slot.tmp))?;
+    // Our own writes above were reported too; they are not the next run's.
+    // Rewritten files are new inodes, to be watched afresh. When watches
+    // were lost (a watched directory went away), start over.
+    let intact = touched.is_some()
+        && slot.watch.as_mut().is_some_and(|w| {
+            w.touched().is_some()
+                && restore
+                    .iter()
+                    .filter(|k| slot.stamps.get(*k).is_some_and(|s| !s.dir && !s.link))
+                    .all(|k| w.add(&slot.dir, path_of(k), false).is_some())
+        });
+    if !intact {
+        slot.watch = Watch::new(&slot.dir, &slot.stamps);
+    }
+    Ok(())
+}
+
+/// Write a base file back (a symlink when git stored one).
+fn restore_file(full: &Path, bytes: &[u8], was: Option<&Stamp>) -> Result<(), SandboxError> {
+    let _ = std::fs::remove_file(full);
+    if let Some(parent) = full.parent() {
+        std::fs::create_dir_all(parent).map_err(io(parent))?;
+    }
+    if was.is_some_and(|s| s.link) {
+        let target = std::ffi::OsStr::from_bytes(bytes);
+        std::os::unix::fs::symlink(target, full).map_err(io(full))?;
+        return Ok(());
+    }
+    std::fs::write(full, bytes).map_err(io(full))?;
+    #[cfg(unix)]
+    if let Some(mode) = was.map(|s| s.mode) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(full, std::fs::Permissions::from_mode(mode)).map_err(io(full))?;
+    }
+    Ok(())
+}
+
+/// inotify watches on every directory and regular file of a slot.
+///
+/// Directories report the names that come and go; each file reports
+/// itself, whatever name it is reached by: a hard link made elsewhere in the
+/// copy, or a write through it, is an event on the file's own watch, where
+/// the directory's watch would never hear of it.
+struct Watch {
+    fd: std::os::fd::OwnedFd,
+    /// Each watch: the relative path it was added for, and whether it is a
+    /// directory.
+    entries: HashMap<i32, (PathBuf, bool)>,
+}
+
+impl Watch {
+    /// Copies with more entries than this are walked instead: each watch
+    /// counts against the user's inotify limit, shared with their editors
+    /// and tools.
+    const MAX_ENTRIES: usize = 20_000;
+
+    const MASK: u32 = libc::IN_MODIFY
+        | libc::IN_ATTRIB
+        | libc::IN_CLOSE_WRITE
+        | libc::IN_CREATE
+        | libc::IN_DELETE
+        | libc::IN_MOVED_FROM
+        | libc::IN_MOVED_TO
+        | libc::IN_DELETE_SELF
+        | libc::IN_MOVE_SELF
+        | libc::IN_DONT_FOLLOW;
+
+    /// Watch the slot's root and every stamped directory and file; `None` if
+    /// any watch cannot be added (no inotify, or the user's watch limit) or
+    /// there are too many.
+    fn new(dir: &Path, stamps: &HashMap<Vec<u8>, Stamp>) -> Option<Watch> {
+        use std::os::fd::FromRawFd;
+        if stamps.len() > Self::MAX_ENTRIES {
+            return None;
+        }
+        // SAFETY: inotify_init1 returns a new descriptor or -1.
+        let raw = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+        if raw < 0 {
+            return None;
+        }
+        // SAFETY: `raw` is a fresh descriptor we own.
+        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) };
+        let mut w = Watch {
+            fd,
+            entries: HashMap::new(),
+        };
+        w.add(dir, Path::new(""), true)?;
+        // Symlinks are not followed, and replacing one is a directory event.
+        for (k, s) in stamps.iter().filter(|(_, s)| !s.link) {
+            w.add(dir, path_of(k), s.dir)?;
+        }
+        Some(w)
+    }
+
+    fn add(&mut self, dir: &Path, rel: &Path, is_dir: bool) -> Option<()> {
+        use std::os::fd::AsRawFd;
+        let full = std::ffi::CString::new(dir.join(rel).as_os_str().as_bytes()).ok()?;
+        // SAFETY: a valid descriptor and NUL-terminated path.
+        let wd = unsafe { libc::inotify_add_watch(self.fd.as_raw_fd(), full.as_ptr(), Self::MASK) };
+        (wd >= 0).then(|| {
+            self.entries.insert(wd, (rel.to_path_buf(), is_dir));
+        })
+    }
+
+    /// The relative paths touched since the last call, or `None` when the
+    /// record is incomplete (queue overflow, a watched directory removed or
+    /// moved) and the caller must walk the slot. A watched file removed or
+    /// moved is only touched: its directory reports where it went.
+    fn touched(&mut self) -> Option<Vec<PathBuf>> {
+        use std::os::fd::AsRawFd;
+        let mut paths = Vec::new();
+        let mut complete = true;
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            // SAFETY: reading into a buffer we own, of the length we pass.
+            let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                break;
+            }
+            let mut at = 0usize;
+            let header = std::mem::size_of::<libc::inotify_event>();
+            while at + header <= n as usize {
+                // SAFETY: the kernel wrote a whole event at `at`; read_unaligned
+                // copes with the byte buffer's alignment.
+                let ev: libc::inotify_event =
+                    unsafe { std::ptr::read_unaligned(buf[at..].as_ptr().cast()) };
+                let name = &buf[at + header..at + header + ev.len as usize];
+                let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+                at += header + ev.len as usize;
+                if ev.mask & libc::IN_Q_OVERFLOW != 0 {
+                    complete = false;
+                    continue;
+                }
+                let Some((rel, is_dir)) = self.entries.get(&ev.wd) else {
+                    continue;
+                };
+                let gone = libc::IN_DELETE_SELF | libc::IN_MOVE_SELF | libc::IN_IGNORED;
+                if ev.mask & gone != 0 && *is_dir {
+                    complete = false;
+                    continue;
+                }
+                paths.push(if name.is_empty() {
+                    rel.clone()
+                } else {
+                    rel.join(std::ffi::OsStr::from_bytes(name))
+                });
+                if ev.mask & libc::IN_IGNORED != 0 {
+                    self.entries.remove(&ev.wd);
+                }
+            }
+        }
+        complete.then_some(paths)
+    }
+}
+
+/// Visit every entry under `dir` (not following symlinks), parents first.
+fn walk(
+    root: &Path,
+    dir: &Path,
+    visit: &mut dyn FnMut(&Path, &std::fs::Metadata),
+) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        let meta = entry.metadata()?;
+        let rel = path.strip_prefix(root).unwrap_or(&path);
+        visit(rel, &meta);
+        if meta.is_dir() {
+            walk(root, &path, visit)?;
+        }
+    }
+    Ok(())
+}
+
+/// `{scratch}` replaced by the slot's path.
+fn expand(text: &str, dir: &Path) -> String {
+    text.replace("{scratch}", &dir.display().to_string())
+}
+
+/// Run the request's command in its slot and collect the result.
+fn execute(slot: &Slot, request: &RunRequest, deadline: Instant, confined: bool) -> RunResult {
+    let Some(program) = request.argv.first() else {
+        return failed("the run request has an empty argv".into());
+    };
+    let cwd = match request.cwd.as_deref() {
+        Some(c) => match relative(c) {
+            Ok(rel) => slot.dir.join(rel),
+            Err(e) => return failed(e),
+        },
+        None => slot.dir.clone(),
+    };
+    let mut cmd = Command::new(expand(program, &slot.dir));
+    cmd.args(request.argv[1..].iter().map(|a| expand(a, &slot.dir)))
+        .current_dir(&cwd)
+        .env_clear();
+    for key in PASSED_ENV {
+        if let Some(v) = std::env::var_os(key) {
+            cmd.env(key, v);
+        }
+    }
+    cmd.env("TMPDIR", &slot.tmp)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env(
+            "PYTHONPATH",
+            python_path(&slot.dir, request.env.get("PYTHONPATH")),
+        );
+    for (k, v) in request.env.iter().filter(|(k, _)| *k != "PYTHONPATH") {
+        cmd.env(k, expand(v, &slot.dir));
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if confined {
+        match crate::host::confine::Confinement::new(&[&slot.dir, &slot.tmp]) {
+            Ok(c) => c.apply(&mut cmd),
+            Err(e) => return failed(format!("cannot confine the command: {e}")),
+        }
+    } else {
+        crate::host::confine::apply_unconfined(&mut cmd);
+    }
+    let timeout = request
+        .timeout_ms
+        .map_or(DEFAULT_RUN_TIMEOUT, Duration::from_millis)
+        .min(deadline.saturating_duration_since(Instant::now()));
+    let cap = request
+        .output_bytes
+        .unwrap_or(DEFAULT_OUTPUT_BYTES)
+        .min(MAX_OUTPUT_BYTES);
+    let started = Instant::now();
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return failed(format!(
+                "command not found: {program:?} (is it installed and on PATH?)"
+            ))
+        }
+        Err(e) if confined => {
+            return failed(format!(
+                "cannot start {program:?} confined: {e} (`critic doctor` shows what this machine \
+                 supports)"
+            ))
+        }
+        Err(e) => return failed(format!("cannot start {program:?}: {e}")),
+    };
+    let pgid = child.id() as i32;
+    crate::sys::interrupt::remember_group(pgid);
+    let readers = [
+        child.stdout.take().map(|o| capture(o, cap)),
+        child.stderr.take().map(|e| capture(e, cap)),
+    ];
+    let mut timed_out = false;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if started.elapsed() >= timeout => {
+                timed_out = true;
+                kill_group(pgid);
+                break child.wait().ok();
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+            Err(_) => break None,
+        }
+    };
+    // Background processes the command left behind die with its group.
+    kill_group(pgid);
+    crate::sys::interrupt::forget_group(pgid);
+    let [out, err] = readers.map(|r| r.and_then(|h| h.join().ok()).unwrap_or_default());
+    #[cfg(unix)]
+    let signal = status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s));
+    #[cfg(not(unix))]
+    let signal = None;
+    RunResult {
+        exit_code: status.and_then(|s| s.code()),
+        signal,
+        timed_out,
+        stdout: out,
+        stderr: err,
+        duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+        error: None,
+    }
+}
+
+/// The scratch copy (and its `src/`, for src-layout packages) come first on
+/// Python's path, after any entries the request gives: a package the user
+/// installed in editable mode from the workspace would otherwise be imported
+/// from the workspace instead of the patched copy.
+fn python_path(dir: &Path, requested: Option<&String>) -> String {
+    let mut parts: Vec<String> = requested.map(|p| expand(p, dir)).into_iter().collect();
+    parts.push(dir.display().to_string());
+    if dir.join("src").is_dir() {
+        parts.push(dir.join("src").display().to_string());
+    }
+    parts.join(":")
+}
+
+fn kill_group(pgid: i32) {
+    // SAFETY: kill(2) on our own child's process group.
+    unsafe {
+        libc::kill(-pgid, libc::SIGKILL);
+    }
+}
+
+/// Read a pipe to the end on a thread, keeping the head and the tail.
+fn capture<R: Read + Send + 'static>(mut pipe: R, cap: usize) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let half = cap / 2;
+        let (mut head, mut tail, mut dropped) =
+            (Vec::new(), std::collections::VecDeque::new(), 0usize);
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = pipe.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            let mut data = &buf[..n];
+            let room = half.saturating_sub(head.len());
+            head.extend_from_slice(&data[..room.min(data.len())]);
+            data = &data[room.min(data.len())..];
+            tail.extend(data);
+            let over = tail.len().saturating_sub(cap - half);
+            tail.drain(..over);
+            dropped += over;
+        }
+        let mut text = String::from_utf8_lossy(&head).into_owned();
+        if dropped > 0 {
+            text.push_str(&format!("\n[... {dropped} bytes cut ...]\n"));
+        }
+        text.push_str(&String::from_utf8_lossy(tail.make_contiguous()));
+        text
+    })
+}
+
+/// Requests as the guest sent them, checked for the things a run can refuse
+/// up front.
+pub fn check_requests(requests: &[RunRequest]) -> Result<(), String> {
+    for (i, r) in requests.iter().enumerate() {
+        if r.argv.is_empty() {
+            return Err(format!("request {i}: argv is empty"));
+        }
+        for path in r.files.keys() {
+            relative(path).map_err(|e| format!("request {i}: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_must_stay_inside_the_copy() {
+        assert!(relative("a/b.py").is_ok());
+        assert!(relative("./a.py").is_ok());
+        for bad in ["", "/etc/passwd", "../x", "a/../../x"] {
+            assert!(relative(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_copy_comes_first_on_pythons_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        assert_eq!(python_path(d, None), d.display().to_string());
+        std::fs::create_dir(d.join("src")).unwrap();
+        let given = "{scratch}/lib".to_string();
+        assert_eq!(
+            python_path(d, Some(&given)),
+            format!("{0}/lib:{0}:{0}/src", d.display())
+        );
+    }
+
+    /// Overwrite `file` in place with text of the same length, through a
+    /// hard link elsewhere in `dir`, and put its times back.
+    fn forge(dir: &Path, file: &Path) {
+        let meta = std::fs::metadata(file).unwrap();
+        std::fs::create_dir(dir.join("d")).unwrap();
+        std::fs::hard_link(file, dir.join("d/h")).unwrap();
+        std::fs::write(dir.join("d/h"), b"BAD\n").unwrap();
+        std::fs::remove_dir_all(dir.join("d")).unwrap();
+        let times = std::fs::FileTimes::new()
+            .set_accessed(meta.accessed().unwrap())
+            .set_modified(meta.modified().unwrap());
+        std::fs::File::options()
+            .write(true)
+            .open(file)
+            .unwrap()
+            .set_times(times)
+            .unwrap();
+    }
+
+    #[test]
+    fn reset_restores_forged_files_with_and_without_the_watch() {
+        for watched in [true, false] {
+            let root = tempfile::tempdir().unwrap();
+            let (dir, tmp) = (root.path().join("slot"), root.path().join("tmp"));
+            std::fs::create_dir_all(dir.join("pkg")).unwrap();
+            std::fs::create_dir(&tmp).unwrap();
+            let file = dir.join("pkg/a.py");
+            std::fs::write(&file, b"good\n").unwrap();
+            let stamps = stamp_tree(&dir).unwrap();
+            let watch = if watched {
+                Some(Watch::new(&dir, &stamps).expect("inotify"))
+            } else {
+                None
+            };
+            let mut slot = Slot {
+                dir: dir.clone(),
+                tmp,
+                watch,
+                stamps,
+            };
+            let base: Blob = std::sync::Arc::new(b"good\n".to_vec());
+            for round in 0..2 {
+                forge(&dir, &file);
+                assert_eq!(std::fs::read(&file).unwrap(), b"BAD\n");
+                reset(&mut slot, &|_| Ok(base.clone())).unwrap();
+                assert_eq!(
+                    std::fs::read(&file).unwrap(),
+                    b"good\n",
+                    "watched: {watched}, round {round}"
+                );
+                assert!(!dir.join("d").exists());
+            }
+        }
+    }
+
+    #[test]
+    fn reset_restores_directories_and_the_root() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        /// What a run does to the copy (`dir`), with its tmp at hand.
+        type Attack<'a> = (&'a str, &'a dyn Fn(&Path, &Path));
+        let attacks: [Attack; 3] = [
+            ("a directory's mode", &|dir, _| {
+                std::fs::set_permissions(dir.join("pkg"), PermissionsExt::from_mode(0o500))
+                    .unwrap();
+            }),
+            ("the root's times and mode", &|dir, _| {
+                std::fs::File::open(dir)
+                    .unwrap()
+                    .set_modified(SystemTime::UNIX_EPOCH)
+                    .unwrap();
+                std::fs::set_permissions(dir, PermissionsExt::from_mode(0o555)).unwrap();
+            }),
+            (
+                "a directory swapped for a symlink to a look-alike",
+                &|dir, tmp| {
+                    std::fs::create_dir(tmp.join("fake")).unwrap();
+                    std::fs::write(tmp.join("fake/a.py"), b"BAD\n").unwrap();
+                    std::fs::remove_dir_all(dir.join("pkg")).unwrap();
+                    std::os::unix::fs::symlink(tmp.join("fake"), dir.join("pkg")).unwrap();
+                },
+            ),
+        ];
+        for watched in [true, false] {
+            for (what, attack) in &attacks {
+                let root = tempfile::tempdir().unwrap();
+                let (dir, tmp) = (root.path().join("slot"), root.path().join("tmp"));
+                std::fs::create_dir_all(dir.join("pkg")).unwrap();
+                std::fs::create_dir(&tmp).unwrap();
+                std::fs::write(dir.join("pkg/a.py"), b"good\n").unwrap();
+                let (dir_mode, pkg_mode) = (mode(&dir), mode(&dir.join("pkg")));
+                let stamps = stamp_tree(&dir).unwrap();
+                let watch = watched.then(|| Watch::new(&dir, &stamps).expect("inotify"));
+                let mut slot = Slot {
+                    dir: dir.clone(),
+                    tmp: tmp.clone(),
+                    watch,
+                    stamps,
+                };
+                attack(&dir, &tmp);
+                let base: Blob = std::sync::Arc::new(b"good\n".to_vec());
+                reset(&mut slot, &|_| Ok(base.clone())).unwrap();
+                let context = format!("{what}, watched: {watched}");
+                assert_eq!(mode(&dir), dir_mode, "{context}");
+                assert_eq!(mode(&dir.join("pkg")), pkg_mode, "{context}");
+                assert!(
+                    std::fs::symlink_metadata(dir.join("pkg")).unwrap().is_dir(),
+                    "{context}"
+                );
+                assert_eq!(
+                    std::fs::read(dir.join("pkg/a.py")).unwrap(),
+                    b"good\n",
+                    "{context}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn capture_keeps_head_and_tail() {
+        let text: Vec<u8> = (0..100u8).map(|i| b'a' + i % 26).collect();
+        let out = capture(std::io::Cursor::new(text), 20).join().unwrap();
+        assert!(out.starts_with("abcdefghij"), "{out}");
+        assert!(out.contains("[... 80 bytes cut ...]"), "{out}");
+        assert!(out.ends_with("mnopqrstuv"), "{out}");
+    }
+}

@@ -1,0 +1,67 @@
+//! The inputs of one check, read the same way by every front-end: the
+//! events a request names, the patch file it gives, where its state lives.
+
+use crate::agents;
+use crate::run::{CheckRequest, EventsSource};
+use crate::workspace::{PatchError, RawDiff, Workspace};
+use crate::Error;
+use critic_sdk::PatchOrigin;
+use std::path::{Path, PathBuf};
+
+/// The request's events, read and normalized.
+pub(crate) fn load_events(request: &CheckRequest) -> Result<Vec<critic_sdk::Event>, Error> {
+    let inline = Path::new("events_inline");
+    let events = match request.events_source().map_err(Error::Request)? {
+        EventsSource::Path(path) => agents::load(path, request.events_format)?,
+        EventsSource::Text(text) => agents::parse(inline, text, request.events_format)?,
+        EventsSource::Json(value) => {
+            agents::parse(inline, &value.to_string(), request.events_format)?
+        }
+    };
+    Ok(events)
+}
+
+/// Where the state of a check on `ws` lives: `--state-dir`, else the user's
+/// state directory keyed by the workspace (outside it, where the agent,
+/// confined to its workspace, cannot rewrite the count).
+pub(crate) fn state_root(request: &CheckRequest, ws: &Workspace) -> Result<PathBuf, Error> {
+    let root = match &request.state_dir {
+        Some(dir) => dir.clone(),
+        None => crate::evaluate::state::default_root(&ws.root).ok_or_else(|| {
+            Error::Usage(
+                "no place for the critic's state: set XDG_STATE_HOME or HOME, or pass --state-dir"
+                    .into(),
+            )
+        })?,
+    };
+    crate::sys::private_dir::ensure(&root)
+        .map_err(|e| Error::Usage(format!("state directory {e}")))?;
+    Ok(root)
+}
+
+/// The canonical root of `ws`, which a finish names.
+pub(crate) fn workspace_root(ws: &Workspace) -> Result<PathBuf, Error> {
+    Ok(ws.root.canonicalize().map_err(|source| PatchError::Io {
+        path: ws.root.clone(),
+        source,
+    })?)
+}
+
+/// A request's patch file (`patch`), against `base`.
+pub(crate) fn read_patch_file(path: &Path, base: String) -> Result<RawDiff, Error> {
+    let io = |source| PatchError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    // Not a FIFO, which would block, nor a file larger than any stream.
+    let bytes =
+        crate::workspace::git::read_git_file(path, agents::MAX_EVENTS_FILE_BYTES).map_err(io)?;
+    let raw = String::from_utf8(bytes)
+        .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
+    Ok(RawDiff {
+        base,
+        raw,
+        origin: PatchOrigin::File,
+        source_name: path.display().to_string(),
+    })
+}

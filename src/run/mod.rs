@@ -1,0 +1,8 @@
+//! Front-ends' entry points: a [`CheckRequest`] in, a verdict out.
+
+mod inputs;
+pub mod oneshot;
+mod request;
+pub mod service;
+
+pub use request::{CheckRequest, EventsSource, HostSettings, DEFAULT_SESSION};

@@ -1,0 +1,9 @@
+//! Operating-system helpers the layers share: private directories, atomic
+//! and bounded file writes, tree removal that cannot be led astray, the
+//! registry of what an interrupted host undoes, and the one work queue.
+
+pub mod atomic_file;
+pub mod interrupt;
+pub mod parallel;
+pub mod private_dir;
+pub mod remove_tree;
