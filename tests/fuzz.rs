@@ -1327,11 +1327,6 @@ fn check_state(inputs: &[Vec<u8>], root: &Path) {
         let _ = session.signal_state("b");
         state
     };
-    if let Ok(Some(mut session)) =
-        store.open_same_instance("sk", &session_id, "base@ws", LOCK_TIMEOUT)
-    {
-        let _ = read(&mut session);
-    }
     let Ok(mut session) = store.open("sk", &session_id, "base@ws", LOCK_TIMEOUT) else {
         return;
     };
@@ -1342,9 +1337,7 @@ fn check_state(inputs: &[Vec<u8>], root: &Path) {
     let _ = session.save_signal("a", state);
     let _ = session.save_harness();
     drop(session);
-    if let Ok(Some(mut session)) =
-        store.open_same_instance("sk", &session_id, "base@ws", LOCK_TIMEOUT)
-    {
+    if let Ok(mut session) = store.open("sk", &session_id, "base@ws", LOCK_TIMEOUT) {
         let _ = read(&mut session);
     }
 }

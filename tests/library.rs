@@ -11,7 +11,6 @@ use pluggable_critic::evaluate::{decide, Critic, Finish};
 use pluggable_critic::run::CheckRequest;
 use pluggable_critic::workspace::{TestClassifier, Workspace};
 use pluggable_critic::{agents, skill, Error};
-use std::time::Duration;
 
 fn finish(repo: &Repo, n: usize) -> Finish {
     let ws = Workspace::open(repo.path()).unwrap();
@@ -183,53 +182,4 @@ fn a_full_pool_is_a_clear_error() {
         "{}",
         errors[0]
     );
-}
-
-#[test]
-fn a_finish_counted_ahead_is_evaluated_once_and_a_wrong_guess_is_taken_back() {
-    let skill = skill::load(&root().join("examples/demo-skill")).unwrap();
-    let name = skill.manifest.name.clone();
-    let runtime = Runtime::new(Some(&cache_dir())).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let store = || StateStore::new(dir.path()).without_fsync();
-    let critic = critic_on(skill, &runtime, dir.path());
-    let repo = Repo::demo();
-    let finish = finish(&repo, 1);
-    let ahead = |instance: &str| {
-        SkillCritic::count_ahead(&store(), &name, "lib", instance, Duration::from_secs(5))
-            .unwrap()
-            .expect("the session has no other instance's state")
-    };
-
-    let counted = ahead(&finish.instance_key());
-    assert_eq!(
-        critic.evaluate_counted(&finish, counted).unwrap().iteration,
-        1
-    );
-    assert_eq!(critic.evaluate(&finish).unwrap().iteration, 2);
-    // A guess of another instance would reset this one's state: refused.
-    let refused =
-        SkillCritic::count_ahead(&store(), &name, "lib", "other@/x", Duration::from_secs(5));
-    assert!(refused.unwrap().is_none());
-    assert_eq!(critic.evaluate(&finish).unwrap().iteration, 3);
-
-    // A finish that turns out to be another instance's: the count goes back
-    // and evaluation starts that instance's state over.
-    let other = tempfile::tempdir().unwrap();
-    let fresh = critic_on(
-        skill::load(&root().join("examples/demo-skill")).unwrap(),
-        &runtime,
-        other.path(),
-    );
-    let counted = SkillCritic::count_ahead(
-        &StateStore::new(other.path()).without_fsync(),
-        &name,
-        "lib",
-        "guess@/x",
-        Duration::from_secs(5),
-    )
-    .unwrap()
-    .unwrap();
-    let v = fresh.evaluate_counted(&finish, counted).unwrap();
-    assert_eq!(v.iteration, 1, "{}", v.to_text());
 }

@@ -408,18 +408,18 @@ fn error_followup(signal: &str, error: &str) -> String {
 /// A finish counted before its evaluation: its session is locked and the
 /// new iteration is on disk. See [`SkillCritic::count_ahead`].
 #[derive(Debug)]
-pub struct CountedFinish(Session);
+pub(crate) struct CountedFinish(Session);
 
 impl CountedFinish {
     /// Take the count back, for a check that failed before its evaluation.
-    pub fn undo(mut self) -> Result<(), Error> {
+    pub(crate) fn undo(mut self) -> Result<(), Error> {
         self.0.harness.iteration = self.0.harness.iteration.saturating_sub(1);
         Ok(self.0.save_harness()?)
     }
 
     /// [`CountedFinish::undo`] on the way out of a failed check, whose own
     /// error is the one to report: a failure to undo is only logged.
-    pub fn take_back(self) {
+    pub(crate) fn take_back(self) {
         if let Err(e) = self.undo() {
             tracing::warn!("cannot take back the count of a failed check: {e}");
         }
@@ -446,7 +446,7 @@ impl SkillCritic {
     /// processes, in `critic check`); [`SkillCritic::evaluate_counted`]
     /// evaluates it. `None` when the session's state belongs to another
     /// instance: the count then waits for the evaluation, which resets it.
-    pub fn count_ahead(
+    pub(crate) fn count_ahead(
         state: &StateStore,
         skill: &str,
         session: &str,
@@ -466,7 +466,7 @@ impl SkillCritic {
     /// [`SkillCritic::count_ahead`]. A count made for another skill, session,
     /// state directory or instance than the finish's is taken back and the
     /// finish evaluated as `evaluate` would.
-    pub fn evaluate_counted(
+    pub(crate) fn evaluate_counted(
         &self,
         finish: &Finish,
         counted: CountedFinish,
@@ -672,6 +672,7 @@ fn message(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn result(kind: SignalKind, weight: f64, triggered: bool) -> SignalResult {
         let status = if triggered {
@@ -692,5 +693,46 @@ mod tests {
         assert_eq!(score(&r, false), 0.75);
         assert_eq!(score(&r, true), 0.0);
         assert_eq!(score(&r[..1], false), 1.0);
+    }
+
+    #[test]
+    fn a_finish_counted_ahead_is_evaluated_once_and_a_wrong_guess_is_taken_back() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let load = || crate::skill::load(&root.join("examples/demo-skill")).unwrap();
+        let name = load().manifest.name.clone();
+        let runtime = Runtime::new(None).unwrap();
+        let request = CheckRequest::new("skill", "events");
+        let dir = tempfile::tempdir().unwrap();
+        let store = |dir: &Path| StateStore::new(dir).without_fsync();
+        let critic = SkillCritic::new(load(), &runtime, store(dir.path()), &request).unwrap();
+        let workspace = tempfile::tempdir().unwrap();
+        let finish = Finish {
+            events: Vec::new().into(),
+            patch: critic_sdk::Patch::default(),
+            workspace: workspace.path().to_path_buf(),
+            session: "lib".into(),
+        };
+        let ahead = |dir: &Path, instance: &str| {
+            SkillCritic::count_ahead(&store(dir), &name, "lib", instance, Duration::from_secs(5))
+                .unwrap()
+        };
+
+        let counted = ahead(dir.path(), &finish.instance_key()).expect("no other instance's state");
+        assert_eq!(
+            critic.evaluate_counted(&finish, counted).unwrap().iteration,
+            1
+        );
+        assert_eq!(critic.evaluate(&finish).unwrap().iteration, 2);
+        // A guess of another instance would reset this one's state: refused.
+        assert!(ahead(dir.path(), "other@/x").is_none());
+        assert_eq!(critic.evaluate(&finish).unwrap().iteration, 3);
+
+        // A finish that turns out to be another instance's: the count goes
+        // back and evaluation starts that instance's state over.
+        let other = tempfile::tempdir().unwrap();
+        let fresh = SkillCritic::new(load(), &runtime, store(other.path()), &request).unwrap();
+        let counted = ahead(other.path(), "guess@/x").unwrap();
+        let v = fresh.evaluate_counted(&finish, counted).unwrap();
+        assert_eq!(v.iteration, 1, "{}", v.to_text());
     }
 }

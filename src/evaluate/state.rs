@@ -141,7 +141,7 @@ impl StateStore {
     /// [`StateStore::open`] on a guess of the instance: `None`, leaving the
     /// session's state as it is, when it belongs to another instance (opening
     /// would reset it).
-    pub fn open_same_instance(
+    pub(crate) fn open_same_instance(
         &self,
         skill: &str,
         session: &str,

@@ -7,7 +7,8 @@
 
 use anyhow::{anyhow, Context, Result};
 use pluggable_critic::detector::wasm::cache;
-use pluggable_critic::run::{oneshot, CheckRequest};
+use pluggable_critic::run::{CheckRequest, HostSettings};
+use pluggable_critic::Service;
 use serde::Deserialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -157,6 +158,11 @@ fn replay(examples: &Path, name: Option<&str>, out: &mut dyn Write) -> Result<()
         ),
     )?;
     w(out, format!("repository copied to {}\n", repo.display()))?;
+    // One warm host for every finish of the run, as a long session would have.
+    let service = Service::new(HostSettings {
+        cache_dir: cache::default_dir(),
+        ..HostSettings::default()
+    })?;
     for (i, finish) in rec.finishes.iter().enumerate() {
         git_in(&repo, &["checkout", "-q", "--", "."])?;
         git_in(&repo, &["clean", "-q", "-f", "-d"])?;
@@ -177,8 +183,7 @@ fn replay(examples: &Path, name: Option<&str>, out: &mut dyn Write) -> Result<()
         request.workspace = repo.clone();
         request.session = rec.session.clone();
         request.state_dir = Some(tmp.path().join("state"));
-        request.host.cache_dir = cache::default_dir();
-        let verdict = oneshot::check(&request)?;
+        let verdict = service.check(&request)?;
         w(out, verdict.to_text())?;
     }
     Ok(())
