@@ -4,11 +4,11 @@
 use crate::detector::wasm::cache::CacheOutcome;
 use crate::skill::SignalKind;
 use critic_sdk::SkillInfo;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// What happened to one signal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SignalStatus {
     /// Ran and fired.
@@ -22,7 +22,7 @@ pub enum SignalStatus {
 }
 
 /// One signal's result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SignalResult {
     /// Signal name.
     pub name: String,
@@ -36,21 +36,21 @@ pub struct SignalResult {
     /// Whether it counts as fired (errors count per `on_error`).
     pub triggered: bool,
     /// The detector's text for the agent.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub followup_text: Option<String>,
     /// The detector's evidence.
-    #[serde(skip_serializing_if = "Value::is_null")]
+    #[serde(default, skip_serializing_if = "Value::is_null")]
     pub metadata: Value,
     /// Why it failed, for `status: error`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Wall time of the call, milliseconds.
     pub duration_ms: f64,
     /// Whether the compiled detector came from the cache.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compile_cache: Option<CacheOutcome>,
     /// Feedback files the host wrote for this signal (workspace-relative).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub artifacts: Vec<String>,
 }
 
@@ -74,7 +74,7 @@ impl SignalResult {
 }
 
 /// The decision on one finish.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Verdict {
     /// Whether the finish is accepted.
     pub accepted: bool,
@@ -85,7 +85,7 @@ pub struct Verdict {
     /// One line for humans.
     pub message: String,
     /// The agent's next user turn, when rejected.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub followup: Option<String>,
     /// 1-based finish call within the session.
     pub iteration: u32,
@@ -100,7 +100,7 @@ pub struct Verdict {
     /// Per-signal results, in manifest order.
     pub signals: Vec<SignalResult>,
     /// Problems the host handled (corrupt state moved aside, resets...).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
     /// Host-side facts: patch summary, timings.
     pub metadata: Value,

@@ -3,6 +3,9 @@
 mod inputs;
 pub mod oneshot;
 mod request;
+pub mod client;
+pub mod server;
 pub mod service;
 
 pub use request::{CheckRequest, EventsSource, HostSettings, DEFAULT_SESSION};
+pub use service::Service;

@@ -69,18 +69,30 @@ fn spawn_handler() -> std::io::Result<()> {
                 }
             };
             if let Some(sig) = signals.forever().next() {
-                let live = live();
-                for &g in &live.groups {
-                    // SAFETY: kill(2) on a process group this process started.
-                    unsafe { libc::kill(-g, libc::SIGKILL) };
-                }
-                for dir in &live.dirs {
-                    let _ = crate::sys::remove_tree::remove_tree(dir);
-                }
-                std::process::exit(128 + sig);
+                undo_and_exit(128 + sig);
             }
         })?;
     Ok(())
+}
+
+/// Kill the process groups and remove the trees alive now, then exit with
+/// `code`.
+fn undo_and_exit(code: i32) -> ! {
+    let live = live();
+    for &g in &live.groups {
+        // SAFETY: kill(2) on a process group this process started.
+        unsafe { libc::kill(-g, libc::SIGKILL) };
+    }
+    for dir in &live.dirs {
+        let _ = crate::sys::remove_tree::remove_tree(dir);
+    }
+    std::process::exit(code);
+}
+
+/// Give up on everything under way, as an interrupt of a program that asked
+/// for [`cleanup_on_signals`] does: for a server told twice to stop.
+pub(crate) fn abandon() -> ! {
+    undo_and_exit(128 + libc::SIGTERM)
 }
 
 /// A directory tree to remove if interrupted (once [`arm`]ed); until

@@ -6,6 +6,8 @@ use pluggable_critic::detector::wasm::cache;
 use pluggable_critic::evaluate::state::DEFAULT_LOCK_TIMEOUT;
 use pluggable_critic::host::llm::LlmConfig;
 use pluggable_critic::host::Capability;
+use pluggable_critic::evaluate::verdict::escape_terminal;
+use pluggable_critic::run::client::{self, ClientError, ServerAddress, SERVER_ENV};
 use pluggable_critic::run::{oneshot, CheckRequest, HostSettings, DEFAULT_SESSION};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -152,13 +154,37 @@ impl CheckArgs {
 pub struct Args {
     #[command(flatten)]
     check: CheckArgs,
+    /// Send the check to a running `critic serve` (a socket path or
+    /// http://127.0.0.1:PORT); if none answers, check in process.
+    #[arg(long, env = SERVER_ENV)]
+    server: Option<ServerAddress>,
     /// Verdict format on stdout.
     #[arg(long, value_enum, default_value = "json")]
     output: Output,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let verdict = oneshot::check(&args.check.request())?;
+    let request = args.check.request();
+    let h = &request.host;
+    if args.server.is_some() && (h.allow_native || h.unconfined_runs || h.jobs.is_some() || h.llm.is_some()) {
+        eprintln!(
+            "critic: --allow-native, --unconfined-runs, --jobs and --llm-* apply only if the check runs in process; a server uses its own"
+        );
+    }
+    let verdict = match &args.server {
+        Some(server) => match client::check(server, &request) {
+            Ok(verdict) => verdict,
+            Err(ClientError::Rejected(e)) => anyhow::bail!(e),
+            Err(ClientError::Unavailable(e)) => {
+                eprintln!(
+                    "critic: no verdict from the server ({}); checking in process",
+                    escape_terminal(&e, false)
+                );
+                oneshot::check(&request)?
+            }
+        },
+        None => oneshot::check(&request)?,
+    };
     match args.output {
         Output::Json => println!("{}", serde_json::to_string_pretty(&verdict)?),
         Output::Text => print!("{}", verdict.to_text()),

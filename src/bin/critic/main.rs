@@ -5,6 +5,7 @@ mod check;
 mod demo;
 mod doctor;
 mod new;
+mod serve;
 mod validate;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -52,12 +53,17 @@ enum Command {
     New(new::Args),
     /// Replay a recorded agent run on the bundled demo repository, offline.
     Demo(demo::Args),
+    /// Keep skills warm and judge finishes sent over HTTP (a Unix socket or loopback TCP).
+    Serve(Box<serve::Args>),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);
-    pluggable_critic::cleanup_on_signals();
+    // A server handles its signals itself: it lets checks in flight finish.
+    if !matches!(cli.command, Command::Serve(_)) {
+        pluggable_critic::cleanup_on_signals();
+    }
     let result = match cli.command {
         Command::Check(args) => check::run(*args),
         Command::Doctor(args) => doctor::run(args),
@@ -65,6 +71,7 @@ fn main() -> ExitCode {
         Command::Build(args) => build::run(args),
         Command::New(args) => new::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::Serve(args) => serve::run(*args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

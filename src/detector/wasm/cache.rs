@@ -33,7 +33,7 @@ pub struct ComponentCache {
 }
 
 /// How a component was obtained, for reports and tests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CacheOutcome {
     /// Loaded precompiled from the cache.

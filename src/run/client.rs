@@ -1,0 +1,209 @@
+//! A client of `critic serve` (`critic check --server`, hooks): sends a
+//! [`CheckRequest`] and reads back the verdict.
+//!
+//! The address is a Unix socket path (`/run/user/1000/critic.sock`,
+//! `unix:critic.sock`) or `http://127.0.0.1:PORT`; over TCP the token of
+//! `CRITIC_SERVER_TOKEN` goes with the request.
+
+use crate::evaluate::verdict::Verdict;
+use crate::run::server::TOKEN_ENV;
+use crate::run::CheckRequest;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The environment variable naming a server for `critic check` to use.
+pub const SERVER_ENV: &str = "CRITIC_SERVER";
+
+/// How long to wait for a server to accept before checking in process.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Where a server listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerAddress {
+    /// A Unix socket.
+    Socket(PathBuf),
+    /// A loopback TCP address.
+    Tcp(SocketAddr),
+}
+
+impl std::str::FromStr for ServerAddress {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if let Some(rest) = s.strip_prefix("http://") {
+            let host = rest.trim_end_matches('/');
+            return host.parse().map(ServerAddress::Tcp).map_err(|_| {
+                format!("{s:?}: expected http://IP:PORT (e.g. http://127.0.0.1:7878)")
+            });
+        }
+        if s.contains("://") {
+            return Err(format!(
+                "{s:?}: a server is a Unix socket path or http://IP:PORT"
+            ));
+        }
+        let path = s.strip_prefix("unix:").unwrap_or(s);
+        if path.is_empty() {
+            return Err("empty server address".into());
+        }
+        Ok(ServerAddress::Socket(PathBuf::from(path)))
+    }
+}
+
+impl std::fmt::Display for ServerAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServerAddress::Socket(p) => write!(f, "{}", p.display()),
+            ServerAddress::Tcp(a) => write!(f, "http://{a}"),
+        }
+    }
+}
+
+/// Why a server did not give a verdict.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// No server answered (none running, refused, gone mid-request, or it
+    /// failed itself): the caller may check in process instead.
+    #[error("{0}")]
+    Unavailable(String),
+    /// The server judged the request bad; checking in process would fail
+    /// the same way.
+    #[error("{0}")]
+    Rejected(String),
+}
+
+/// Ask the server at `address` to judge `request`. Relative paths of the
+/// request are made absolute first: the server does not share our
+/// directory.
+pub fn check(address: &ServerAddress, request: &CheckRequest) -> Result<Verdict, ClientError> {
+    let mut request = request.clone();
+    for path in [&mut request.skill, &mut request.workspace]
+        .into_iter()
+        .chain(request.events.as_mut())
+        .chain(request.patch.as_mut())
+        .chain(request.state_dir.as_mut())
+    {
+        *path = absolute(path);
+    }
+    let body = serde_json::to_vec(&request)
+        .map_err(|e| ClientError::Rejected(format!("cannot encode the request: {e}")))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ClientError::Unavailable(format!("cannot start a client runtime: {e}")))?;
+    let (status, answer) = runtime.block_on(post(address, "/v1/check", body))?;
+    let text = String::from_utf8_lossy(&answer);
+    if status.is_success() {
+        return serde_json::from_slice(&answer).map_err(|e| {
+            ClientError::Unavailable(format!("{address}: unreadable verdict ({e}): {text}"))
+        });
+    }
+    let message = serde_json::from_slice::<serde_json::Value>(&answer)
+        .ok()
+        .and_then(|v| v.get("error")?.as_str().map(str::to_string))
+        .unwrap_or_else(|| text.into_owned());
+    let message = format!("{address}: {status}: {message}");
+    if status.is_client_error() && status != hyper::StatusCode::UNAUTHORIZED {
+        Err(ClientError::Rejected(message))
+    } else {
+        Err(ClientError::Unavailable(message))
+    }
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+async fn post(
+    address: &ServerAddress,
+    path: &str,
+    body: Vec<u8>,
+) -> Result<(hyper::StatusCode, Bytes), ClientError> {
+    let unavailable = |e: &dyn std::fmt::Display| ClientError::Unavailable(format!("{address}: {e}"));
+    let mut request = hyper::Request::post(path)
+        .header(hyper::header::HOST, "localhost")
+        .header(hyper::header::CONTENT_TYPE, "application/json");
+    if let ServerAddress::Tcp(_) = address {
+        if let Ok(token) = std::env::var(TOKEN_ENV) {
+            request = request.header(hyper::header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+    }
+    let request = request
+        .body(Full::new(Bytes::from(body)))
+        .map_err(|e| unavailable(&e))?;
+    let connect = async {
+        match address {
+            ServerAddress::Socket(p) => {
+                let stream = tokio::net::UnixStream::connect(p).await?;
+                Ok::<_, std::io::Error>(Stream::Unix(stream))
+            }
+            ServerAddress::Tcp(a) => Ok(Stream::Tcp(tokio::net::TcpStream::connect(a).await?)),
+        }
+    };
+    let stream = tokio::time::timeout(CONNECT_TIMEOUT, connect)
+        .await
+        .map_err(|_| unavailable(&"no answer to connect"))?
+        .map_err(|e| unavailable(&e))?;
+    let response = match stream {
+        Stream::Unix(s) => send(s, request).await,
+        Stream::Tcp(s) => send(s, request).await,
+    }
+    .map_err(|e| unavailable(&e))?;
+    let status = response.status();
+    let answer = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| unavailable(&e))?
+        .to_bytes();
+    Ok((status, answer))
+}
+
+enum Stream {
+    Unix(tokio::net::UnixStream),
+    Tcp(tokio::net::TcpStream),
+}
+
+async fn send<S>(
+    stream: S,
+    request: hyper::Request<Full<Bytes>>,
+) -> Result<hyper::Response<hyper::body::Incoming>, hyper::Error>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await?;
+    tokio::spawn(connection);
+    sender.send_request(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses() {
+        let socket = |p: &str| ServerAddress::Socket(PathBuf::from(p));
+        assert_eq!("/tmp/c.sock".parse(), Ok(socket("/tmp/c.sock")));
+        assert_eq!("unix:c.sock".parse(), Ok(socket("c.sock")));
+        assert_eq!(
+            "http://127.0.0.1:7878/".parse(),
+            Ok(ServerAddress::Tcp("127.0.0.1:7878".parse().unwrap()))
+        );
+        assert!("http://localhost:7878".parse::<ServerAddress>().is_err());
+        assert!("https://127.0.0.1:1".parse::<ServerAddress>().is_err());
+        assert!("".parse::<ServerAddress>().is_err());
+    }
+
+    #[test]
+    fn nobody_listening_is_unavailable() {
+        let dir = tempfile::tempdir().unwrap();
+        let address = ServerAddress::Socket(dir.path().join("none.sock"));
+        let request = CheckRequest::new("skill", "events");
+        assert!(matches!(
+            check(&address, &request),
+            Err(ClientError::Unavailable(_))
+        ));
+    }
+}

@@ -1,0 +1,463 @@
+//! `critic serve`: a [`Service`] behind HTTP/1.1 + JSON, on a Unix socket
+//! and/or a loopback TCP port.
+//!
+//! * `GET /v1/health` → `{"status": "ok", "version": ...}`;
+//! * `POST /v1/check` with a [`CheckRequest`] body
+//!   (`schemas/check-request.schema.json`) → the verdict
+//!   (`schemas/verdict.schema.json`); a bad request → 4xx, a host failure →
+//!   5xx, both as `{"error": "..."}`.
+//!
+//! Who may ask: on the Unix socket (mode 0600), only processes of the
+//! server's own user, checked again per connection by their credentials; on
+//! TCP, which every local user can reach, only requests carrying the token
+//! of `CRITIC_SERVER_TOKEN` (`Authorization: Bearer ...`), since a check runs
+//! with the server's rights over the paths a request names.
+//!
+//! Limits: a body cap, a deadline for reading it, a cap on connections, at
+//! most `concurrency` checks at once with at most `queue` more waiting (more
+//! get 503 at once), and a per-check timeout (504; the check itself runs to
+//! its end, holding its slot, since a thread cannot be stopped safely).
+//! SIGTERM or SIGINT stops accepting, lets checks in flight finish (their
+//! scratch copies are removed as they end) and removes the socket; a second
+//! signal abandons them, killing their processes and removing their copies.
+
+use crate::evaluate::state::StateError;
+use crate::run::{CheckRequest, Service};
+use crate::Error;
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::Semaphore;
+
+/// The environment variable holding the token TCP clients must present.
+pub const TOKEN_ENV: &str = "CRITIC_SERVER_TOKEN";
+
+/// The shortest token accepted: a guessable one would let any local user in.
+const MIN_TOKEN_LEN: usize = 16;
+
+/// Connections open at once; more wait in the kernel's accept queue.
+const MAX_CONNECTIONS: usize = 1024;
+
+/// Where and how `critic serve` listens.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// A Unix socket to create.
+    pub socket: Option<PathBuf>,
+    /// A loopback address to listen on.
+    pub listen: Option<SocketAddr>,
+    /// Largest request body, in bytes.
+    pub max_body: usize,
+    /// Time a client has to send its headers and its body.
+    pub read_timeout: Duration,
+    /// Longest a check may take before the client gets 504.
+    pub check_timeout: Duration,
+    /// Checks running at once.
+    pub concurrency: usize,
+    /// Checks waiting for a slot; more are refused with 503.
+    pub queue: usize,
+    /// The token TCP clients must present (required with `listen`).
+    pub token: Option<String>,
+}
+
+impl ServerConfig {
+    /// Defaults for everything but where to listen.
+    pub fn new(socket: Option<PathBuf>, listen: Option<SocketAddr>) -> ServerConfig {
+        ServerConfig {
+            socket,
+            listen,
+            max_body: 64 << 20,
+            read_timeout: Duration::from_secs(30),
+            check_timeout: Duration::from_secs(600),
+            concurrency: 2 * crate::sys::parallel::cores(),
+            queue: 64,
+            token: std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty()),
+        }
+    }
+}
+
+/// Why the server could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// Nothing to listen on.
+    #[error("critic serve: give --socket PATH and/or --listen 127.0.0.1:PORT")]
+    NoListener,
+    /// A TCP address other clients could reach.
+    #[error("--listen {0}: only loopback addresses (127.0.0.1, ::1) are allowed; a check runs with your rights over the paths a request names")]
+    NotLoopback(SocketAddr),
+    /// TCP without a token.
+    #[error("--listen needs a token of at least {MIN_TOKEN_LEN} characters in {TOKEN_ENV}: every local user can reach a TCP port (or use --socket, which only you can reach)")]
+    NoToken,
+    /// The socket path is taken.
+    #[error("{0}: a server is already answering there; stop it or pick another --socket")]
+    SocketInUse(PathBuf),
+    /// Binding or serving failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServeError {
+    let what = what.into();
+    move |source| ServeError::Io { what, source }
+}
+
+/// What every handler shares.
+struct Shared {
+    service: Arc<Service>,
+    slots: Arc<Semaphore>,
+    /// Checks admitted (running or waiting for a slot).
+    admitted: Arc<Semaphore>,
+    config: ServerConfig,
+}
+
+/// Serve `service` until SIGTERM or SIGINT; blocks the calling thread.
+/// `ready` is called once every listener is bound.
+pub fn serve(
+    service: Service,
+    config: ServerConfig,
+    ready: impl FnOnce(),
+) -> Result<(), ServeError> {
+    if config.socket.is_none() && config.listen.is_none() {
+        return Err(ServeError::NoListener);
+    }
+    if let Some(addr) = config.listen {
+        if !addr.ip().is_loopback() {
+            return Err(ServeError::NotLoopback(addr));
+        }
+        if config.token.as_ref().is_none_or(|t| t.len() < MIN_TOKEN_LEN) {
+            return Err(ServeError::NoToken);
+        }
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("critic-serve")
+        .build()
+        .map_err(io("cannot start the server's runtime"))?;
+    runtime.block_on(run(service, config, ready))
+}
+
+async fn run(
+    service: Service,
+    config: ServerConfig,
+    ready: impl FnOnce(),
+) -> Result<(), ServeError> {
+    let shared = Arc::new(Shared {
+        service: Arc::new(service),
+        slots: Arc::new(Semaphore::new(config.concurrency.max(1))),
+        admitted: Arc::new(Semaphore::new(config.concurrency.max(1) + config.queue)),
+        config: config.clone(),
+    });
+    let unix = match &config.socket {
+        Some(path) => Some((bind_socket(path).await?, path.clone())),
+        None => None,
+    };
+    let tcp = match config.listen {
+        Some(addr) => Some(
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(io(format!("--listen {addr}")))?,
+        ),
+        None => None,
+    };
+    let router = router(shared.clone());
+    let graceful = GracefulShutdown::new();
+    let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let mut stop = Box::pin(shutdown_signal());
+    ready();
+    loop {
+        let permit = tokio::select! {
+            _ = &mut stop => break,
+            permit = connections.clone().acquire_owned() => permit.expect("never closed"),
+        };
+        tokio::select! {
+            _ = &mut stop => break,
+            Some(stream) = accept_unix(unix.as_ref().map(|(l, _)| l)) => {
+                // Only this user's processes: the socket's mode says so, and
+                // the connection's credentials confirm it.
+                let own = stream.peer_cred().is_ok_and(|c| c.uid() == rustix::process::geteuid().as_raw());
+                if own {
+                    spawn_connection(stream, &router, &graceful, &shared.config, permit);
+                } else {
+                    tracing::warn!("refused a connection from another user");
+                }
+            }
+            Some(stream) = accept_tcp(tcp.as_ref()) => {
+                spawn_connection(stream, &router, &graceful, &shared.config, permit);
+            }
+        }
+    }
+    tracing::info!("shutting down: waiting for checks in flight");
+    if let Some((_, path)) = &unix {
+        let _ = std::fs::remove_file(path);
+    }
+    tokio::select! {
+        _ = graceful.shutdown() => {}
+        _ = shutdown_signal() => {
+            tracing::warn!("second signal: abandoning the checks in flight");
+            crate::sys::interrupt::abandon();
+        }
+    }
+    Ok(())
+}
+
+async fn accept_unix(
+    listener: Option<&tokio::net::UnixListener>,
+) -> Option<tokio::net::UnixStream> {
+    match listener {
+        Some(l) => accepted(l.accept().await.map(|(s, _)| s)).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn accept_tcp(listener: Option<&tokio::net::TcpListener>) -> Option<tokio::net::TcpStream> {
+    match listener {
+        Some(l) => accepted(l.accept().await.map(|(s, _)| s)).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The stream of a successful accept; a failed one (out of fds, a client
+/// gone before it was accepted) is logged and paused on briefly, so that a
+/// persistent failure does not spin.
+async fn accepted<S>(result: std::io::Result<S>) -> Option<S> {
+    match result {
+        Ok(stream) => Some(stream),
+        Err(e) => {
+            tracing::warn!("accept failed: {e}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            None
+        }
+    }
+}
+
+fn spawn_connection<S>(
+    stream: S,
+    router: &Router,
+    graceful: &GracefulShutdown,
+    config: &ServerConfig,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(config.read_timeout);
+    let connection = http.serve_connection(
+        TokioIo::new(stream),
+        TowerToHyperService::new(router.clone()),
+    );
+    let connection = graceful.watch(connection);
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::debug!("connection ended: {e}");
+        }
+        drop(permit);
+    });
+}
+
+/// Bind the Unix socket at `path`, mode 0600; a socket file left by a dead
+/// server is replaced, a live one is not.
+async fn bind_socket(path: &Path) -> Result<tokio::net::UnixListener, ServeError> {
+    use std::os::unix::fs::FileTypeExt;
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.file_type().is_socket() {
+            return Err(ServeError::Io {
+                what: format!("--socket {}", path.display()),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::AlreadyExists,
+                    "exists and is not a socket; refusing to replace it",
+                ),
+            });
+        }
+        if tokio::net::UnixStream::connect(path).await.is_ok() {
+            return Err(ServeError::SocketInUse(path.to_path_buf()));
+        }
+        std::fs::remove_file(path).map_err(io(format!("--socket {}", path.display())))?;
+    }
+    // Created with no permissions for others from the start: a chmod after
+    // bind would leave a moment in which anyone could connect.
+    let old = rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o177));
+    let bound = tokio::net::UnixListener::bind(path);
+    rustix::process::umask(old);
+    bound.map_err(io(format!("--socket {}", path.display())))
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}
+
+fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/v1/health", get(health))
+        .route("/v1/check", post(check))
+        .fallback(|| async { failure(StatusCode::NOT_FOUND, "no such endpoint; try GET /v1/health or POST /v1/check".into()) })
+        .with_state(shared)
+}
+
+async fn health() -> Response {
+    Json(serde_json::json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")})).into_response()
+}
+
+fn failure(status: StatusCode, error: String) -> Response {
+    (status, Json(serde_json::json!({ "error": error }))).into_response()
+}
+
+async fn check(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    if let Some(token) = &shared.config.token {
+        let given = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if !given.is_some_and(|g| same_token(g, token)) {
+            return failure(
+                StatusCode::UNAUTHORIZED,
+                format!("missing or wrong token: send `Authorization: Bearer ${TOKEN_ENV}`"),
+            );
+        }
+    }
+    let body = match read_body(request.into_body(), &shared.config).await {
+        Ok(body) => body,
+        Err(response) => return response,
+    };
+    let mut request: CheckRequest = {
+        let de = &mut serde_json::Deserializer::from_slice(&body);
+        match serde_path_to_error::deserialize(de) {
+            Ok(r) => r,
+            Err(e) => {
+                let path = e.path().to_string();
+                let at = if path == "." { String::new() } else { format!("{path}: ") };
+                return failure(
+                    StatusCode::BAD_REQUEST,
+                    format!("request body: {at}{}", e.into_inner()),
+                );
+            }
+        }
+    };
+    if let Err(e) = request.events_source() {
+        return failure(StatusCode::BAD_REQUEST, e);
+    }
+    // A lock wait longer than the check's own deadline would only hold a slot.
+    request.lock_timeout = request.lock_timeout.min(shared.config.check_timeout);
+    let Ok(admitted) = shared.admitted.clone().try_acquire_owned() else {
+        return failure(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server is busy: every check slot and queue place is taken; retry later".into(),
+        );
+    };
+    let slot = shared.slots.clone().acquire_owned().await.expect("never closed");
+    let service = shared.service.clone();
+    let running = tokio::task::spawn_blocking(move || {
+        let verdict = service.check(&request);
+        drop((slot, admitted));
+        verdict
+    });
+    match tokio::time::timeout(shared.config.check_timeout, running).await {
+        Err(_) => failure(
+            StatusCode::GATEWAY_TIMEOUT,
+            format!(
+                "the check took longer than {} s; it goes on in the server, and its session stays locked until it ends",
+                shared.config.check_timeout.as_secs()
+            ),
+        ),
+        Ok(Err(e)) => failure(StatusCode::INTERNAL_SERVER_ERROR, format!("the check failed: {e}")),
+        Ok(Ok(Ok(verdict))) => Json(verdict).into_response(),
+        Ok(Ok(Err(e))) => failure(status_of(&e), e.to_string()),
+    }
+}
+
+/// The body, read within the deadline and the size cap.
+async fn read_body(body: Body, config: &ServerConfig) -> Result<Bytes, Response> {
+    let limited = http_body_util::Limited::new(body, config.max_body);
+    match tokio::time::timeout(config.read_timeout, http_body_util::BodyExt::collect(limited)).await
+    {
+        Err(_) => Err(failure(
+            StatusCode::REQUEST_TIMEOUT,
+            format!("the body did not arrive within {} s", config.read_timeout.as_secs()),
+        )),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(failure(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "request body larger than {} MiB; pass large event streams by path (`events`)",
+                config.max_body >> 20
+            ),
+        )),
+        Ok(Err(e)) => Err(failure(StatusCode::BAD_REQUEST, format!("request body: {e}"))),
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+    }
+}
+
+/// Whether a token matches, in time independent of where they differ.
+fn same_token(given: &str, expected: &str) -> bool {
+    given.len() == expected.len()
+        && given
+            .bytes()
+            .zip(expected.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
+/// The status an error of a check maps to: what the request named was bad
+/// (4xx), the session is busy (409), or the host failed (5xx).
+fn status_of(e: &Error) -> StatusCode {
+    match e {
+        Error::Request(_) => StatusCode::BAD_REQUEST,
+        Error::Manifest(_) | Error::Events(_) | Error::Patch(_) | Error::Detector { .. } | Error::Usage(_) => {
+            StatusCode::UNPROCESSABLE_ENTITY
+        }
+        Error::State(StateError::Locked { .. }) => StatusCode::CONFLICT,
+        Error::State(_) | Error::Artifacts(_) | Error::Internal(_) => {
+            StatusCode::INTERNAL_SERVER_ERROR
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(same_token("abcdefghijklmnop", "abcdefghijklmnop"));
+        assert!(!same_token("abcdefghijklmnoq", "abcdefghijklmnop"));
+        assert!(!same_token("abc", "abcdefghijklmnop"));
+        assert!(!same_token("", "abcdefghijklmnop"));
+    }
+
+    #[test]
+    fn tcp_needs_loopback_and_a_token() {
+        let service = || Service::new(Default::default()).unwrap();
+        let mut config = ServerConfig::new(None, Some("0.0.0.0:1".parse().unwrap()));
+        config.token = Some("x".repeat(32));
+        assert!(matches!(
+            serve(service(), config.clone(), || ()),
+            Err(ServeError::NotLoopback(_))
+        ));
+        config.listen = Some("127.0.0.1:1".parse().unwrap());
+        config.token = Some("short".into());
+        assert!(matches!(serve(service(), config, || ()), Err(ServeError::NoToken)));
+        let none = ServerConfig::new(None, None);
+        assert!(matches!(serve(service(), none, || ()), Err(ServeError::NoListener)));
+    }
+}
