@@ -120,7 +120,8 @@ async fn post(
     path: &str,
     body: Vec<u8>,
 ) -> Result<(hyper::StatusCode, Bytes), ClientError> {
-    let unavailable = |e: &dyn std::fmt::Display| ClientError::Unavailable(format!("{address}: {e}"));
+    let unavailable =
+        |e: &dyn std::fmt::Display| ClientError::Unavailable(format!("{address}: {e}"));
     let mut request = hyper::Request::post(path)
         .header(hyper::header::HOST, "localhost")
         .header(hyper::header::CONTENT_TYPE, "application/json");

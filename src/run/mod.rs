@@ -1,9 +1,9 @@
 //! Front-ends' entry points: a [`CheckRequest`] in, a verdict out.
 
+pub mod client;
 mod inputs;
 pub mod oneshot;
 mod request;
-pub mod client;
 pub mod server;
 pub mod service;
 

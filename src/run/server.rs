@@ -139,7 +139,11 @@ pub fn serve(
         if !addr.ip().is_loopback() {
             return Err(ServeError::NotLoopback(addr));
         }
-        if config.token.as_ref().is_none_or(|t| t.len() < MIN_TOKEN_LEN) {
+        if config
+            .token
+            .as_ref()
+            .is_none_or(|t| t.len() < MIN_TOKEN_LEN)
+        {
             return Err(ServeError::NoToken);
         }
     }
@@ -311,7 +315,12 @@ fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/v1/health", get(health))
         .route("/v1/check", post(check))
-        .fallback(|| async { failure(StatusCode::NOT_FOUND, "no such endpoint; try GET /v1/health or POST /v1/check".into()) })
+        .fallback(|| async {
+            failure(
+                StatusCode::NOT_FOUND,
+                "no such endpoint; try GET /v1/health or POST /v1/check".into(),
+            )
+        })
         .with_state(shared)
 }
 
@@ -347,7 +356,11 @@ async fn check(State(shared): State<Arc<Shared>>, request: Request) -> Response 
             Ok(r) => r,
             Err(e) => {
                 let path = e.path().to_string();
-                let at = if path == "." { String::new() } else { format!("{path}: ") };
+                let at = if path == "." {
+                    String::new()
+                } else {
+                    format!("{path}: ")
+                };
                 return failure(
                     StatusCode::BAD_REQUEST,
                     format!("request body: {at}{}", e.into_inner()),
@@ -366,7 +379,12 @@ async fn check(State(shared): State<Arc<Shared>>, request: Request) -> Response 
             "the server is busy: every check slot and queue place is taken; retry later".into(),
         );
     };
-    let slot = shared.slots.clone().acquire_owned().await.expect("never closed");
+    let slot = shared
+        .slots
+        .clone()
+        .acquire_owned()
+        .await
+        .expect("never closed");
     let service = shared.service.clone();
     let running = tokio::task::spawn_blocking(move || {
         let verdict = service.check(&request);
@@ -390,11 +408,18 @@ async fn check(State(shared): State<Arc<Shared>>, request: Request) -> Response 
 /// The body, read within the deadline and the size cap.
 async fn read_body(body: Body, config: &ServerConfig) -> Result<Bytes, Response> {
     let limited = http_body_util::Limited::new(body, config.max_body);
-    match tokio::time::timeout(config.read_timeout, http_body_util::BodyExt::collect(limited)).await
+    match tokio::time::timeout(
+        config.read_timeout,
+        http_body_util::BodyExt::collect(limited),
+    )
+    .await
     {
         Err(_) => Err(failure(
             StatusCode::REQUEST_TIMEOUT,
-            format!("the body did not arrive within {} s", config.read_timeout.as_secs()),
+            format!(
+                "the body did not arrive within {} s",
+                config.read_timeout.as_secs()
+            ),
         )),
         Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(failure(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -403,7 +428,10 @@ async fn read_body(body: Body, config: &ServerConfig) -> Result<Bytes, Response>
                 config.max_body >> 20
             ),
         )),
-        Ok(Err(e)) => Err(failure(StatusCode::BAD_REQUEST, format!("request body: {e}"))),
+        Ok(Err(e)) => Err(failure(
+            StatusCode::BAD_REQUEST,
+            format!("request body: {e}"),
+        )),
         Ok(Ok(collected)) => Ok(collected.to_bytes()),
     }
 }
@@ -423,9 +451,11 @@ fn same_token(given: &str, expected: &str) -> bool {
 fn status_of(e: &Error) -> StatusCode {
     match e {
         Error::Request(_) => StatusCode::BAD_REQUEST,
-        Error::Manifest(_) | Error::Events(_) | Error::Patch(_) | Error::Detector { .. } | Error::Usage(_) => {
-            StatusCode::UNPROCESSABLE_ENTITY
-        }
+        Error::Manifest(_)
+        | Error::Events(_)
+        | Error::Patch(_)
+        | Error::Detector { .. }
+        | Error::Usage(_) => StatusCode::UNPROCESSABLE_ENTITY,
         Error::State(StateError::Locked { .. }) => StatusCode::CONFLICT,
         Error::State(_) | Error::Artifacts(_) | Error::Internal(_) => {
             StatusCode::INTERNAL_SERVER_ERROR
@@ -456,8 +486,14 @@ mod tests {
         ));
         config.listen = Some("127.0.0.1:1".parse().unwrap());
         config.token = Some("short".into());
-        assert!(matches!(serve(service(), config, || ()), Err(ServeError::NoToken)));
+        assert!(matches!(
+            serve(service(), config, || ()),
+            Err(ServeError::NoToken)
+        ));
         let none = ServerConfig::new(None, None);
-        assert!(matches!(serve(service(), none, || ()), Err(ServeError::NoListener)));
+        assert!(matches!(
+            serve(service(), none, || ()),
+            Err(ServeError::NoListener)
+        ));
     }
 }

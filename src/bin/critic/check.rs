@@ -4,9 +4,9 @@ use crate::{Output, EXIT_ACCEPT, EXIT_REJECT};
 use pluggable_critic::agents::EventsFormat;
 use pluggable_critic::detector::wasm::cache;
 use pluggable_critic::evaluate::state::DEFAULT_LOCK_TIMEOUT;
+use pluggable_critic::evaluate::verdict::escape_terminal;
 use pluggable_critic::host::llm::LlmConfig;
 use pluggable_critic::host::Capability;
-use pluggable_critic::evaluate::verdict::escape_terminal;
 use pluggable_critic::run::client::{self, ClientError, ServerAddress, SERVER_ENV};
 use pluggable_critic::run::{oneshot, CheckRequest, HostSettings, DEFAULT_SESSION};
 use std::path::PathBuf;
@@ -166,7 +166,9 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let request = args.check.request();
     let h = &request.host;
-    if args.server.is_some() && (h.allow_native || h.unconfined_runs || h.jobs.is_some() || h.llm.is_some()) {
+    if args.server.is_some()
+        && (h.allow_native || h.unconfined_runs || h.jobs.is_some() || h.llm.is_some())
+    {
         eprintln!(
             "critic: --allow-native, --unconfined-runs, --jobs and --llm-* apply only if the check runs in process; a server uses its own"
         );

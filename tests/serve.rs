@@ -1,0 +1,641 @@
+//! `critic serve` and `critic check --server`: the real binary serving real
+//! skills on real git work trees, asked over its Unix socket and over TCP.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `critic serve`, stopped (SIGKILL) when dropped.
+struct Server {
+    child: Child,
+    socket: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    fn start(extra: &[&str]) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("critic.sock");
+        let mut cmd = critic();
+        cmd.arg("serve")
+            .arg("--socket")
+            .arg(&socket)
+            .args(extra)
+            .stderr(Stdio::piped());
+        Server::spawn(cmd, socket, dir)
+    }
+
+    fn spawn(mut cmd: std::process::Command, socket: PathBuf, dir: tempfile::TempDir) -> Server {
+        let mut child = cmd.spawn().unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        stderr.read_line(&mut line).unwrap();
+        assert!(
+            line.contains("listening on"),
+            "server did not start: {line}"
+        );
+        // Keep draining stderr so the server never blocks on a full pipe.
+        std::thread::spawn(move || {
+            let mut rest = String::new();
+            let _ = stderr.read_to_string(&mut rest);
+        });
+        Server {
+            child,
+            socket,
+            _dir: dir,
+        }
+    }
+
+    /// One HTTP/1.1 exchange on the socket: (status, body as JSON).
+    fn call(&self, method: &str, path: &str, body: &[u8]) -> (u16, Value) {
+        raw_call(&self.socket, method, path, body, &[])
+    }
+
+    fn check(&self, request: &Value) -> (u16, Value) {
+        self.call("POST", "/v1/check", request.to_string().as_bytes())
+    }
+
+    fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on our own child.
+        assert_eq!(unsafe { libc::kill(self.child.id() as i32, sig) }, 0);
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn raw_call(
+    socket: &Path,
+    method: &str,
+    path: &str,
+    body: &[u8],
+    headers: &[&str],
+) -> (u16, Value) {
+    let mut stream = UnixStream::connect(socket).unwrap();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for h in headers {
+        head.push_str(h);
+        head.push_str("\r\n");
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    // A server may answer (413) before it has read all of a large body.
+    let _ = stream.write_all(body);
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).unwrap();
+    parse_response(&answer)
+}
+
+fn parse_response(answer: &[u8]) -> (u16, Value) {
+    let text = String::from_utf8_lossy(answer);
+    let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP response");
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = serde_json::from_str(body).unwrap_or(Value::String(body.to_string()));
+    (status, body)
+}
+
+/// The demo repository with finish 3's patch applied.
+fn demo_workspace() -> Repo {
+    let repo = Repo::demo();
+    repo.apply(&demo_patch(3));
+    repo
+}
+
+/// A verdict without what differs between two runs of one check: timings
+/// and where the compiled components came from.
+fn comparable(mut v: Value) -> Value {
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(map) => {
+                for key in ["duration_ms", "evaluate_ms", "compile_cache"] {
+                    map.remove(key);
+                }
+                map.values_mut().for_each(strip);
+            }
+            Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut v);
+    v
+}
+
+#[test]
+fn health_answers_with_the_version() {
+    let server = Server::start(&[]);
+    let (status, body) = server.call("GET", "/v1/health", b"");
+    assert_eq!(status, 200);
+    assert_eq!(body["status"], "ok");
+    assert_eq!(body["version"], env!("CARGO_PKG_VERSION"));
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&server.socket)
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(
+        mode & 0o077,
+        0,
+        "socket mode {mode:o}: others could connect"
+    );
+}
+
+#[test]
+fn every_shipped_skill_gives_the_server_the_verdict_it_gives_the_cli() {
+    let server = Server::start(&[]);
+    let mut skills: Vec<PathBuf> = std::fs::read_dir(root().join("skills"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("critic.yaml").is_file())
+        .collect();
+    skills.push(root().join("examples/demo-skill"));
+    skills.sort();
+    assert!(skills.len() >= 8, "{skills:?}");
+    for skill in &skills {
+        // Two finishes each, so round state carries over the same way.
+        let (cli_ws, server_ws) = (demo_workspace(), demo_workspace());
+        let (cli_state, server_state) =
+            (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        for n in [2, 3] {
+            let out = run(
+                check(skill, cli_ws.path(), &demo_events(n), cli_state.path())
+                    .args(["--session", "s"]),
+            );
+            assert!(out.status.code().unwrap() < 2, "{}", stderr(&out));
+            let cli = json_out(&out);
+            let (status, served) = server.check(&json!({
+                "skill": skill,
+                "workspace": server_ws.path(),
+                "events": demo_events(n),
+                "session": "s",
+                "state_dir": server_state.path(),
+            }));
+            assert_eq!(status, 200, "{}: {served}", skill.display());
+            assert_schema("verdict.schema.json", &served);
+            let (mut cli, mut served) = (comparable(cli), comparable(served));
+            // The base commits differ (two repositories, two commit times).
+            cli["metadata"]["patch"]["base"] = Value::Null;
+            served["metadata"]["patch"]["base"] = Value::Null;
+            assert_eq!(cli, served, "{} finish {n}", skill.display());
+        }
+    }
+}
+
+#[test]
+fn inline_events_judge_like_a_file() {
+    let server = Server::start(&[]);
+    let ws = demo_workspace();
+    let text = std::fs::read_to_string(demo_events(3)).unwrap();
+    let array: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut verdicts = Vec::new();
+    for events in [
+        json!({"events": demo_events(3)}),
+        json!({"events_inline": text}),
+        json!({"events_inline": array}),
+    ] {
+        let state = tempfile::tempdir().unwrap();
+        let mut request = json!({
+            "skill": root().join("examples/demo-skill"),
+            "workspace": ws.path(),
+            "state_dir": state.path(),
+        });
+        request
+            .as_object_mut()
+            .unwrap()
+            .extend(events.as_object().unwrap().clone());
+        let (status, v) = server.check(&request);
+        assert_eq!(status, 200, "{v}");
+        verdicts.push(comparable(v));
+    }
+    assert_eq!(verdicts[0], verdicts[1]);
+    assert_eq!(verdicts[0], verdicts[2]);
+}
+
+#[test]
+fn bad_requests_get_4xx_naming_the_field() {
+    let server = Server::start(&["--max-body-mib", "1"]);
+    let ws = demo_workspace();
+    let skill = root().join("examples/demo-skill");
+    let base = |extra: Value| {
+        let mut r = json!({"skill": skill, "workspace": ws.path(), "events": demo_events(1)});
+        r.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        r
+    };
+    let cases: Vec<(Vec<u8>, u16, &str)> = vec![
+        (b"{not json".to_vec(), 400, "request body"),
+        (b"[]".to_vec(), 400, "request body"),
+        (
+            json!({"events": "e"}).to_string().into_bytes(),
+            400,
+            "skill",
+        ),
+        (
+            base(json!({"bogus": 1})).to_string().into_bytes(),
+            400,
+            "bogus",
+        ),
+        (
+            base(json!({"allow_native": true})).to_string().into_bytes(),
+            400,
+            "allow_native",
+        ),
+        (
+            base(json!({"unconfined_runs": true}))
+                .to_string()
+                .into_bytes(),
+            400,
+            "unconfined_runs",
+        ),
+        (
+            base(json!({"deny": ["teleport"]})).to_string().into_bytes(),
+            400,
+            "deny",
+        ),
+        (
+            base(json!({"events_format": "nope"}))
+                .to_string()
+                .into_bytes(),
+            400,
+            "events_format",
+        ),
+        (
+            base(json!({"lock_timeout": -1})).to_string().into_bytes(),
+            400,
+            "lock_timeout",
+        ),
+        (
+            base(json!({"events_inline": "x"})).to_string().into_bytes(),
+            400,
+            "not both",
+        ),
+        (
+            json!({"skill": skill, "workspace": ws.path()})
+                .to_string()
+                .into_bytes(),
+            400,
+            "events",
+        ),
+        (
+            base(json!({"skill": "/nonexistent/skill"}))
+                .to_string()
+                .into_bytes(),
+            422,
+            "/nonexistent/skill/critic.yaml",
+        ),
+        (
+            base(json!({"events": "/nonexistent/e.jsonl"}))
+                .to_string()
+                .into_bytes(),
+            422,
+            "/nonexistent/e.jsonl",
+        ),
+        (
+            base(json!({"workspace": "/"})).to_string().into_bytes(),
+            422,
+            "git",
+        ),
+        (vec![b' '; 2 << 20], 413, "larger than 1 MiB"),
+    ];
+    for (body, want, mention) in cases {
+        let (status, answer) = server.call("POST", "/v1/check", &body);
+        let shown = String::from_utf8_lossy(&body[..body.len().min(120)]).into_owned();
+        assert_eq!(status, want, "{shown}: {answer}");
+        let error = answer["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{shown}: {answer}"));
+        assert!(error.contains(mention), "{shown}: {error}");
+    }
+    assert_eq!(server.call("GET", "/v1/nothing", b"").0, 404);
+    assert_eq!(server.call("GET", "/v1/check", b"").0, 405);
+    // The server is still fine.
+    assert_eq!(server.call("GET", "/v1/health", b"").0, 200);
+}
+
+#[test]
+fn concurrent_sessions_count_every_finish_exactly_once() {
+    let server = Server::start(&["--concurrency", "4"]);
+    let skill = temp_skill(
+        "name: t\nversion: 0.1.0\nmax_iterations: 1000\nsignals:\n  - {name: c, type: hard_gate, detector: {misbehave}, config: {mode: count}}\n",
+    );
+    let ws = demo_workspace();
+    let state = tempfile::tempdir().unwrap();
+    let (sessions, finishes, clients) = (6, 5, 8);
+    let results = std::sync::Mutex::new(Vec::new());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..clients {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if i >= sessions * finishes {
+                    break;
+                }
+                let session = format!("s{}", i % sessions);
+                let (status, v) = server.check(&json!({
+                    "skill": skill.path(),
+                    "workspace": ws.path(),
+                    "events": demo_events(3),
+                    "session": session,
+                    "state_dir": state.path(),
+                }));
+                assert_eq!(status, 200, "{v}");
+                let count = v["signals"][0]["metadata"]["count"].as_u64().unwrap();
+                results
+                    .lock()
+                    .unwrap()
+                    .push((session, v["iteration"].as_u64().unwrap(), count));
+            });
+        }
+    });
+    let results = results.into_inner().unwrap();
+    for s in 0..sessions {
+        let session = format!("s{s}");
+        let mut iterations: Vec<u64> = results
+            .iter()
+            .filter(|r| r.0 == session)
+            .map(|r| r.1)
+            .collect();
+        let mut counts: Vec<u64> = results
+            .iter()
+            .filter(|r| r.0 == session)
+            .map(|r| r.2)
+            .collect();
+        iterations.sort();
+        counts.sort();
+        let want: Vec<u64> = (1..=finishes as u64).collect();
+        assert_eq!(iterations, want, "{session}");
+        assert_eq!(counts, want, "{session}: the detector's own state");
+    }
+    // A CLI check of one of those sessions continues its count.
+    let out = run(
+        check(skill.path(), ws.path(), &demo_events(3), state.path()).args(["--session", "s0"]),
+    );
+    assert_eq!(
+        json_out(&out)["iteration"],
+        finishes as u64 + 1,
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_skill_changed_on_disk_is_loaded_again() {
+    let server = Server::start(&[]);
+    let skill = temp_skill(
+        "name: first\nversion: 0.1.0\nsignals:\n  - {name: a, type: hard_gate, detector: {misbehave}, config: {mode: pass}}\n",
+    );
+    let ws = demo_workspace();
+    let state = tempfile::tempdir().unwrap();
+    let ask = || {
+        let (status, v) = server.check(&json!({
+            "skill": skill.path(), "workspace": ws.path(), "events": demo_events(3), "state_dir": state.path(),
+        }));
+        assert_eq!(status, 200, "{v}");
+        v
+    };
+    // Past the window in which a load of fresh files is redone anyway, so
+    // what follows tests that a change itself is seen.
+    std::thread::sleep(Duration::from_millis(2100));
+    let v = ask();
+    assert_eq!(
+        (v["skill"]["name"].as_str(), v["accepted"].as_bool()),
+        (Some("first"), Some(true))
+    );
+    assert_eq!(ask()["skill"]["name"], "first");
+    // The manifest changes (same size even), right after the last load.
+    std::fs::write(
+        skill.path().join("critic.yaml"),
+        "name: secnd\nversion: 0.1.0\nsignals:\n  - {name: a, type: hard_gate, detector: {misbehave}, config: {mode: fire}}\n"
+            .replace("{misbehave}", "misbehave.wasm"),
+    )
+    .unwrap();
+    let v = ask();
+    assert_eq!(
+        (v["skill"]["name"].as_str(), v["accepted"].as_bool()),
+        (Some("secnd"), Some(false)),
+        "{v}"
+    );
+    // The detector changes: another component under the same name.
+    std::fs::copy(
+        root().join("skills/empty-patch/empty_patch.wasm"),
+        skill.path().join("misbehave.wasm"),
+    )
+    .unwrap();
+    let v = ask();
+    assert_eq!(
+        v["accepted"], true,
+        "the empty-patch gate passes a non-empty patch: {v}"
+    );
+    // A broken manifest is reported, not served from memory.
+    std::fs::write(skill.path().join("critic.yaml"), "name: [").unwrap();
+    let (status, v) = server.check(&json!({
+        "skill": skill.path(), "workspace": ws.path(), "events": demo_events(3), "state_dir": state.path(),
+    }));
+    assert_eq!(status, 422, "{v}");
+}
+
+#[test]
+fn sigterm_lets_the_check_in_flight_finish_then_stops() {
+    let server = Server::start(&[]);
+    let skill = temp_skill(
+        "name: t\nversion: 0.1.0\nsignals:\n  - {name: s, type: hard_gate, detector: {misbehave}, config: {mode: sleep, ms: 1500}}\n",
+    );
+    let ws = demo_workspace();
+    let state = tempfile::tempdir().unwrap();
+    let request = json!({
+        "skill": skill.path(), "workspace": ws.path(), "events": demo_events(3), "state_dir": state.path(),
+    });
+    let in_flight = {
+        let socket = server.socket.clone();
+        std::thread::spawn(move || {
+            raw_call(
+                &socket,
+                "POST",
+                "/v1/check",
+                request.to_string().as_bytes(),
+                &[],
+            )
+        })
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let sent = Instant::now();
+    server.signal(libc::SIGTERM);
+    let (status, v) = in_flight.join().unwrap();
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["signals"][0]["metadata"]["count"], 1);
+    let mut server = server;
+    let code = server.child.wait().unwrap();
+    assert!(code.success(), "{code:?}");
+    assert!(sent.elapsed() < Duration::from_secs(10));
+    assert!(!server.socket.exists(), "the socket is removed");
+}
+
+#[test]
+fn check_with_server_uses_it_and_falls_back_when_none_answers() {
+    let server = Server::start(&[]);
+    let ws = demo_workspace();
+    let state = tempfile::tempdir().unwrap();
+    let skill = root().join("examples/demo-skill");
+    let served = run(check(&skill, ws.path(), &demo_events(3), state.path())
+        .arg("--server")
+        .arg(&server.socket));
+    assert_eq!(served.status.code(), Some(0), "{}", stderr(&served));
+    assert!(
+        !stderr(&served).contains("in process"),
+        "{}",
+        stderr(&served)
+    );
+    assert_eq!(json_out(&served)["iteration"], 1);
+
+    // Relative paths are the client's, not the server's.
+    let relative = run(critic()
+        .current_dir(ws.path())
+        .args(["check", "--skill"])
+        .arg(&skill)
+        .args(["--workspace", ".", "--events"])
+        .arg(demo_events(3))
+        .arg("--state-dir")
+        .arg(state.path())
+        .env("CRITIC_SERVER", &server.socket));
+    assert_eq!(json_out(&relative)["iteration"], 2, "{}", stderr(&relative));
+
+    drop(server);
+    let dir = tempfile::tempdir().unwrap();
+    let fallback = run(check(&skill, ws.path(), &demo_events(3), state.path())
+        .env("CRITIC_SERVER", dir.path().join("gone.sock")));
+    assert_eq!(fallback.status.code(), Some(0), "{}", stderr(&fallback));
+    assert!(
+        stderr(&fallback).contains("checking in process"),
+        "{}",
+        stderr(&fallback)
+    );
+    let (a, b) = (
+        comparable(json_out(&served)),
+        comparable(json_out(&fallback)),
+    );
+    assert_eq!(b["iteration"], 3);
+    assert_eq!(a["signals"], b["signals"]);
+    assert_eq!(a["accepted"], b["accepted"]);
+}
+
+#[test]
+fn a_request_the_server_rejects_is_not_retried_in_process() {
+    let server = Server::start(&[]);
+    let ws = demo_workspace();
+    let state = tempfile::tempdir().unwrap();
+    let out = run(check(
+        Path::new("/nonexistent/skill"),
+        ws.path(),
+        &demo_events(3),
+        state.path(),
+    )
+    .arg("--server")
+    .arg(&server.socket));
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("422") && err.contains("/nonexistent/skill"),
+        "{err}"
+    );
+    assert!(!err.contains("in process"), "{err}");
+}
+
+#[test]
+fn tcp_needs_loopback_and_the_token() {
+    let out = run(critic()
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env_remove("CRITIC_SERVER_TOKEN"));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("CRITIC_SERVER_TOKEN"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(critic()
+        .args(["serve", "--listen", "0.0.0.0:0"])
+        .env("CRITIC_SERVER_TOKEN", "x".repeat(32)));
+    assert!(stderr(&out).contains("loopback"), "{}", stderr(&out));
+
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let token = "a-token-only-the-test-knows-0123";
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = critic();
+    cmd.args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .env("CRITIC_SERVER_TOKEN", token)
+        .stderr(Stdio::piped());
+    let _server = Server::spawn(cmd, dir.path().join("unused"), tempfile::tempdir().unwrap());
+    let ws = demo_workspace();
+    let state = tempfile::tempdir().unwrap();
+    let body = json!({
+        "skill": root().join("examples/demo-skill"), "workspace": ws.path(),
+        "events": demo_events(3), "state_dir": state.path(),
+    })
+    .to_string();
+    let post = |auth: Option<&str>| {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let auth = auth
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
+        write!(
+            stream,
+            "POST /v1/check HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n{auth}Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).unwrap();
+        parse_response(&answer)
+    };
+    assert_eq!(post(None).0, 401);
+    assert_eq!(post(Some("a-token-only-the-test-knows-0124")).0, 401);
+    let (status, v) = post(Some(token));
+    assert_eq!(status, 200, "{v}");
+    // The client sends the token from the environment.
+    let out = run(check(
+        &root().join("examples/demo-skill"),
+        ws.path(),
+        &demo_events(3),
+        state.path(),
+    )
+    .env("CRITIC_SERVER", format!("http://127.0.0.1:{port}"))
+    .env("CRITIC_SERVER_TOKEN", token));
+    assert!(!stderr(&out).contains("in process"), "{}", stderr(&out));
+    assert_eq!(json_out(&out)["iteration"], 2);
+}
+
+#[test]
+fn a_slow_client_does_not_hold_up_others() {
+    let server = Server::start(&[]);
+    // Headers that never end, and a body that never comes.
+    let mut stalled_head = UnixStream::connect(&server.socket).unwrap();
+    stalled_head
+        .write_all(b"POST /v1/check HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let mut stalled_body = UnixStream::connect(&server.socket).unwrap();
+    stalled_body
+        .write_all(b"POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
+        .unwrap();
+    let started = Instant::now();
+    let (status, _) = server.call("GET", "/v1/health", b"");
+    assert_eq!(status, 200);
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
