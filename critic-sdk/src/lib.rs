@@ -27,9 +27,11 @@ pub mod mutants;
 pub mod protocol;
 #[cfg(feature = "python")]
 pub mod python;
+mod test_input;
 
 pub use helpers::*;
 pub use protocol::*;
+pub use test_input::TestInput;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -43,6 +45,19 @@ pub mod bindings {
         pub_export_macro: true,
         default_bindings_module: "critic_sdk::bindings",
     });
+}
+
+impl Event {
+    /// The original JSON of the event, fetched from the host when it was not
+    /// passed inline; `Null` when it cannot be had.
+    pub fn raw_value(&self) -> Value {
+        match &self.raw {
+            Some(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
+            None => host::event_raw(self.index)
+                .and_then(|text| serde_json::from_str(&text).ok())
+                .unwrap_or(Value::Null),
+        }
+    }
 }
 
 impl DetectorInput {

@@ -152,17 +152,6 @@ pub struct Event {
 }
 
 impl Event {
-    /// The original JSON of the event, fetched from the host when it was not
-    /// passed inline; `Null` when it cannot be had.
-    pub fn raw_value(&self) -> Value {
-        match &self.raw {
-            Some(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
-            None => crate::host::event_raw(self.index)
-                .and_then(|text| serde_json::from_str(&text).ok())
-                .unwrap_or(Value::Null),
-        }
-    }
-
     /// The event as detectors receive it from the host: every field but `raw`,
     /// serialized without copying the event.
     pub fn lean(&self) -> LeanEvent<'_> {

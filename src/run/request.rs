@@ -198,4 +198,26 @@ mod tests {
             .unwrap_err()
             .starts_with("events: missing"));
     }
+
+    #[test]
+    fn the_schema_names_what_the_server_reads() {
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../schemas/check-request.schema.json")).unwrap();
+        let props = schema["properties"].as_object().unwrap();
+        let wire = serde_json::to_value(CheckRequest::new("s", "e")).unwrap();
+        let mut named: Vec<&String> = props.keys().collect();
+        let mut sent: Vec<&String> = wire.as_object().unwrap().keys().collect();
+        named.sort();
+        sent.sort();
+        assert_eq!(named, sent);
+        let formats: Vec<&str> = crate::agents::FORMATS.iter().map(|f| f.name).collect();
+        assert_eq!(props["events_format"]["enum"], serde_json::json!(formats));
+        let caps: Vec<&str> = Capability::ALL.iter().map(|c| c.name()).collect();
+        assert_eq!(props["deny"]["items"]["enum"], serde_json::json!(caps));
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        assert!(validator.is_valid(&serde_json::json!({"skill": "s", "events": "e"})));
+        assert!(!validator.is_valid(&serde_json::json!({"skill": "s"})));
+        assert!(!validator
+            .is_valid(&serde_json::json!({"skill": "s", "events": "e", "events_inline": "x"})));
+    }
 }
