@@ -15,6 +15,10 @@ the caches it evicted), so its ratio reads low. In a block each side runs
 after itself, as criterion measures; that ratio is the stricter one and the
 one to hold against a target.
 
+The same check is also sent to a warm `critic serve` (`critic check
+--server`), blocked the same way: the client process, the request, and the
+server's check (its skill already loaded).
+
 Same inputs as benches/check.rs: the demo repository with the recorded
 finish-3 patch applied, the recorded OpenHands stream grown to 50+ events (and
 to 10 MB), and a skill with three shipped WASM gates.
@@ -147,6 +151,16 @@ def main():
                     "--cache-dir", str(tmp / "cache")]
 
         baseline = (["git", "status", "--porcelain"], ["git", "diff", "HEAD"])
+        socket = tmp / "critic.sock"
+        server = subprocess.Popen([str(CRITIC), "serve", "--socket", str(socket),
+                                   "--cache-dir", str(tmp / "cache")],
+                                  stderr=subprocess.PIPE, text=True)
+        if "listening" not in server.stderr.readline():
+            sys.exit("critic serve did not start")
+        # A skill written less than 2 s before a check is loaded again by
+        # every check (a change within the file system's timestamp tick
+        # could go unseen otherwise): wait that out, as a real session does.
+        time.sleep(2.2)
         os.chdir(repo)
         for program in (CRITIC, shutil.which("git")):
             read_back(program)
@@ -159,10 +173,14 @@ def main():
             git_ms.append(timed(*baseline))
             true_ms.append(timed(["true"]))
         block = 10
-        small_blocked, git_blocked = [], []
+        small_blocked, git_blocked, served_blocked = [], [], []
+        served = check(small) + ["--server", str(socket)]
         for _ in range(max(runs // block, 1)):
             small_blocked += [timed(check(small)) for _ in range(block + 1)][1:]
             git_blocked += [timed(*baseline) for _ in range(block + 1)][1:]
+            served_blocked += [timed(served) for _ in range(block + 1)][1:]
+        server.terminate()
+        server.wait()
         large_rss = []
         for _ in range(max(runs // 5, 5)):
             ms, rss_kib = timed_with_rss(check(large))
@@ -180,6 +198,8 @@ def main():
         report = {
             # The ratio to hold against the target (see the docstring).
             "blocked": versus(small_blocked, git_blocked),
+            # `critic check --server` against a warm server, blocked.
+            "server_blocked": versus(served_blocked, git_blocked),
             "interleaved": {
                 **versus(small_ms, git_ms),
                 # Each check against the baseline run right after it.

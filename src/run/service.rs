@@ -1,5 +1,5 @@
 //! [`Service`]: a warm host for many checks (`critic serve`, a program
-//! embedding the library). Skills, their compiled detectors and one pooled
+//! embedding the library). Skills, their compiled detectors and one
 //! runtime stay loaded across checks; a skill whose manifest or detector
 //! files changed on disk is loaded again, never served stale. State lives in
 //! the same on-disk store, under the same locks, as `critic check`'s, so
@@ -14,17 +14,12 @@ use crate::evaluate::{decide, Finish};
 use crate::run::inputs::{load_events, read_patch_file, state_root, workspace_root};
 use crate::run::{CheckRequest, HostSettings};
 use crate::skill::{self, Skill, MANIFEST_FILE};
-use crate::workspace::{TestClassifier, Workspace};
+use crate::workspace::{PendingDiff, TestClassifier, Workspace};
 use crate::Error;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
-
-/// Detector calls the pooled runtime holds memory for at once; more wait
-/// for none but fail, so this is well above what the server's concurrency
-/// times a skill's signals needs.
-const POOLED_CALLS: u32 = 256;
 
 /// How long after a skill file changed its load stays suspect: a file
 /// rewritten within the same timestamp tick and at the same size looks
@@ -37,6 +32,9 @@ pub struct Service {
     runtime: Runtime,
     settings: HostSettings,
     skills: Mutex<HashMap<PathBuf, Arc<LoadedSkill>>>,
+    /// Held while a skill loads, so that checks arriving together for a
+    /// skill not loaded yet compile it once, not once each.
+    loading: Mutex<()>,
 }
 
 /// A skill with everything a check needs from it, and the files it came from.
@@ -48,6 +46,14 @@ struct LoadedSkill {
     /// Some file changed so shortly before the load that a later change
     /// could go unseen.
     racy: bool,
+}
+
+/// Where a check's patch comes from.
+enum DiffSource<'a> {
+    /// git's processes, started.
+    Git(PendingDiff),
+    /// A patch file the request names.
+    File(&'a Path),
 }
 
 /// What `stat` says about a file, enough to see it replaced or rewritten.
@@ -86,19 +92,16 @@ impl Service {
     /// A service running checks under the operator's `settings` (a request's
     /// own [`CheckRequest::host`] is ignored).
     pub fn new(settings: HostSettings) -> Result<Service, Error> {
-        let cache = settings.cache_dir.as_deref();
-        // A pool reserves address space up front, which a `ulimit -v` may
-        // refuse; a plain runtime then does the same work a little slower.
-        let runtime = Runtime::pooled(cache, POOLED_CALLS)
-            .or_else(|e| {
-                tracing::warn!("no pooled runtime ({e}); instances map their own memory");
-                Runtime::new(cache)
-            })
+        // Not `Runtime::pooled`: its reservation of address space made every
+        // git process the server starts slower to spawn, and the whole check
+        // 1.8 ms slower (docs/PERFORMANCE.md), more than the pool saves.
+        let runtime = Runtime::new(settings.cache_dir.as_deref())
             .map_err(|e| Error::Internal(e.to_string()))?;
         Ok(Service {
             runtime,
             settings,
             skills: Mutex::new(HashMap::new()),
+            loading: Mutex::new(()),
         })
     }
 
@@ -109,10 +112,19 @@ impl Service {
 
     /// Judge the finish `request` names.
     pub fn check(&self, request: &CheckRequest) -> Result<Verdict, Error> {
+        // git runs on its own while the skill and the events are read.
+        let diff = match &request.patch {
+            Some(file) => DiffSource::File(file),
+            None => DiffSource::Git(Workspace::start_diff(
+                &request.workspace,
+                request.base.as_deref(),
+            )?),
+        };
         let skill = self.skill(&request.skill)?;
         let events = load_events(request)?;
-        let (ws, diff) = match &request.patch {
-            Some(file) => {
+        let (ws, diff) = match diff {
+            DiffSource::Git(pending) => pending.finish()?,
+            DiffSource::File(file) => {
                 let ws = Workspace::open(&request.workspace)?;
                 let base = match &request.base {
                     Some(rev) => ws.resolve(rev)?,
@@ -121,7 +133,6 @@ impl Service {
                 let diff = read_patch_file(file, base)?;
                 (ws, diff)
             }
-            None => Workspace::start_diff(&request.workspace, request.base.as_deref())?.finish()?,
         };
         let patch = diff.parse(&skill.classifier)?;
         let critic = SkillCritic::with_detectors(
@@ -149,24 +160,34 @@ impl Service {
                 path: dir.join(MANIFEST_FILE),
                 source,
             })?;
-        let cached = self.lock().get(&key).cloned();
-        if let Some(loaded) = cached {
-            let current = !loaded.racy
-                && loaded
-                    .files
-                    .iter()
-                    .all(|(path, stamp)| FileStamp::of(path) == *stamp);
-            if current {
-                return Ok(loaded);
-            }
-            tracing::info!(skill = %key.display(), "skill changed on disk; loading it again");
+        if let Some(loaded) = self.current(&key) {
+            return Ok(loaded);
         }
-        // Loaded outside the lock: a compile takes long, and other skills'
-        // checks must not wait for it. Two checks racing here both load;
-        // the later insert wins, and both are current.
+        // Checks of skills already loaded never wait for this lock; a check
+        // that finds its skill loaded while it waited uses that load.
+        let _loading = self.loading.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(loaded) = self.current(&key) {
+            return Ok(loaded);
+        }
         let loaded = Arc::new(self.load(&key)?);
         self.lock().insert(key, loaded.clone());
         Ok(loaded)
+    }
+
+    /// The load of the skill in `key` at hand, if its files have not
+    /// changed since.
+    fn current(&self, key: &Path) -> Option<Arc<LoadedSkill>> {
+        let loaded = self.lock().get(key).cloned()?;
+        let current = !loaded.racy
+            && loaded
+                .files
+                .iter()
+                .all(|(path, stamp)| FileStamp::of(path) == *stamp);
+        if !current {
+            tracing::info!(skill = %key.display(), "skill changed on disk; loading it again");
+            return None;
+        }
+        Some(loaded)
     }
 
     fn load(&self, dir: &Path) -> Result<LoadedSkill, Error> {
