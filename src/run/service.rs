@@ -51,7 +51,7 @@ struct LoadedSkill {
 /// Where a check's patch comes from.
 enum DiffSource<'a> {
     /// git's processes, started.
-    Git(PendingDiff),
+    Git(Box<PendingDiff>),
     /// A patch file the request names.
     File(&'a Path),
 }
@@ -115,10 +115,10 @@ impl Service {
         // git runs on its own while the skill and the events are read.
         let diff = match &request.patch {
             Some(file) => DiffSource::File(file),
-            None => DiffSource::Git(Workspace::start_diff(
+            None => DiffSource::Git(Box::new(Workspace::start_diff(
                 &request.workspace,
                 request.base.as_deref(),
-            )?),
+            )?)),
         };
         let skill = self.skill(&request.skill)?;
         let events = load_events(request)?;
