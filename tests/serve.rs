@@ -639,3 +639,68 @@ fn a_slow_client_does_not_hold_up_others() {
     assert_eq!(status, 200);
     assert!(started.elapsed() < Duration::from_secs(2));
 }
+
+#[test]
+fn a_full_queue_is_refused_at_once_and_a_slow_check_times_out() {
+    let server = Server::start(&["--concurrency", "1", "--queue", "0", "--check-timeout", "1"]);
+    let skill = temp_skill(
+        "name: t\nversion: 0.1.0\nsignals:\n  - {name: s, type: hard_gate, detector: {misbehave}, timeout: 10s, config: {mode: sleep, ms: 2500}}\n",
+    );
+    let ws = demo_workspace();
+    let state = tempfile::tempdir().unwrap();
+    let request = json!({
+        "skill": skill.path(), "workspace": ws.path(), "events": demo_events(3), "state_dir": state.path(),
+    });
+    let slow = {
+        let socket = server.socket.clone();
+        let body = request.to_string();
+        std::thread::spawn(move || raw_call(&socket, "POST", "/v1/check", body.as_bytes(), &[]))
+    };
+    std::thread::sleep(Duration::from_millis(400));
+    let started = Instant::now();
+    let mut other = request.clone();
+    other["session"] = json!("other");
+    let (status, v) = server.check(&other);
+    assert_eq!(status, 503, "{v}");
+    assert!(started.elapsed() < Duration::from_millis(500));
+    let (status, v) = slow.join().unwrap();
+    assert_eq!(status, 504, "{v}");
+    assert!(
+        v["error"].as_str().unwrap().contains("longer than 1 s"),
+        "{v}"
+    );
+}
+
+#[test]
+fn another_user_cannot_use_the_socket_even_when_its_mode_allows() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to connect as another user");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let server = Server::start(&[]);
+    // The socket's directory and the socket opened to everyone: the
+    // server's own check of the peer's credentials is what stays.
+    let dir = server.socket.parent().unwrap();
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&server.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let script = "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\ntry:\n    s.sendall(b'GET /v1/health HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n')\n    print(s.recv(100))\nexcept (ConnectionResetError, BrokenPipeError):\n    print(b'')\n";
+    let out = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(&server.socket)
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(text.trim(), "b''", "another user got an answer: {text}");
+    // The server's own user still gets one.
+    assert_eq!(server.call("GET", "/v1/health", b"").0, 200);
+}
