@@ -312,6 +312,16 @@ fn bad_requests_get_4xx_naming_the_field() {
             "git",
         ),
         (vec![b' '; 2 << 20], 413, "larger than 1 MiB"),
+        (
+            base(json!({"workspace": "."})).to_string().into_bytes(),
+            400,
+            "workspace: \".\" is relative",
+        ),
+        (
+            base(json!({"events": "e.jsonl"})).to_string().into_bytes(),
+            400,
+            "events: \"e.jsonl\" is relative",
+        ),
     ];
     for (body, want, mention) in cases {
         let (status, answer) = server.call("POST", "/v1/check", &body);
@@ -578,11 +588,18 @@ fn tcp_needs_loopback_and_the_token() {
     };
     let token = "a-token-only-the-test-knows-0123";
     let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("critic.sock");
     let mut cmd = critic();
-    cmd.args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .env("CRITIC_SERVER_TOKEN", token)
-        .stderr(Stdio::piped());
-    let _server = Server::spawn(cmd, dir.path().join("unused"), tempfile::tempdir().unwrap());
+    cmd.args([
+        "serve",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--socket",
+    ])
+    .arg(&socket)
+    .env("CRITIC_SERVER_TOKEN", token)
+    .stderr(Stdio::piped());
+    let server = Server::spawn(cmd, socket, dir);
     let ws = demo_workspace();
     let state = tempfile::tempdir().unwrap();
     let body = json!({
@@ -606,6 +623,8 @@ fn tcp_needs_loopback_and_the_token() {
         parse_response(&answer)
     };
     assert_eq!(post(None).0, 401);
+    // The socket's peers are the server's own user: no token asked there.
+    assert_eq!(server.call("POST", "/v1/check", body.as_bytes()).0, 200);
     assert_eq!(post(Some("a-token-only-the-test-knows-0124")).0, 401);
     let (status, v) = post(Some(token));
     assert_eq!(status, 200, "{v}");
@@ -619,7 +638,7 @@ fn tcp_needs_loopback_and_the_token() {
     .env("CRITIC_SERVER", format!("http://127.0.0.1:{port}"))
     .env("CRITIC_SERVER_TOKEN", token));
     assert!(!stderr(&out).contains("in process"), "{}", stderr(&out));
-    assert_eq!(json_out(&out)["iteration"], 2);
+    assert_eq!(json_out(&out)["iteration"], 3);
 }
 
 #[test]

@@ -20,6 +20,10 @@ pub const SERVER_ENV: &str = "CRITIC_SERVER";
 /// How long to wait for a server to accept before checking in process.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// How long to wait for the answer once the request is sent: a little over
+/// the server's default check timeout, after which it answers 504 itself.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(660);
+
 /// Where a server listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServerAddress {
@@ -63,14 +67,16 @@ impl std::fmt::Display for ServerAddress {
 /// Why a server did not give a verdict.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    /// No server answered (none running, refused, gone mid-request, or it
-    /// failed itself): the caller may check in process instead.
+    /// No server took the request (none running, connection refused, no
+    /// answer to connect): nothing was counted, and the caller may check in
+    /// process instead.
     #[error("{0}")]
-    Unavailable(String),
-    /// The server judged the request bad; checking in process would fail
-    /// the same way.
+    NoServer(String),
+    /// The server took the request and then failed or refused it, or the
+    /// exchange broke midway. It may have counted the finish, so checking in
+    /// process as well could count it twice: the caller reports this instead.
     #[error("{0}")]
-    Rejected(String),
+    Failed(String),
 }
 
 /// Ask the server at `address` to judge `request`. Relative paths of the
@@ -87,16 +93,16 @@ pub fn check(address: &ServerAddress, request: &CheckRequest) -> Result<Verdict,
         *path = absolute(path);
     }
     let body = serde_json::to_vec(&request)
-        .map_err(|e| ClientError::Rejected(format!("cannot encode the request: {e}")))?;
+        .map_err(|e| ClientError::Failed(format!("cannot encode the request: {e}")))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| ClientError::Unavailable(format!("cannot start a client runtime: {e}")))?;
+        .map_err(|e| ClientError::NoServer(format!("cannot start a client runtime: {e}")))?;
     let (status, answer) = runtime.block_on(post(address, "/v1/check", body))?;
     let text = String::from_utf8_lossy(&answer);
     if status.is_success() {
         return serde_json::from_slice(&answer).map_err(|e| {
-            ClientError::Unavailable(format!("{address}: unreadable verdict ({e}): {text}"))
+            ClientError::Failed(format!("{address}: unreadable verdict ({e}): {text}"))
         });
     }
     let message = serde_json::from_slice::<serde_json::Value>(&answer)
@@ -104,11 +110,11 @@ pub fn check(address: &ServerAddress, request: &CheckRequest) -> Result<Verdict,
         .and_then(|v| v.get("error")?.as_str().map(str::to_string))
         .unwrap_or_else(|| text.into_owned());
     let message = format!("{address}: {status}: {message}");
-    if status.is_client_error() && status != hyper::StatusCode::UNAUTHORIZED {
-        Err(ClientError::Rejected(message))
-    } else {
-        Err(ClientError::Unavailable(message))
+    // A full queue is refused before the check is admitted: nothing counted.
+    if status == hyper::StatusCode::SERVICE_UNAVAILABLE {
+        return Err(ClientError::NoServer(message));
     }
+    Err(ClientError::Failed(message))
 }
 
 fn absolute(path: &Path) -> PathBuf {
@@ -120,8 +126,8 @@ async fn post(
     path: &str,
     body: Vec<u8>,
 ) -> Result<(hyper::StatusCode, Bytes), ClientError> {
-    let unavailable =
-        |e: &dyn std::fmt::Display| ClientError::Unavailable(format!("{address}: {e}"));
+    let no_server = |e: &dyn std::fmt::Display| ClientError::NoServer(format!("{address}: {e}"));
+    let failed = |e: &dyn std::fmt::Display| ClientError::Failed(format!("{address}: {e}"));
     let mut request = hyper::Request::post(path)
         .header(hyper::header::HOST, "localhost")
         .header(hyper::header::CONTENT_TYPE, "application/json");
@@ -132,7 +138,7 @@ async fn post(
     }
     let request = request
         .body(Full::new(Bytes::from(body)))
-        .map_err(|e| unavailable(&e))?;
+        .map_err(|e| failed(&e))?;
     let connect = async {
         match address {
             ServerAddress::Socket(p) => {
@@ -144,21 +150,26 @@ async fn post(
     };
     let stream = tokio::time::timeout(CONNECT_TIMEOUT, connect)
         .await
-        .map_err(|_| unavailable(&"no answer to connect"))?
-        .map_err(|e| unavailable(&e))?;
-    let response = match stream {
-        Stream::Unix(s) => send(s, request).await,
-        Stream::Tcp(s) => send(s, request).await,
-    }
-    .map_err(|e| unavailable(&e))?;
-    let status = response.status();
-    let answer = response
-        .into_body()
-        .collect()
+        .map_err(|_| no_server(&"no answer to connect"))?
+        .map_err(|e| no_server(&e))?;
+    let exchange = async {
+        let response = match stream {
+            Stream::Unix(s) => send(s, request).await,
+            Stream::Tcp(s) => send(s, request).await,
+        }
+        .map_err(|e| failed(&e))?;
+        let status = response.status();
+        let answer = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| failed(&e))?
+            .to_bytes();
+        Ok((status, answer))
+    };
+    tokio::time::timeout(ANSWER_TIMEOUT, exchange)
         .await
-        .map_err(|e| unavailable(&e))?
-        .to_bytes();
-    Ok((status, answer))
+        .map_err(|_| failed(&format!("no answer within {} s", ANSWER_TIMEOUT.as_secs())))?
 }
 
 enum Stream {
@@ -198,13 +209,13 @@ mod tests {
     }
 
     #[test]
-    fn nobody_listening_is_unavailable() {
+    fn nobody_listening_means_no_server() {
         let dir = tempfile::tempdir().unwrap();
         let address = ServerAddress::Socket(dir.path().join("none.sock"));
         let request = CheckRequest::new("skill", "events");
         assert!(matches!(
             check(&address, &request),
-            Err(ClientError::Unavailable(_))
+            Err(ClientError::NoServer(_))
         ));
     }
 }

@@ -54,8 +54,8 @@ pub(crate) fn read_patch_file(path: &Path, base: String) -> Result<RawDiff, Erro
         source,
     };
     // Not a FIFO, which would block, nor a file larger than any stream.
-    let bytes =
-        crate::workspace::git::read_git_file(path, agents::MAX_EVENTS_FILE_BYTES).map_err(io)?;
+    let bytes = crate::sys::bounded_read::read_regular_file(path, agents::MAX_EVENTS_FILE_BYTES)
+        .map_err(io)?;
     let raw = String::from_utf8(bytes)
         .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
     Ok(RawDiff {

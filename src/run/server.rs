@@ -178,7 +178,10 @@ async fn run(
         ),
         None => None,
     };
-    let router = router(shared.clone());
+    // The socket's peers are this user (checked per connection); TCP's
+    // could be anyone on the machine, so only TCP asks for the token.
+    let local = router(shared.clone(), None);
+    let remote = router(shared.clone(), shared.config.token.clone());
     let graceful = GracefulShutdown::new();
     let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut stop = Box::pin(shutdown_signal());
@@ -190,27 +193,36 @@ async fn run(
         };
         tokio::select! {
             _ = &mut stop => break,
-            Some(stream) = accept_unix(unix.as_ref().map(|(l, _)| l)) => {
+            stream = accept_unix(unix.as_ref().map(|(l, _)| l)) => {
                 // Only this user's processes: the socket's mode says so, and
                 // the connection's credentials confirm it.
                 let own = stream.peer_cred().is_ok_and(|c| c.uid() == rustix::process::geteuid().as_raw());
                 if own {
-                    spawn_connection(stream, &router, &graceful, &shared.config, permit);
+                    spawn_connection(stream, &local, &graceful, &shared.config, permit);
                 } else {
                     tracing::warn!("refused a connection from another user");
                 }
             }
-            Some(stream) = accept_tcp(tcp.as_ref()) => {
-                spawn_connection(stream, &router, &graceful, &shared.config, permit);
+            stream = accept_tcp(tcp.as_ref()) => {
+                spawn_connection(stream, &remote, &graceful, &shared.config, permit);
             }
         }
     }
     tracing::info!("shutting down: waiting for checks in flight");
+    // New clients find nothing (and check in process) instead of waiting.
     if let Some((_, path)) = &unix {
         let _ = std::fs::remove_file(path);
     }
+    drop((unix, tcp));
+    // Connections end once their answers are out; checks whose clients
+    // left (or got 504) still hold their slots until they end.
+    let all_slots = u32::try_from(shared.config.concurrency.max(1)).unwrap_or(u32::MAX);
+    let drained = async {
+        graceful.shutdown().await;
+        let _ = shared.slots.acquire_many(all_slots).await;
+    };
     tokio::select! {
-        _ = graceful.shutdown() => {}
+        _ = drained => {}
         _ = shutdown_signal() => {
             tracing::warn!("second signal: abandoning the checks in flight");
             crate::sys::interrupt::abandon();
@@ -219,34 +231,38 @@ async fn run(
     Ok(())
 }
 
-async fn accept_unix(
-    listener: Option<&tokio::net::UnixListener>,
-) -> Option<tokio::net::UnixStream> {
+/// The next connection on the socket, if there is a socket.
+async fn accept_unix(listener: Option<&tokio::net::UnixListener>) -> tokio::net::UnixStream {
     match listener {
-        Some(l) => accepted(l.accept().await.map(|(s, _)| s)).await,
+        Some(l) => loop {
+            match l.accept().await {
+                Ok((stream, _)) => return stream,
+                Err(e) => accept_failed(e).await,
+            }
+        },
         None => std::future::pending().await,
     }
 }
 
-async fn accept_tcp(listener: Option<&tokio::net::TcpListener>) -> Option<tokio::net::TcpStream> {
+/// The next connection on the TCP port, if there is one.
+async fn accept_tcp(listener: Option<&tokio::net::TcpListener>) -> tokio::net::TcpStream {
     match listener {
-        Some(l) => accepted(l.accept().await.map(|(s, _)| s)).await,
+        Some(l) => loop {
+            match l.accept().await {
+                Ok((stream, _)) => return stream,
+                Err(e) => accept_failed(e).await,
+            }
+        },
         None => std::future::pending().await,
     }
 }
 
-/// The stream of a successful accept; a failed one (out of fds, a client
-/// gone before it was accepted) is logged and paused on briefly, so that a
-/// persistent failure does not spin.
-async fn accepted<S>(result: std::io::Result<S>) -> Option<S> {
-    match result {
-        Ok(stream) => Some(stream),
-        Err(e) => {
-            tracing::warn!("accept failed: {e}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            None
-        }
-    }
+/// A failed accept (out of file descriptors, a client gone before it was
+/// accepted) is logged and paused on briefly, so a lasting failure does not
+/// spin; accepting goes on.
+async fn accept_failed(e: std::io::Error) {
+    tracing::warn!("accept failed: {e}");
+    tokio::time::sleep(Duration::from_millis(50)).await;
 }
 
 fn spawn_connection<S>(
@@ -311,7 +327,10 @@ async fn shutdown_signal() {
     }
 }
 
-fn router(shared: Arc<Shared>) -> Router {
+/// The routes, for one kind of listener: `token` is what its requests must
+/// carry, if anything.
+fn router(shared: Arc<Shared>, token: Option<String>) -> Router {
+    let endpoint = Arc::new(Endpoint { shared, token });
     Router::new()
         .route("/v1/health", get(health))
         .route("/v1/check", post(check))
@@ -321,7 +340,13 @@ fn router(shared: Arc<Shared>) -> Router {
                 "no such endpoint; try GET /v1/health or POST /v1/check".into(),
             )
         })
-        .with_state(shared)
+        .with_state(endpoint)
+}
+
+/// What a handler sees: the server, and the token its listener requires.
+struct Endpoint {
+    shared: Arc<Shared>,
+    token: Option<String>,
 }
 
 async fn health() -> Response {
@@ -332,8 +357,9 @@ fn failure(status: StatusCode, error: String) -> Response {
     (status, Json(serde_json::json!({ "error": error }))).into_response()
 }
 
-async fn check(State(shared): State<Arc<Shared>>, request: Request) -> Response {
-    if let Some(token) = &shared.config.token {
+async fn check(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Response {
+    let shared = &endpoint.shared;
+    if let Some(token) = &endpoint.token {
         let given = request
             .headers()
             .get(header::AUTHORIZATION)
@@ -346,6 +372,13 @@ async fn check(State(shared): State<Arc<Shared>>, request: Request) -> Response 
             );
         }
     }
+    // Admitted before the body is read: a full server holds no bodies.
+    let Ok(admitted) = shared.admitted.clone().try_acquire_owned() else {
+        return failure(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server is busy: every check slot and queue place is taken; retry later".into(),
+        );
+    };
     let body = match read_body(request.into_body(), &shared.config).await {
         Ok(body) => body,
         Err(response) => return response,
@@ -368,29 +401,26 @@ async fn check(State(shared): State<Arc<Shared>>, request: Request) -> Response 
             }
         }
     };
-    if let Err(e) = request.events_source() {
+    if let Err(e) = request
+        .events_source()
+        .and_then(|_| absolute_paths(&request))
+    {
         return failure(StatusCode::BAD_REQUEST, e);
     }
     // A lock wait longer than the check's own deadline would only hold a slot.
     request.lock_timeout = request.lock_timeout.min(shared.config.check_timeout);
-    let Ok(admitted) = shared.admitted.clone().try_acquire_owned() else {
-        return failure(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the server is busy: every check slot and queue place is taken; retry later".into(),
-        );
-    };
-    let slot = shared
-        .slots
-        .clone()
-        .acquire_owned()
-        .await
-        .expect("never closed");
     let service = shared.service.clone();
-    let running = tokio::task::spawn_blocking(move || {
-        let verdict = service.check(&request);
-        drop((slot, admitted));
-        verdict
-    });
+    let slots = shared.slots.clone();
+    // The deadline covers the wait for a slot too.
+    let running = async move {
+        let slot = slots.acquire_owned().await.expect("never closed");
+        tokio::task::spawn_blocking(move || {
+            let verdict = service.check(&request);
+            drop((slot, admitted));
+            verdict
+        })
+        .await
+    };
     match tokio::time::timeout(shared.config.check_timeout, running).await {
         Err(_) => failure(
             StatusCode::GATEWAY_TIMEOUT,
@@ -403,6 +433,27 @@ async fn check(State(shared): State<Arc<Shared>>, request: Request) -> Response 
         Ok(Ok(Ok(verdict))) => Json(verdict).into_response(),
         Ok(Ok(Err(e))) => failure(status_of(&e), e.to_string()),
     }
+}
+
+/// Every path of a request must be absolute: the server's working directory
+/// is not its client's.
+fn absolute_paths(request: &CheckRequest) -> Result<(), String> {
+    let named = [
+        ("skill", Some(&request.skill)),
+        ("workspace", Some(&request.workspace)),
+        ("events", request.events.as_ref()),
+        ("patch", request.patch.as_ref()),
+        ("state_dir", request.state_dir.as_ref()),
+    ];
+    for (field, path) in named {
+        if let Some(path) = path.filter(|p| !p.is_absolute()) {
+            return Err(format!(
+                "{field}: {:?} is relative; give absolute paths (the server does not share your working directory)",
+                path.display().to_string()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The body, read within the deadline and the size cap.

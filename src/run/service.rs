@@ -48,6 +48,21 @@ struct LoadedSkill {
     racy: bool,
 }
 
+/// A native detector cannot be loaded again in the same process: `dlopen` of
+/// the same path hands back the library already mapped, so a changed one
+/// would be served stale.
+fn refuse_native_reload(stale: &LoadedSkill) -> Result<(), Error> {
+    for (path, stamp) in &stale.files {
+        if crate::detector::native::is_native(path) && FileStamp::of(path) != *stamp {
+            return Err(Error::Usage(format!(
+                "{}: a native detector changed on disk; a running server cannot load it again (restart critic serve)",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Where a check's patch comes from.
 enum DiffSource<'a> {
     /// git's processes, started.
@@ -120,20 +135,23 @@ impl Service {
                 request.base.as_deref(),
             )?)),
         };
-        let skill = self.skill(&request.skill)?;
-        let events = load_events(request)?;
-        let (ws, diff) = match diff {
-            DiffSource::Git(pending) => pending.finish()?,
+        let skill = self.skill(&request.skill);
+        let events = load_events(request);
+        // git's processes are waited for even when the request has failed
+        // already, so none is left behind in a long-running server.
+        let diff = match diff {
+            DiffSource::Git(pending) => pending.finish().map_err(Error::from),
             DiffSource::File(file) => {
                 let ws = Workspace::open(&request.workspace)?;
                 let base = match &request.base {
                     Some(rev) => ws.resolve(rev)?,
                     None => ws.head.clone(),
                 };
-                let diff = read_patch_file(file, base)?;
-                (ws, diff)
+                read_patch_file(file, base).map(|diff| (ws, diff))
             }
         };
+        let (skill, events) = (skill?, events?);
+        let (ws, diff) = diff?;
         let patch = diff.parse(&skill.classifier)?;
         let critic = SkillCritic::with_detectors(
             skill.skill.clone(),
@@ -168,6 +186,9 @@ impl Service {
         let _loading = self.loading.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(loaded) = self.current(&key) {
             return Ok(loaded);
+        }
+        if let Some(stale) = self.lock().get(&key) {
+            refuse_native_reload(stale)?;
         }
         let loaded = Arc::new(self.load(&key)?);
         self.lock().insert(key, loaded.clone());

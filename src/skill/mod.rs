@@ -22,6 +22,9 @@ use yaml::{Located, Position};
 /// The manifest file name inside a skill directory.
 pub const MANIFEST_FILE: &str = "critic.yaml";
 
+/// The largest `critic.yaml` the host reads (a manifest is a few KiB).
+pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
+
 /// The JSON Schema of `critic.yaml`, compiled into the binary.
 pub const SCHEMA: &str = include_str!("../../schemas/critic.schema.json");
 
@@ -383,10 +386,15 @@ pub fn load(dir: &Path) -> Result<Skill, ManifestError> {
 /// depend on the skill directory, and are cheap).
 pub fn load_with_memo(dir: &Path, memo_dir: Option<&Path>) -> Result<Skill, ManifestError> {
     let manifest_path = dir.join(MANIFEST_FILE);
-    let text = std::fs::read_to_string(&manifest_path).map_err(|source| ManifestError::Io {
+    let io = |source| ManifestError::Io {
         path: manifest_path.clone(),
         source,
-    })?;
+    };
+    // Not a FIFO or a device planted as the manifest, nor an endless file.
+    let bytes = crate::sys::bounded_read::read_regular_file(&manifest_path, MAX_MANIFEST_BYTES)
+        .map_err(io)?;
+    let text = String::from_utf8(bytes)
+        .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
     let memo = memo_dir.map(|d| d.join(memo_name(&text)));
     let known_valid = memo.as_ref().is_some_and(|m| m.is_file());
     let manifest = parse_inner(&text, dir, &manifest_path, !known_valid)?;

@@ -3,6 +3,7 @@
 //! registry of what an interrupted host undoes, and the one work queue.
 
 pub mod atomic_file;
+pub mod bounded_read;
 pub mod interrupt;
 pub mod parallel;
 pub mod private_dir;

@@ -325,24 +325,10 @@ impl Drop for PrivateGitDir {
 }
 
 /// The content of the file `path` of a git directory, which the agent may
-/// have replaced by a FIFO or a device: opened without blocking, refused
-/// unless it is a regular file of at most `max` bytes.
+/// have replaced by a FIFO or a device (see
+/// [`crate::sys::bounded_read::read_regular_file`]).
 pub fn read_git_file(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::File::options()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() || meta.len() > max {
-        return Err(std::io::Error::other(format!(
-            "{}: not a regular file of at most {max} bytes",
-            path.display()
-        )));
-    }
-    let mut bytes = Vec::new();
-    file.take(max).read_to_end(&mut bytes)?;
-    Ok(bytes)
+    crate::sys::bounded_read::read_regular_file(path, max)
 }
 
 /// The directory holding a repository's objects, refs and configuration: a

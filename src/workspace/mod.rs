@@ -369,7 +369,14 @@ impl DiffRun {
             private: git::PrivateGitDir::new(root, git_dir)?,
         };
         let listing = git::spawn(tree.git(&["ls-files", "-z", "--others", "--exclude-standard"]))?;
-        let tracked = git::spawn(tree.git(&diff_args(rev)))?;
+        let tracked = match git::spawn(tree.git(&diff_args(rev))) {
+            Ok(running) => running,
+            Err(e) => {
+                // Reaped, not left a zombie of a long-running host.
+                let _ = listing.wait();
+                return Err(e.into());
+            }
+        };
         Ok(DiffRun {
             tree,
             rev: rev.to_string(),

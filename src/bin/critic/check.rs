@@ -176,10 +176,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let verdict = match &args.server {
         Some(server) => match client::check(server, &request) {
             Ok(verdict) => verdict,
-            Err(ClientError::Rejected(e)) => anyhow::bail!(e),
-            Err(ClientError::Unavailable(e)) => {
+            Err(ClientError::Failed(e)) => anyhow::bail!(e),
+            Err(ClientError::NoServer(e)) => {
                 eprintln!(
-                    "critic: no verdict from the server ({}); checking in process",
+                    "critic: no server answers ({}); checking in process",
                     escape_terminal(&e, false)
                 );
                 oneshot::check(&request)?

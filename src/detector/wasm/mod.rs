@@ -531,7 +531,16 @@ fn read_component(path: &Path) -> Result<Vec<u8>, DetectorError> {
         path: path.to_path_buf(),
         source,
     };
-    let file = std::fs::File::open(path).map_err(io)?;
+    // Opened without blocking: a FIFO swapped in after the manifest's check
+    // must not hang the loader.
+    let file = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::File::options()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .map_err(io)?
+    };
     let meta = file.metadata().map_err(io)?;
     let limit = crate::skill::MAX_DETECTOR_BYTES;
     if !meta.is_file() || meta.len() > limit {
