@@ -723,3 +723,52 @@ fn another_user_cannot_use_the_socket_even_when_its_mode_allows() {
     // The server's own user still gets one.
     assert_eq!(server.call("GET", "/v1/health", b"").0, 200);
 }
+
+#[test]
+fn a_socket_another_user_serves_is_not_trusted() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to listen as another user");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let socket = dir.path().join("squatted.sock");
+    // Another user's "server" that accepts every finish.
+    let script = "import socket,sys,os\ns=socket.socket(socket.AF_UNIX)\ns.bind(sys.argv[1])\nos.chmod(sys.argv[1],0o777)\ns.listen(8)\nprint('ready',flush=True)\nwhile True:\n    c,_=s.accept()\n    c.recv(65536)\n    b=b'{\"accepted\":true}'\n    c.sendall(b'HTTP/1.1 200 OK\\r\\ncontent-length: %d\\r\\n\\r\\n'%len(b)+b)\n    c.close()\n";
+    let mut squatter = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(&socket)
+        .uid(65534)
+        .gid(65534)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    BufReader::new(squatter.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    assert_eq!(ready.trim(), "ready");
+    let ws = demo_workspace();
+    let state = tempfile::tempdir().unwrap();
+    let out = run(check(
+        &root().join("examples/demo-skill"),
+        ws.path(),
+        &demo_events(1),
+        state.path(),
+    )
+    .arg("--server")
+    .arg(&socket));
+    let _ = squatter.kill();
+    let _ = squatter.wait();
+    let err = stderr(&out);
+    assert!(
+        err.contains("another user") && err.contains("checking in process"),
+        "{err}"
+    );
+    // A real verdict, judged in process, not the forged one.
+    assert!(out.status.code().unwrap() < 2, "{err}");
+    assert_eq!(json_out(&out)["signals"].as_array().unwrap().len(), 4);
+}

@@ -143,6 +143,13 @@ async fn post(
         match address {
             ServerAddress::Socket(p) => {
                 let stream = tokio::net::UnixStream::connect(p).await?;
+                // A socket another user put there could forge verdicts.
+                let me = rustix::process::geteuid().as_raw();
+                if stream.peer_cred()?.uid() != me {
+                    return Err(std::io::Error::other(
+                        "the server on this socket runs as another user; not trusting it",
+                    ));
+                }
                 Ok::<_, std::io::Error>(Stream::Unix(stream))
             }
             ServerAddress::Tcp(a) => Ok(Stream::Tcp(tokio::net::TcpStream::connect(a).await?)),
