@@ -56,6 +56,15 @@ impl EventsFormat {
             .collect::<Vec<_>>()
             .join(", ")
     }
+
+    /// Every registered format with what it reads, for messages.
+    pub fn described() -> String {
+        FORMATS
+            .iter()
+            .map(|f| format!("{} ({})", f.name, f.about))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 impl std::str::FromStr for EventsFormat {
@@ -142,7 +151,7 @@ pub enum EventsError {
         message: String,
     },
     /// The format could not be detected.
-    #[error("{0}: cannot tell the event format; pass --events-format (one of: {names})", names = EventsFormat::names())]
+    #[error("{0}: cannot tell the event format; pass --events-format, one of: {described}", described = EventsFormat::described())]
     Unknown(PathBuf),
 }
 
