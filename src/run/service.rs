@@ -27,6 +27,11 @@ use std::time::{Duration, SystemTime};
 /// "racily clean" rule).
 const RACY_WINDOW: Duration = Duration::from_secs(2);
 
+/// Skills kept loaded at once; loading one more drops the one loaded
+/// longest ago, so a server that sees many skills over a long session does
+/// not keep every compiled component mapped.
+const MAX_SKILLS: usize = 32;
+
 /// A warm host: checks many finishes with skills loaded once.
 pub struct Service {
     runtime: Runtime,
@@ -46,6 +51,8 @@ struct LoadedSkill {
     /// Some file changed so shortly before the load that a later change
     /// could go unseen.
     racy: bool,
+    /// When it was loaded.
+    at: SystemTime,
 }
 
 /// A native detector cannot be loaded again in the same process: `dlopen` of
@@ -191,7 +198,17 @@ impl Service {
             refuse_native_reload(stale)?;
         }
         let loaded = Arc::new(self.load(&key)?);
-        self.lock().insert(key, loaded.clone());
+        let mut skills = self.lock();
+        if skills.len() >= MAX_SKILLS && !skills.contains_key(&key) {
+            let oldest = skills
+                .iter()
+                .min_by_key(|(_, s)| s.at)
+                .map(|(k, _)| k.clone());
+            if let Some(oldest) = oldest {
+                skills.remove(&oldest);
+            }
+        }
+        skills.insert(key, loaded.clone());
         Ok(loaded)
     }
 
@@ -239,10 +256,49 @@ impl Service {
             classifier,
             files,
             racy,
+            at: started,
         })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Arc<LoadedSkill>>> {
         self.skills.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_most_max_skills_stay_loaded_the_oldest_going_first() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let service = Service::new(HostSettings {
+            cache_dir: Some(root.join("target/test-component-cache")),
+            ..HostSettings::default()
+        })
+        .unwrap();
+        let dirs: Vec<tempfile::TempDir> = (0..=MAX_SKILLS)
+            .map(|i| {
+                let dir = tempfile::tempdir().unwrap();
+                std::fs::copy(
+                    root.join("tests/fixtures/skills/misbehave/misbehave.wasm"),
+                    dir.path().join("m.wasm"),
+                )
+                .unwrap();
+                std::fs::write(
+                    dir.path().join(MANIFEST_FILE),
+                    format!("name: s{i}\nversion: 0.1.0\nsignals:\n  - {{name: a, type: hard_gate, detector: m.wasm}}\n"),
+                )
+                .unwrap();
+                dir
+            })
+            .collect();
+        for dir in &dirs {
+            service.skill(dir.path()).unwrap();
+        }
+        let skills = service.lock();
+        assert_eq!(skills.len(), MAX_SKILLS);
+        assert!(!skills.contains_key(&dirs[0].path().canonicalize().unwrap()));
+        assert!(skills.contains_key(&dirs[MAX_SKILLS].path().canonicalize().unwrap()));
     }
 }
