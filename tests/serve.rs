@@ -472,7 +472,7 @@ fn a_skill_changed_on_disk_is_loaded_again() {
 fn sigterm_lets_the_check_in_flight_finish_then_stops() {
     let server = Server::start(&[]);
     let skill = temp_skill(
-        "name: t\nversion: 0.1.0\nsignals:\n  - {name: s, type: hard_gate, detector: {misbehave}, config: {mode: sleep, ms: 1500}}\n",
+        "name: t\nversion: 0.1.0\nsignals:\n  - {name: s, type: hard_gate, detector: {misbehave}, config: {mode: sleep, ms: 2500}}\n",
     );
     let ws = demo_workspace();
     let state = tempfile::tempdir().unwrap();
@@ -491,7 +491,8 @@ fn sigterm_lets_the_check_in_flight_finish_then_stops() {
             )
         })
     };
-    std::thread::sleep(Duration::from_millis(500));
+    // Long enough for the check to be under way even on a loaded machine.
+    std::thread::sleep(Duration::from_millis(1000));
     let sent = Instant::now();
     server.signal(libc::SIGTERM);
     let (status, v) = in_flight.join().unwrap();
@@ -669,9 +670,9 @@ fn a_slow_client_does_not_hold_up_others() {
 
 #[test]
 fn a_full_queue_is_refused_at_once_and_a_slow_check_times_out() {
-    let server = Server::start(&["--concurrency", "1", "--queue", "0", "--check-timeout", "1"]);
+    let server = Server::start(&["--concurrency", "1", "--queue", "0", "--check-timeout", "2"]);
     let skill = temp_skill(
-        "name: t\nversion: 0.1.0\nsignals:\n  - {name: s, type: hard_gate, detector: {misbehave}, timeout: 10s, config: {mode: sleep, ms: 2500}}\n",
+        "name: t\nversion: 0.1.0\nsignals:\n  - {name: s, type: hard_gate, detector: {misbehave}, timeout: 10s, config: {mode: sleep, ms: 4000}}\n",
     );
     let ws = demo_workspace();
     let state = tempfile::tempdir().unwrap();
@@ -683,17 +684,19 @@ fn a_full_queue_is_refused_at_once_and_a_slow_check_times_out() {
         let body = request.to_string();
         std::thread::spawn(move || raw_call(&socket, "POST", "/v1/check", body.as_bytes(), &[]))
     };
-    std::thread::sleep(Duration::from_millis(400));
+    // Long enough for the first to be admitted even on a loaded machine.
+    std::thread::sleep(Duration::from_millis(1000));
     let started = Instant::now();
     let mut other = request.clone();
     other["session"] = json!("other");
     let (status, v) = server.check(&other);
     assert_eq!(status, 503, "{v}");
-    assert!(started.elapsed() < Duration::from_millis(500));
+    // Refused without waiting for the 4 s check ahead of it.
+    assert!(started.elapsed() < Duration::from_secs(2));
     let (status, v) = slow.join().unwrap();
     assert_eq!(status, 504, "{v}");
     assert!(
-        v["error"].as_str().unwrap().contains("longer than 1 s"),
+        v["error"].as_str().unwrap().contains("longer than 2 s"),
         "{v}"
     );
 }
