@@ -170,36 +170,14 @@ pub const MAX_EVENTS_FILE_BYTES: u64 = 1 << 30;
 /// planted, which would block or never end) of at most
 /// [`MAX_EVENTS_FILE_BYTES`], whatever its size claims while it is read.
 pub(crate) fn read_events_file(path: &Path) -> Result<String, EventsError> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let refuse = |what: String| EventsError::Io {
-        path: path.to_path_buf(),
-        source: std::io::Error::new(std::io::ErrorKind::InvalidData, what),
-    };
     let io = |source| EventsError::Io {
         path: path.to_path_buf(),
         source,
     };
-    // Non-blocking, so opening a FIFO returns at once and is refused below.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-        .open(path)
-        .map_err(io)?;
-    if !file.metadata().map_err(io)?.is_file() {
-        return Err(refuse("not a regular file".into()));
-    }
-    let mut text = String::new();
-    file.take(MAX_EVENTS_FILE_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(io)?;
-    if text.len() as u64 > MAX_EVENTS_FILE_BYTES {
-        return Err(refuse(format!(
-            "larger than {} MiB; pass a shorter stream",
-            MAX_EVENTS_FILE_BYTES >> 20
-        )));
-    }
-    Ok(text)
+    let bytes =
+        crate::sys::bounded_read::read_regular_file(path, MAX_EVENTS_FILE_BYTES).map_err(io)?;
+    String::from_utf8(bytes)
+        .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
 }
 
 /// Read and normalize an event stream: a file, or a directory an agent

@@ -1,28 +1,45 @@
 //! Reading a file an untrusted party may have planted: opened without
 //! blocking (a FIFO would block the open, or the read, forever), refused
 //! unless it is a regular file, and read to at most a given size whatever
-//! its size claims.
+//! its size claims or becomes while it is read.
 
 use std::io::Read;
 use std::path::Path;
 
-/// The content of the regular file `path`, of at most `max` bytes.
+/// The content of the regular file `path`, of at most `max` bytes. Errors
+/// do not name the path: callers say which file it was.
 pub fn read_regular_file(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     use std::os::unix::fs::OpenOptionsExt;
+    let refuse = || {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not a regular file of at most {}", size(max)),
+        )
+    };
     let file = std::fs::File::options()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() || meta.len() > max {
-        return Err(std::io::Error::other(format!(
-            "{}: not a regular file of at most {max} bytes",
-            path.display()
-        )));
+        return Err(refuse());
     }
-    let mut bytes = Vec::new();
-    file.take(max).read_to_end(&mut bytes)?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // One byte more than allowed tells a file that grew while being read.
+    file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(refuse());
+    }
     Ok(bytes)
+}
+
+/// `max` bytes as a person reads it.
+fn size(max: u64) -> String {
+    if max >= 1 << 20 && max.is_multiple_of(1 << 20) {
+        format!("{} MiB", max >> 20)
+    } else {
+        format!("{max} bytes")
+    }
 }
 
 #[cfg(test)]
@@ -43,6 +60,7 @@ mod tests {
         let file = dir.path().join("f");
         std::fs::write(&file, "12345").unwrap();
         assert_eq!(read_regular_file(&file, 5).unwrap(), b"12345");
-        assert!(read_regular_file(&file, 4).is_err());
+        let e = read_regular_file(&file, 4).unwrap_err().to_string();
+        assert_eq!(e, "not a regular file of at most 4 bytes");
     }
 }

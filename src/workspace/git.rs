@@ -12,6 +12,7 @@
 //! is the same bytes in any locale, and not loading the user's locale saves
 //! about 0.15 ms of each git process.
 
+use crate::sys::bounded_read::read_regular_file;
 use std::ffi::OsStr;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -324,17 +325,10 @@ impl Drop for PrivateGitDir {
     }
 }
 
-/// The content of the file `path` of a git directory, which the agent may
-/// have replaced by a FIFO or a device (see
-/// [`crate::sys::bounded_read::read_regular_file`]).
-pub fn read_git_file(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
-    crate::sys::bounded_read::read_regular_file(path, max)
-}
-
 /// The directory holding a repository's objects, refs and configuration: a
 /// linked work tree's git directory names it in `commondir`.
 fn common_dir(git_dir: &Path) -> std::path::PathBuf {
-    match read_git_file(&git_dir.join("commondir"), 4096) {
+    match read_regular_file(&git_dir.join("commondir"), 4096) {
         Ok(rel) => git_dir.join(String::from_utf8_lossy(&rel).trim()),
         Err(_) => git_dir.to_path_buf(),
     }
@@ -345,7 +339,7 @@ fn common_dir(git_dir: &Path) -> std::path::PathBuf {
 fn config_snapshot(work_tree: &Path, git_dir: &Path) -> Result<Vec<u8>, GitError> {
     let common = common_dir(git_dir);
     let path = common.join("config");
-    let config = read_git_file(&path, 16 << 20).map_err(|e| GitError {
+    let config = read_regular_file(&path, 16 << 20).map_err(|e| GitError {
         args: "(reading the configuration)".into(),
         dir: work_tree.display().to_string(),
         message: format!("{}: {e}", path.display()),
@@ -375,7 +369,7 @@ fn fill(
         move |e| (p, e)
     };
     let head = git_dir.join("HEAD");
-    let head_ref = read_git_file(&head, 4096).map_err(at(&head))?;
+    let head_ref = read_regular_file(&head, 4096).map_err(at(&head))?;
     std::fs::write(dir.join("HEAD"), head_ref).map_err(at(dir))?;
     for part in [
         "objects",

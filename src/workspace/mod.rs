@@ -10,6 +10,7 @@ pub(crate) mod git;
 #[doc(hidden)] // public for the fuzz tests only
 pub mod new_file_diff;
 
+use crate::sys::bounded_read::read_regular_file;
 use critic_sdk::{FileChange, Patch, PatchOrigin};
 use git::GitError;
 use globset::GlobBuilder;
@@ -302,10 +303,10 @@ fn resolve_ref(git_dir: &Path, name: &str) -> Option<String> {
 }
 
 /// A small text file of the git directory, never blocking on a FIFO the
-/// agent planted there (see [`git::read_git_file`]); `None` when it cannot
+/// agent planted there (see [`read_regular_file`]); `None` when it cannot
 /// be had, which sends the caller the way through git.
 fn read_text(path: &Path, max: u64) -> Option<String> {
-    git::read_git_file(path, max)
+    read_regular_file(path, max)
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
 }
