@@ -174,18 +174,8 @@ mod tests {
 
     fn ev(index: usize, kind: EventKind) -> Event {
         Event {
-            index,
-            kind,
-            original_kind: None,
             source: Some("agent".into()),
-            tool: None,
-            call_id: None,
-            arguments: None,
-            text: None,
-            output: None,
-            exit_code: None,
-            timestamp: None,
-            raw: None,
+            ..Event::new(index, kind)
         }
     }
 

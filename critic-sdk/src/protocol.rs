@@ -152,6 +152,25 @@ pub struct Event {
 }
 
 impl Event {
+    /// An event of `kind` at `index`, every other field empty; readers of
+    /// agents' formats and tests fill in what they know.
+    pub fn new(index: usize, kind: EventKind) -> Event {
+        Event {
+            index,
+            kind,
+            original_kind: None,
+            source: None,
+            tool: None,
+            call_id: None,
+            arguments: None,
+            text: None,
+            output: None,
+            exit_code: None,
+            timestamp: None,
+            raw: None,
+        }
+    }
+
     /// The event as detectors receive it from the host: every field but `raw`,
     /// serialized without copying the event.
     pub fn lean(&self) -> LeanEvent<'_> {

@@ -114,7 +114,7 @@ impl TestInput {
 
     /// A message from `source` (`user`, `agent`, ...).
     pub fn message(self, source: &str, text: &str) -> TestInput {
-        let mut event = blank(EventKind::Message);
+        let mut event = Event::new(0, EventKind::Message);
         event.source = Some(source.into());
         event.text = Some(text.into());
         self.event(event)
@@ -123,12 +123,12 @@ impl TestInput {
     /// A shell command the agent ran, and its result.
     pub fn command(self, command: &str, exit_code: i64, output: &str) -> TestInput {
         let id = format!("call-{}", self.events.len());
-        let mut action = blank(EventKind::Action);
+        let mut action = Event::new(0, EventKind::Action);
         action.source = Some("agent".into());
         action.tool = Some("terminal".into());
         action.call_id = Some(id.clone());
         action.arguments = Some(json!({ "command": command }));
-        let mut observation = blank(EventKind::Observation);
+        let mut observation = Event::new(0, EventKind::Observation);
         observation.source = Some("environment".into());
         observation.tool = Some("terminal".into());
         observation.call_id = Some(id);
@@ -139,7 +139,7 @@ impl TestInput {
 
     /// The agent's declaration that it is done.
     pub fn finish(self, text: &str) -> TestInput {
-        let mut event = blank(EventKind::Finish);
+        let mut event = Event::new(0, EventKind::Finish);
         event.source = Some("agent".into());
         event.text = Some(text.into());
         self.event(event)
@@ -163,23 +163,6 @@ impl TestInput {
         let wire = serde_json::to_string(&self.build()).map_err(|e| e.to_string())?;
         let out = crate::run_detector(&wire, detect)?;
         serde_json::from_str(&out).map_err(|e| e.to_string())
-    }
-}
-
-fn blank(kind: EventKind) -> Event {
-    Event {
-        index: 0,
-        kind,
-        original_kind: None,
-        source: None,
-        tool: None,
-        call_id: None,
-        arguments: None,
-        text: None,
-        output: None,
-        exit_code: None,
-        timestamp: None,
-        raw: None,
     }
 }
 

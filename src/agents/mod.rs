@@ -340,18 +340,8 @@ fn detect(path: &Path, records: &[Record]) -> Result<&'static Format, EventsErro
 /// A blank event of `kind` carrying `raw`; adapters fill in what they know.
 pub(crate) fn event(index: usize, kind: EventKind, raw: Box<RawValue>) -> Event {
     Event {
-        index,
-        kind,
-        original_kind: None,
-        source: None,
-        tool: None,
-        call_id: None,
-        arguments: None,
-        text: None,
-        output: None,
-        exit_code: None,
-        timestamp: None,
         raw: Some(raw),
+        ..Event::new(index, kind)
     }
 }
 

@@ -140,18 +140,8 @@ mod tests {
     fn chunked_encoding_equals_one_pass() {
         let events: Vec<Event> = (0..5000)
             .map(|index| Event {
-                index,
-                kind: EventKind::Message,
-                original_kind: None,
-                source: None,
-                tool: None,
-                call_id: None,
-                arguments: None,
                 text: Some(format!("m{index}")),
-                output: None,
-                exit_code: None,
-                timestamp: None,
-                raw: None,
+                ..Event::new(index, EventKind::Message)
             })
             .collect();
         let chunked = encode(&events);
