@@ -17,6 +17,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+#[path = "../tests/common/copy_tree.rs"]
+mod copy_tree;
+use copy_tree::copy_tree;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -225,19 +229,3 @@ fn bench_library(c: &mut Criterion) {
 
 criterion_group!(benches, bench_cli, bench_library);
 criterion_main!(benches);
-
-/// Copy the directory `from` into `to` (which exists), as `cp -a` does.
-fn copy_tree(from: &Path, to: &Path) {
-    let status = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(from.join("."))
-        .arg(to)
-        .status()
-        .unwrap();
-    assert!(
-        status.success(),
-        "cp -a {} {}",
-        from.display(),
-        to.display()
-    );
-}

@@ -9,6 +9,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod copy_tree;
+pub use copy_tree::copy_tree;
+
 /// The repository root.
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -216,20 +219,4 @@ pub fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
         }
     }
     out
-}
-
-/// Copy the directory `from` into `to` (which exists), as `cp -a` does.
-fn copy_tree(from: &Path, to: &Path) {
-    let status = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(from.join("."))
-        .arg(to)
-        .status()
-        .unwrap();
-    assert!(
-        status.success(),
-        "cp -a {} {}",
-        from.display(),
-        to.display()
-    );
 }
