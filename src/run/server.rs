@@ -29,6 +29,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::Listener;
 use axum::{Json, Router};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
@@ -46,8 +47,10 @@ pub const TOKEN_ENV: &str = "CRITIC_SERVER_TOKEN";
 /// The shortest token accepted: a guessable one would let any local user in.
 const MIN_TOKEN_LEN: usize = 16;
 
-/// Connections open at once; more wait in the kernel's accept queue.
-const MAX_CONNECTIONS: usize = 1024;
+/// Connections open at once; more wait in the kernel's accept queue. Below
+/// the usual limit of 1,024 open files, so the checks' own files and pipes
+/// still have room.
+const MAX_CONNECTIONS: usize = 512;
 
 /// Where and how `critic serve` listens.
 #[derive(Debug, Clone)]
@@ -166,11 +169,11 @@ async fn run(
         admitted: Arc::new(Semaphore::new(config.concurrency.max(1) + config.queue)),
         config: config.clone(),
     });
-    let unix = match &config.socket {
+    let mut unix = match &config.socket {
         Some(path) => Some((bind_socket(path).await?, path.clone())),
         None => None,
     };
-    let tcp = match config.listen {
+    let mut tcp = match config.listen {
         Some(addr) => Some(
             tokio::net::TcpListener::bind(addr)
                 .await
@@ -193,7 +196,7 @@ async fn run(
         };
         tokio::select! {
             _ = &mut stop => break,
-            stream = accept_unix(unix.as_ref().map(|(l, _)| l)) => {
+            stream = accept(unix.as_mut().map(|(l, _)| l)) => {
                 // Only this user's processes: the socket's mode says so, and
                 // the connection's credentials confirm it.
                 let own = stream.peer_cred().is_ok_and(|c| c.uid() == rustix::process::geteuid().as_raw());
@@ -203,7 +206,7 @@ async fn run(
                     tracing::warn!("refused a connection from another user");
                 }
             }
-            stream = accept_tcp(tcp.as_ref()) => {
+            stream = accept(tcp.as_mut()) => {
                 spawn_connection(stream, &remote, &graceful, &shared.config, permit);
             }
         }
@@ -231,38 +234,14 @@ async fn run(
     Ok(())
 }
 
-/// The next connection on the socket, if there is a socket.
-async fn accept_unix(listener: Option<&tokio::net::UnixListener>) -> tokio::net::UnixStream {
+/// The next connection on `listener`, if there is one; never, if not.
+/// axum's listeners retry failed accepts (out of file descriptors, a client
+/// gone before it was accepted) after a pause, so accepting never stops.
+async fn accept<L: Listener>(listener: Option<&mut L>) -> L::Io {
     match listener {
-        Some(l) => loop {
-            match l.accept().await {
-                Ok((stream, _)) => return stream,
-                Err(e) => accept_failed(e).await,
-            }
-        },
+        Some(l) => l.accept().await.0,
         None => std::future::pending().await,
     }
-}
-
-/// The next connection on the TCP port, if there is one.
-async fn accept_tcp(listener: Option<&tokio::net::TcpListener>) -> tokio::net::TcpStream {
-    match listener {
-        Some(l) => loop {
-            match l.accept().await {
-                Ok((stream, _)) => return stream,
-                Err(e) => accept_failed(e).await,
-            }
-        },
-        None => std::future::pending().await,
-    }
-}
-
-/// A failed accept (out of file descriptors, a client gone before it was
-/// accepted) is logged and paused on briefly, so a lasting failure does not
-/// spin; accepting goes on.
-async fn accept_failed(e: std::io::Error) {
-    tracing::warn!("accept failed: {e}");
-    tokio::time::sleep(Duration::from_millis(50)).await;
 }
 
 fn spawn_connection<S>(
