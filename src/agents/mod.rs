@@ -43,11 +43,6 @@ pub static FORMATS: &[&Format] = &[&openhands::FORMAT, &openhands::v0::FORMAT];
 pub struct EventsFormat(&'static Format);
 
 impl EventsFormat {
-    /// The registered format.
-    pub fn format(self) -> &'static Format {
-        self.0
-    }
-
     /// Every registered format's name, comma-separated (for messages).
     pub fn names() -> String {
         FORMATS

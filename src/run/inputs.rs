@@ -3,7 +3,7 @@
 
 use crate::agents;
 use crate::run::{CheckRequest, EventsSource};
-use crate::workspace::{PatchError, RawDiff, Workspace};
+use crate::workspace::{PatchError, RawDiff, TestClassifier, Workspace};
 use crate::Error;
 use critic_sdk::PatchOrigin;
 use std::path::{Path, PathBuf};
@@ -47,8 +47,32 @@ pub(crate) fn workspace_root(ws: &Workspace) -> Result<PathBuf, Error> {
     })?)
 }
 
+/// The work tree a request names and the diff in its patch file `file`,
+/// against the request's `base` (else HEAD).
+pub(crate) fn patch_file_diff(
+    request: &CheckRequest,
+    file: &Path,
+) -> Result<(Workspace, RawDiff), Error> {
+    let ws = Workspace::open(&request.workspace)?;
+    let base = match &request.base {
+        Some(rev) => ws.resolve(rev)?,
+        None => ws.head.clone(),
+    };
+    let diff = read_patch_file(file, base)?;
+    Ok((ws, diff))
+}
+
+/// The classifier of a skill's `test_patterns`, errors naming its manifest.
+pub(crate) fn test_classifier(
+    patterns: &[String],
+    manifest: &Path,
+) -> Result<TestClassifier, Error> {
+    TestClassifier::new(patterns)
+        .map_err(|e| Error::Usage(format!("{}: test_patterns: {e}", manifest.display())))
+}
+
 /// A request's patch file (`patch`), against `base`.
-pub(crate) fn read_patch_file(path: &Path, base: String) -> Result<RawDiff, Error> {
+fn read_patch_file(path: &Path, base: String) -> Result<RawDiff, Error> {
     let io = |source| PatchError::Io {
         path: path.to_path_buf(),
         source,

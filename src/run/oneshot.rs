@@ -10,10 +10,12 @@ use crate::evaluate::scorer::{load_detectors, CountedFinish, SkillCritic};
 use crate::evaluate::state::StateStore;
 use crate::evaluate::verdict::Verdict;
 use crate::evaluate::{instance_key, with_followup, Critic, Finish};
-use crate::run::inputs::{load_events, read_patch_file, state_root, workspace_root};
+use crate::run::inputs::{
+    load_events, patch_file_diff, state_root, test_classifier, workspace_root,
+};
 use crate::run::CheckRequest;
 use crate::skill;
-use crate::workspace::{PendingDiff, RawDiff, TestClassifier, Workspace};
+use crate::workspace::{PendingDiff, RawDiff, Workspace};
 use crate::Error;
 use std::time::Instant;
 
@@ -27,7 +29,7 @@ struct Prepared {
 
 impl Prepared {
     /// Judge the finish, as [`crate::evaluate::decide`] does.
-    pub fn decide(&mut self) -> Result<Verdict, Error> {
+    fn decide(&mut self) -> Result<Verdict, Error> {
         let verdict = match self.counted.take() {
             Some(counted) => self.critic.evaluate_counted(&self.finish, counted)?,
             None => self.critic.evaluate(&self.finish)?,
@@ -70,12 +72,7 @@ fn prepare(request: &CheckRequest) -> Result<Prepared, Error> {
         let git = s.spawn(|| -> Result<Git, Error> {
             Ok(match &request.patch {
                 Some(file) => {
-                    let ws = Workspace::open(&request.workspace)?;
-                    let base = match &request.base {
-                        Some(rev) => ws.resolve(rev)?,
-                        None => ws.head.clone(),
-                    };
-                    let diff = read_patch_file(file, base)?;
+                    let (ws, diff) = patch_file_diff(request, file)?;
                     Git::Done(ws, diff)
                 }
                 None => Git::Running(Box::new(Workspace::start_diff(
@@ -117,8 +114,7 @@ fn prepare(request: &CheckRequest) -> Result<Prepared, Error> {
             Some(ws) => count_ahead(request, &skill_name, ws, &ws.head)?,
             None => None,
         };
-        let classifier = TestClassifier::new(&patterns)
-            .map_err(|e| Error::Usage(format!("{}: test_patterns: {e}", manifest_path.display())));
+        let classifier = test_classifier(&patterns, &manifest_path);
         let events = load_events(request);
         tracing::debug!(ms = ms(started), "events loaded");
         // Everything that can fail from here on takes the count back.

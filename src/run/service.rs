@@ -11,7 +11,9 @@ use crate::evaluate::scorer::{load_detectors, SkillCritic};
 use crate::evaluate::state::StateStore;
 use crate::evaluate::verdict::Verdict;
 use crate::evaluate::{decide, Finish};
-use crate::run::inputs::{load_events, read_patch_file, state_root, workspace_root};
+use crate::run::inputs::{
+    load_events, patch_file_diff, state_root, test_classifier, workspace_root,
+};
 use crate::run::{CheckRequest, HostSettings};
 use crate::skill::{self, Skill, MANIFEST_FILE};
 use crate::workspace::{PendingDiff, TestClassifier, Workspace};
@@ -127,11 +129,6 @@ impl Service {
         })
     }
 
-    /// The operator's settings every check runs under.
-    pub fn settings(&self) -> &HostSettings {
-        &self.settings
-    }
-
     /// Judge the finish `request` names.
     pub fn check(&self, request: &CheckRequest) -> Result<Verdict, Error> {
         // git runs on its own while the skill and the events are read.
@@ -148,14 +145,7 @@ impl Service {
         // already, so none is left behind in a long-running server.
         let diff = match diff {
             DiffSource::Git(pending) => pending.finish().map_err(Error::from),
-            DiffSource::File(file) => {
-                let ws = Workspace::open(&request.workspace)?;
-                let base = match &request.base {
-                    Some(rev) => ws.resolve(rev)?,
-                    None => ws.head.clone(),
-                };
-                read_patch_file(file, base).map(|diff| (ws, diff))
-            }
+            DiffSource::File(file) => patch_file_diff(request, file),
         };
         let (skill, events) = (skill?, events?);
         let (ws, diff) = diff?;
@@ -240,12 +230,7 @@ impl Service {
             let stamp = FileStamp::of(&path);
             files.push((path, stamp));
         }
-        let classifier = TestClassifier::new(&skill.manifest.test_patterns).map_err(|e| {
-            Error::Usage(format!(
-                "{}: test_patterns: {e}",
-                skill.manifest_path.display()
-            ))
-        })?;
+        let classifier = test_classifier(&skill.manifest.test_patterns, &skill.manifest_path)?;
         let detectors = load_detectors(&skill, &self.runtime, self.settings.allow_native)?;
         let racy = files
             .iter()
