@@ -404,7 +404,7 @@ async fn check(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Respo
         Err(_) => failure(
             StatusCode::GATEWAY_TIMEOUT,
             format!(
-                "the check took longer than {} s; it goes on in the server, and its session stays locked until it ends",
+                "the check took longer than {} s (its wait for a slot included); if it had started, it goes on in the server and its session stays locked until it ends",
                 shared.config.check_timeout.as_secs()
             ),
         ),
