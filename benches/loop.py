@@ -26,7 +26,11 @@ to 10 MB), and a skill with three shipped WASM gates.
 Usage, from the repository root:
 
     cargo build --release
-    python3 benches/loop.py [RUNS]        # default 100 runs of each
+    python3 benches/loop.py [RUNS] [FILES]   # default 100 runs of each
+
+FILES (default 0) adds that many committed files (20 lines each, 50 to a
+directory) to the demo repository, for the same figures on a project-sized
+work tree: git's share grows with the tree, the host's own costs do not.
 """
 
 import json
@@ -121,12 +125,18 @@ def read_back(path):
 
 def main():
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+    files = int(sys.argv[2]) if len(sys.argv) > 2 else 0
     if not CRITIC.exists():
         sys.exit(f"{CRITIC} not found: run `cargo build --release` first")
     tmp = Path(tempfile.mkdtemp(prefix="critic-loop-"))
     try:
         repo = tmp / "repo"
         shutil.copytree(ROOT / "examples/demo-repo", repo)
+        for i in range(files):
+            module = repo / "vendor" / f"pkg{i // 50}" / f"mod_{i % 50}.py"
+            module.parent.mkdir(parents=True, exist_ok=True)
+            module.write_text("".join(f"def f{j}(x):\n    return x + {i * 20 + j}\n"
+                                      for j in range(10)))
         git(repo, "init", "-q")
         git(repo, "add", "-A")
         git(repo, "commit", "-q", "-m", "base")
@@ -211,6 +221,7 @@ def main():
             "check_3_gates_10mb_events_ms": round(med(large_ms), 1),
             "check_10mb_peak_rss_mib": round(max(large_rss) / 1024, 1),
             "runs": runs,
+            "extra_files": files,
         }
         print(json.dumps(report, indent=2))
     finally:
