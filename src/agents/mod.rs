@@ -6,6 +6,9 @@
 //! Event kinds a reader does not know are kept as [`EventKind::Other`] with
 //! their original JSON, never dropped.
 
+mod claude_code;
+pub mod hook;
+pub mod install;
 mod lenient;
 mod openhands;
 
@@ -35,7 +38,11 @@ type ReadDir = fn(&Path) -> Result<Vec<Record>, EventsError>;
 
 /// Every transcript format the host reads, asked in this order when a
 /// stream's format is detected.
-pub static FORMATS: &[&Format] = &[&openhands::FORMAT, &openhands::v0::FORMAT];
+pub static FORMATS: &[&Format] = &[
+    &openhands::FORMAT,
+    &openhands::v0::FORMAT,
+    &claude_code::FORMAT,
+];
 
 /// A transcript format chosen by name (`--events-format`, a request's
 /// `events_format`).

@@ -36,6 +36,8 @@ pub struct SkillCritic {
     jobs: Option<usize>,
     llm: Option<LlmConfig>,
     unconfined_runs: bool,
+    /// The request's `max_rejections`, which may lower the skill's budget.
+    max_rejections: Option<u32>,
 }
 
 /// The part of a detector's input shared by all signals, serialized once.
@@ -100,7 +102,15 @@ impl SkillCritic {
             jobs: host.jobs,
             llm: host.llm.clone(),
             unconfined_runs: host.unconfined_runs,
+            max_rejections: request.max_rejections,
         }
+    }
+
+    /// How many rejections a session may have: the skill's
+    /// `max_iterations`, or the request's `max_rejections` if lower.
+    pub fn rejection_budget(&self) -> u32 {
+        let skill = self.skill.manifest.max_iterations;
+        self.max_rejections.map_or(skill, |cap| cap.min(skill))
     }
 
     /// The loaded skill.
@@ -530,7 +540,7 @@ impl SkillCritic {
         let mut accepted = score >= m.threshold;
         let mut budget_exhausted = false;
         if !accepted {
-            if session.harness.rejections >= m.max_iterations {
+            if session.harness.rejections >= self.rejection_budget() {
                 accepted = true;
                 budget_exhausted = true;
             } else {
@@ -548,7 +558,7 @@ impl SkillCritic {
             m.threshold,
             accepted,
             budget_exhausted,
-            m.max_iterations,
+            self.rejection_budget(),
         );
         let followup = (!accepted).then(|| self.compose_followup(&results));
         let mut metadata = json!({
@@ -570,7 +580,7 @@ impl SkillCritic {
             message,
             followup,
             iteration,
-            max_iterations: m.max_iterations,
+            max_iterations: self.rejection_budget(),
             budget_exhausted,
             skill: info,
             session: finish.session.clone(),
@@ -651,7 +661,7 @@ fn message(
         .map(|r| r.name.as_str());
     if budget_exhausted {
         return format!(
-            "accepted because the rejection budget ran out (max_iterations = {max_iterations}); it would have been rejected ({})",
+            "accepted because the rejection budget ran out ({max_iterations} rejections); it would have been rejected ({})",
             fired.join(", ")
         );
     }

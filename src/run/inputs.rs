@@ -5,20 +5,38 @@ use crate::agents;
 use crate::run::{CheckRequest, EventsSource};
 use crate::workspace::{PatchError, RawDiff, TestClassifier, Workspace};
 use crate::Error;
-use critic_sdk::PatchOrigin;
+use critic_sdk::{EventKind, PatchOrigin};
 use std::path::{Path, PathBuf};
 
-/// The request's events, read and normalized.
+/// The request's events, read and normalized, with its `finish_message`
+/// added as the finish when the stream lags behind it.
 pub(crate) fn load_events(request: &CheckRequest) -> Result<Vec<critic_sdk::Event>, Error> {
     let inline = Path::new("events_inline");
-    let events = match request.events_source().map_err(Error::Request)? {
+    let mut events = match request.events_source().map_err(Error::Request)? {
         EventsSource::Path(path) => agents::load(path, request.events_format)?,
         EventsSource::Text(text) => agents::parse(inline, text, request.events_format)?,
         EventsSource::Json(value) => {
             agents::parse(inline, &value.to_string(), request.events_format)?
         }
     };
+    if let Some(message) = &request.finish_message {
+        add_finish(&mut events, message);
+    }
     Ok(events)
+}
+
+/// Add `message` as the stream's finish, unless the stream's last finish
+/// already says it (the hook and the transcript agree).
+fn add_finish(events: &mut Vec<critic_sdk::Event>, message: &str) {
+    let last = events.iter().rev().find(|e| e.kind == EventKind::Finish);
+    if last.is_some_and(|e| e.text.as_deref().map(str::trim) == Some(message.trim())) {
+        return;
+    }
+    let mut finish = critic_sdk::Event::new(events.len(), EventKind::Finish);
+    finish.source = Some("agent".into());
+    finish.original_kind = Some("hook final message".into());
+    finish.text = Some(message.to_string());
+    events.push(finish);
 }
 
 /// Where the state of a check on `ws` lives: `--state-dir`, else the user's
@@ -88,4 +106,30 @@ fn read_patch_file(path: &Path, base: String) -> Result<RawDiff, Error> {
         origin: PatchOrigin::File,
         source_name: path.display().to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finish(text: &str) -> critic_sdk::Event {
+        let mut e = critic_sdk::Event::new(0, EventKind::Finish);
+        e.text = Some(text.into());
+        e
+    }
+
+    #[test]
+    fn a_lagging_transcript_gets_the_hooks_final_message() {
+        let mut events = vec![finish("earlier turn done")];
+        add_finish(&mut events, "all tests pass");
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[1].index, 1);
+        assert_eq!(events[1].text.as_deref(), Some("all tests pass"));
+        // A stream that already ends with it is left alone.
+        add_finish(&mut events, " all tests pass\n");
+        assert_eq!(events.len(), 2);
+        let mut empty = Vec::new();
+        add_finish(&mut empty, "done");
+        assert_eq!(empty[0].kind, EventKind::Finish);
+    }
 }

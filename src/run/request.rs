@@ -57,6 +57,16 @@ pub struct CheckRequest {
     /// How long to wait for a concurrent check of the same session, in seconds.
     #[serde(default = "default_lock_timeout", with = "seconds")]
     pub lock_timeout: Duration,
+    /// At most this many rejections per session, however many the skill's
+    /// `max_iterations` allows: a hook's guarantee that an untrusted skill
+    /// cannot keep an agent from stopping.
+    #[serde(default)]
+    pub max_rejections: Option<u32>,
+    /// The agent's final message as its hook reported it. A transcript can
+    /// lag behind the hook call; when its last finish is not this message,
+    /// the message is added as the stream's finish event.
+    #[serde(default)]
+    pub finish_message: Option<String>,
     /// What the host's operator allows; not part of a request body.
     #[serde(skip)]
     pub host: HostSettings,
@@ -107,6 +117,8 @@ impl CheckRequest {
             state_dir: None,
             deny: Vec::new(),
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            max_rejections: None,
+            finish_message: None,
             host: HostSettings::default(),
         }
     }

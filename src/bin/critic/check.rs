@@ -144,6 +144,8 @@ impl CheckArgs {
             state_dir: self.state_dir,
             deny: self.deny,
             lock_timeout: Duration::from_secs(self.lock_timeout),
+            max_rejections: None,
+            finish_message: None,
             host: self.host.settings(),
         }
     }

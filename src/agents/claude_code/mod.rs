@@ -1,0 +1,333 @@
+//! Claude Code (`@anthropic-ai/claude-code`): its session transcripts and its
+//! `Stop` hook.
+//!
+//! A transcript is JSONL under `~/.claude/projects/<cwd slug>/<session>.jsonl`.
+//! Each `user` or `assistant` line carries one API message whose content is
+//! a string or a list of blocks (`text`, `tool_use`, `tool_result`,
+//! `thinking`); an assistant turn is often split over several lines, one per
+//! block. Lines of subagents (`isSidechain`) are left out. A tool result has
+//! no exit code field: a failed `Bash` call is an error result whose text
+//! starts `Exit code N`.
+
+pub(super) mod hook;
+
+pub(super) use hook::HOOK;
+
+use super::lenient::{OptStr, Text};
+use super::{event, EventsError, Format, Record};
+use critic_sdk::{Event, EventKind};
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+
+/// Claude Code session transcripts.
+pub(super) static FORMAT: Format = Format {
+    name: "claude-code",
+    about: "Claude Code session transcript (~/.claude/projects/*/<session>.jsonl)",
+    sniff,
+    read_dir: None,
+    normalize: |_, records| Ok(normalize(records)),
+};
+
+/// Every line of a transcript has a string `type`; the lines that open one
+/// carry a `sessionId` (messages), a `leafUuid` (summaries) or a `snapshot`
+/// (file history).
+fn sniff(first: &RawValue) -> bool {
+    #[derive(Deserialize)]
+    struct Probe {
+        #[serde(rename = "type")]
+        kind: Option<Value>,
+        #[serde(rename = "sessionId")]
+        session_id: Option<de::IgnoredAny>,
+        #[serde(rename = "leafUuid")]
+        leaf_uuid: Option<de::IgnoredAny>,
+        snapshot: Option<de::IgnoredAny>,
+    }
+    serde_json::from_str::<Probe>(first.get()).is_ok_and(|p| {
+        p.kind.as_ref().is_some_and(Value::is_string)
+            && (p.session_id.is_some() || p.leaf_uuid.is_some() || p.snapshot.is_some())
+    })
+}
+
+/// The fields of a transcript line the normalized form uses.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Line {
+    #[serde(rename = "type")]
+    kind: OptStr,
+    #[serde(rename = "isSidechain")]
+    is_sidechain: Option<Value>,
+    #[serde(rename = "isMeta")]
+    is_meta: Option<Value>,
+    timestamp: OptStr,
+    message: Option<Message>,
+    /// A `system` line's text.
+    content: Text,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Message {
+    content: Content,
+}
+
+/// A message's content: a string, or a list of blocks.
+#[derive(Default)]
+enum Content {
+    #[default]
+    None,
+    Text(String),
+    Blocks(Vec<Block>),
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Block {
+    #[serde(rename = "type")]
+    kind: OptStr,
+    text: OptStr,
+    /// `tool_use`: the call's id, tool and arguments.
+    id: OptStr,
+    name: OptStr,
+    input: Option<Value>,
+    /// `tool_result`: the call it answers, its output, whether it failed.
+    tool_use_id: OptStr,
+    content: Text,
+    is_error: Option<Value>,
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Content, D::Error> {
+        struct ContentVisitor;
+        impl<'de> Visitor<'de> for ContentVisitor {
+            type Value = Content;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string or a list of content blocks")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Content, E> {
+                Ok(Content::Text(s.to_string()))
+            }
+            fn visit_string<E: de::Error>(self, s: String) -> Result<Content, E> {
+                Ok(Content::Text(s))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
+                let mut blocks = Vec::new();
+                // A block of an unexpected shape is skipped, not fatal.
+                while let Some(block) = seq.next_element::<Lenient<Block>>()? {
+                    blocks.extend(block.0);
+                }
+                Ok(Content::Blocks(blocks))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Content, E> {
+                Ok(Content::None)
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Content, A::Error> {
+                while map
+                    .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Content::None)
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Content, E> {
+                Ok(Content::None)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Content, E> {
+                Ok(Content::None)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Content, E> {
+                Ok(Content::None)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Content, E> {
+                Ok(Content::None)
+            }
+        }
+        d.deserialize_any(ContentVisitor)
+    }
+}
+
+/// `T` if the value deserializes as one, else `None`.
+struct Lenient<T>(Option<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Lenient<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = <&RawValue>::deserialize(d)?;
+        Ok(Lenient(serde_json::from_str(raw.get()).ok()))
+    }
+}
+
+/// Normalize a transcript's lines, in order: a tool result learns its tool's
+/// name from the call before it.
+fn normalize(records: Vec<Record>) -> Vec<Event> {
+    let mut reader = Reader::default();
+    for record in records {
+        reader.push(record);
+    }
+    reader.finish()
+}
+
+/// Events of a transcript, line after line.
+#[derive(Default)]
+struct Reader {
+    events: Vec<Event>,
+    /// Tool names by call id, for the results.
+    tools: HashMap<String, String>,
+}
+
+/// What every event of one transcript line shares.
+struct LineInfo {
+    raw: Box<RawValue>,
+    class: String,
+    timestamp: Option<String>,
+}
+
+impl Reader {
+    fn push(&mut self, record: Record) {
+        let line: Line = match serde_json::from_str(record.raw.get()) {
+            Ok(line) => line,
+            Err(e) => {
+                tracing::warn!(
+                    line = record.line,
+                    "not a Claude Code transcript line ({e}); kept as `other`"
+                );
+                let index = self.events.len();
+                self.events.push(event(index, EventKind::Other, record.raw));
+                return;
+            }
+        };
+        if line.is_sidechain == Some(Value::Bool(true)) {
+            return;
+        }
+        let info = LineInfo {
+            raw: record.raw,
+            class: line.kind.0.unwrap_or_default(),
+            timestamp: line.timestamp.0,
+        };
+        let meta = line.is_meta == Some(Value::Bool(true));
+        let (kind, source) = message_kind(&info.class, meta);
+        match (info.class.as_str(), line.message.map(|m| m.content)) {
+            ("user" | "assistant", Some(Content::Text(text))) => {
+                self.add(&info, kind, source).text = Some(text);
+            }
+            ("user" | "assistant", Some(Content::Blocks(blocks))) => {
+                // Consecutive text blocks make one message, in its place
+                // among the calls.
+                let mut text: Vec<String> = Vec::new();
+                for block in blocks {
+                    let block_kind = block.kind.0.as_deref();
+                    if block_kind == Some("text") {
+                        text.extend(block.text.0);
+                        continue;
+                    }
+                    if !matches!(block_kind, Some("tool_use" | "tool_result")) {
+                        continue;
+                    }
+                    if !text.is_empty() {
+                        self.add(&info, kind, source).text = Some(text.join("\n"));
+                        text.clear();
+                    }
+                    if block_kind == Some("tool_use") {
+                        self.tool_use(&info, block);
+                    } else {
+                        self.tool_result(&info, block);
+                    }
+                }
+                if !text.is_empty() {
+                    self.add(&info, kind, source).text = Some(text.join("\n"));
+                }
+            }
+            ("system", _) => self.add(&info, EventKind::System, "system").text = line.content.0,
+            _ => {
+                self.add(&info, EventKind::Other, "system");
+            }
+        }
+    }
+
+    /// A new event of `line`.
+    fn add(&mut self, line: &LineInfo, kind: EventKind, source: &str) -> &mut Event {
+        let mut e = event(self.events.len(), kind, line.raw.clone());
+        e.original_kind = Some(line.class.clone());
+        e.source = Some(source.to_string());
+        e.timestamp = line.timestamp.clone();
+        self.events.push(e);
+        self.events.last_mut().expect("just pushed")
+    }
+
+    fn tool_use(&mut self, line: &LineInfo, block: Block) {
+        let name = block.name.0.unwrap_or_default();
+        if let Some(id) = &block.id.0 {
+            self.tools.insert(id.clone(), name.clone());
+        }
+        let e = self.add(line, EventKind::Action, "agent");
+        e.tool = Some(name);
+        e.call_id = block.id.0;
+        e.arguments = block.input;
+    }
+
+    fn tool_result(&mut self, line: &LineInfo, block: Block) {
+        let tool = block
+            .tool_use_id
+            .0
+            .as_ref()
+            .and_then(|id| self.tools.get(id).cloned());
+        let failed = block.is_error == Some(Value::Bool(true));
+        let output = block.content.0.unwrap_or_default();
+        let e = self.add(line, EventKind::Observation, "environment");
+        e.exit_code = match tool.as_deref() {
+            Some("Bash") => Some(bash_exit_code(failed, &output)),
+            _ => None,
+        };
+        e.tool = tool;
+        e.call_id = block.tool_use_id.0;
+        e.output = Some(output);
+    }
+
+    /// The events, the agent's closing message marked as its finish.
+    fn finish(mut self) -> Vec<Event> {
+        mark_finish(&mut self.events);
+        self.events
+    }
+}
+
+/// A user line's text is the user's, unless Claude Code wrote it (`isMeta`).
+fn message_kind(class: &str, meta: bool) -> (EventKind, &'static str) {
+    match (class, meta) {
+        ("assistant", _) => (EventKind::Message, "agent"),
+        (_, true) => (EventKind::System, "system"),
+        _ => (EventKind::Message, "user"),
+    }
+}
+
+/// A `Bash` result's exit code: 0 unless it is an error, whose text then
+/// starts `Exit code N` (an error without one, a timeout or an interrupt,
+/// counts as 1).
+fn bash_exit_code(failed: bool, output: &str) -> i64 {
+    if !failed {
+        return 0;
+    }
+    output
+        .strip_prefix("Exit code ")
+        .and_then(|rest| {
+            let digits = rest.split(|c: char| !c.is_ascii_digit() && c != '-').next()?;
+            digits.parse().ok()
+        })
+        .unwrap_or(1)
+}
+
+/// The agent's last message, when nothing it did follows it, is its finish.
+pub(super) fn mark_finish(events: &mut [Event]) {
+    let last = events.iter_mut().rev().find(|e| {
+        matches!(
+            e.kind,
+            EventKind::Action | EventKind::Observation | EventKind::Message
+        )
+    });
+    if let Some(e) = last {
+        if e.kind == EventKind::Message && e.source.as_deref() == Some("agent") {
+            e.kind = EventKind::Finish;
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! Agents' stop hooks: what an agent sends its hook on stdin, and the answer
+//! that lets it stop or sends it back to work, in each agent's own words.
+//!
+//! Each agent's folder defines its [`HookProtocol`]; [`HOOKS`] registers
+//! them. Running a hook (finding the session, evaluating, the rejection cap,
+//! failing open) is [`crate::run::hook`]'s, the same for every agent.
+
+use serde_json::{json, Value};
+use std::path::PathBuf;
+
+/// One agent's stop-hook protocol.
+pub struct HookProtocol {
+    /// The agent's name in `critic hook <agent>`.
+    pub agent: &'static str,
+    /// The program, for help texts.
+    pub about: &'static str,
+    /// The transcript format of the hook's `transcript_path`.
+    pub events_format: &'static str,
+    /// The fields of the hook's input the host uses.
+    pub read_input: fn(&Value) -> HookInput,
+    /// The answer in the agent's protocol.
+    pub reply: fn(&Answer) -> Reply,
+    /// Where `critic hook install` writes the hook.
+    pub config: super::install::HookConfig,
+}
+
+/// What the host takes from a hook's input; anything may be missing.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct HookInput {
+    /// The agent's session (conversation) id, as it sent it.
+    pub session: Option<String>,
+    /// The directory the agent works in.
+    pub workspace: Option<PathBuf>,
+    /// The transcript the agent keeps of the session.
+    pub transcript: Option<PathBuf>,
+    /// The agent's last message, which the transcript may not hold yet.
+    pub final_message: Option<String>,
+}
+
+/// What the hook tells the agent.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// Let the agent stop; `notice` (a failure, the cap reached) is shown to
+    /// the user where the agent has a place for it.
+    Stop {
+        /// For the user, not the model.
+        notice: Option<String>,
+    },
+    /// Send the agent back to work with `followup` as its next input.
+    Continue {
+        /// The follow-up prompt.
+        followup: String,
+    },
+}
+
+/// A hook's output: stdout and the exit code (the host writes notices to
+/// stderr itself).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    /// What the agent reads on stdout (may be empty).
+    pub stdout: String,
+    /// The exit code; never one the agent reads as "block" for a stop.
+    pub exit_code: u8,
+}
+
+impl Reply {
+    /// Exit 0 with `value` on stdout.
+    pub fn json(value: Value) -> Reply {
+        Reply {
+            stdout: value.to_string(),
+            exit_code: 0,
+        }
+    }
+
+    /// Exit 0, nothing on stdout.
+    pub fn silent() -> Reply {
+        Reply {
+            stdout: String::new(),
+            exit_code: 0,
+        }
+    }
+}
+
+/// The answer of the agents whose hooks read `{"decision": <block>, "reason":
+/// ...}` to continue and show a `systemMessage` to the user.
+pub(super) fn decision_reply(answer: &Answer, block: &str) -> Reply {
+    match answer {
+        Answer::Stop { notice: None } => Reply::silent(),
+        Answer::Stop {
+            notice: Some(notice),
+        } => Reply::json(json!({ "systemMessage": notice })),
+        Answer::Continue { followup } => {
+            Reply::json(json!({ "decision": block, "reason": followup }))
+        }
+    }
+}
+
+/// The string at `key`, if it is a non-empty string.
+pub(super) fn string(input: &Value, key: &str) -> Option<String> {
+    input
+        .get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+/// The path at `key`, if it is a non-empty string.
+pub(super) fn path(input: &Value, key: &str) -> Option<PathBuf> {
+    string(input, key).map(PathBuf::from)
+}
+
+/// Every agent with a stop hook the host answers.
+pub static HOOKS: &[&HookProtocol] = &[&super::claude_code::HOOK];
+
+/// The protocol of `agent`, by its name in `critic hook <agent>`.
+pub fn protocol(agent: &str) -> Option<&'static HookProtocol> {
+    HOOKS.iter().copied().find(|h| h.agent == agent)
+}
+
+/// Every hooked agent's name, comma-separated (for messages).
+pub fn agent_names() -> String {
+    HOOKS
+        .iter()
+        .map(|h| h.agent)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
