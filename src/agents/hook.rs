@@ -24,6 +24,12 @@ pub struct HookProtocol {
     pub config: super::install::HookConfig,
 }
 
+impl std::fmt::Debug for HookProtocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.agent)
+    }
+}
+
 /// What the host takes from a hook's input; anything may be missing.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct HookInput {
@@ -119,9 +125,5 @@ pub fn protocol(agent: &str) -> Option<&'static HookProtocol> {
 
 /// Every hooked agent's name, comma-separated (for messages).
 pub fn agent_names() -> String {
-    HOOKS
-        .iter()
-        .map(|h| h.agent)
-        .collect::<Vec<_>>()
-        .join(", ")
+    HOOKS.iter().map(|h| h.agent).collect::<Vec<_>>().join(", ")
 }

@@ -232,7 +232,11 @@ pub fn is_critic_hook(command: &str, agent: &str) -> bool {
 /// The command line of a hook: `critic hook <agent>` followed by `args`,
 /// quoted for a POSIX shell.
 pub fn command_line(critic: &Path, agent: &str, args: &[String]) -> String {
-    let mut words = vec![critic.to_string_lossy().into_owned(), "hook".into(), agent.into()];
+    let mut words = vec![
+        critic.to_string_lossy().into_owned(),
+        "hook".into(),
+        agent.into(),
+    ];
     words.extend(args.iter().cloned());
     words
         .iter()
@@ -369,11 +373,20 @@ mod tests {
             "claude-code",
             &["--skill".into(), "/s k".into()],
         );
-        assert_eq!(cmd, "'/opt/my tools/critic' hook claude-code --skill '/s k'");
+        assert_eq!(
+            cmd,
+            "'/opt/my tools/critic' hook claude-code --skill '/s k'"
+        );
         assert!(is_critic_hook(&cmd, "claude-code"));
         assert!(!is_critic_hook(&cmd, "codex"));
-        assert!(!is_critic_hook("/bin/critics hook claude-code", "claude-code"));
-        assert!(!is_critic_hook("echo critic hook claude-code", "claude-code"));
+        assert!(!is_critic_hook(
+            "/bin/critics hook claude-code",
+            "claude-code"
+        ));
+        assert!(!is_critic_hook(
+            "echo critic hook claude-code",
+            "claude-code"
+        ));
         assert!(!is_critic_hook("critic check --skill x", "claude-code"));
         assert!(!is_critic_hook("'unterminated", "claude-code"));
     }
@@ -391,7 +404,10 @@ mod tests {
         });
         std::fs::write(&file, serde_json::to_string_pretty(&foreign).unwrap()).unwrap();
         let cmd = "/bin/critic hook claude-code --skill /s";
-        assert_eq!(install(&GROUPED, &file, "claude-code", cmd, 600).unwrap(), Change::Added);
+        assert_eq!(
+            install(&GROUPED, &file, "claude-code", cmd, 600).unwrap(),
+            Change::Added
+        );
         let once = std::fs::read_to_string(&file).unwrap();
         assert_eq!(
             install(&GROUPED, &file, "claude-code", cmd, 600).unwrap(),
@@ -434,17 +450,29 @@ mod tests {
     fn listed_install_and_uninstall() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("hooks.json");
-        std::fs::write(&file, r#"{"version": 1, "hooks": {"stop": [{"command": "./audit.sh"}]}}"#)
-            .unwrap();
+        std::fs::write(
+            &file,
+            r#"{"version": 1, "hooks": {"stop": [{"command": "./audit.sh"}]}}"#,
+        )
+        .unwrap();
         let cmd = "critic hook cursor --skill /s";
-        assert_eq!(install(&LISTED, &file, "cursor", cmd, 60).unwrap(), Change::Added);
+        assert_eq!(
+            install(&LISTED, &file, "cursor", cmd, 60).unwrap(),
+            Change::Added
+        );
         let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         assert_eq!(
             doc,
             json!({"version": 1, "hooks": {"stop": [{"command": "./audit.sh"}, {"command": cmd}]}})
         );
-        assert_eq!(uninstall(&LISTED, &file, "cursor").unwrap(), Change::Removed(1));
-        assert_eq!(uninstall(&LISTED, &file, "cursor").unwrap(), Change::Removed(0));
+        assert_eq!(
+            uninstall(&LISTED, &file, "cursor").unwrap(),
+            Change::Removed(1)
+        );
+        assert_eq!(
+            uninstall(&LISTED, &file, "cursor").unwrap(),
+            Change::Removed(0)
+        );
     }
 
     #[test]
@@ -454,13 +482,19 @@ mod tests {
         std::fs::write(&file, "{\n  \"hooks\": {,\n}").unwrap();
         let e = install(&GROUPED, &file, "claude-code", "critic hook claude-code", 5).unwrap_err();
         assert!(e.to_string().contains("line 2, column 13"), "{e}");
-        assert_eq!(std::fs::read_to_string(&file).unwrap(), "{\n  \"hooks\": {,\n}");
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            "{\n  \"hooks\": {,\n}"
+        );
         std::fs::write(&file, "[1]").unwrap();
         assert!(install(&GROUPED, &file, "claude-code", "c", 5).is_err());
         std::fs::write(&file, r#"{"hooks": {"Stop": "oops"}}"#).unwrap();
         let e = install(&GROUPED, &file, "claude-code", "c", 5).unwrap_err();
         assert!(e.to_string().contains("hooks.Stop"), "{e}");
-        assert_eq!(std::fs::read_to_string(&file).unwrap(), r#"{"hooks": {"Stop": "oops"}}"#);
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            r#"{"hooks": {"Stop": "oops"}}"#
+        );
     }
 
     #[test]
@@ -473,8 +507,13 @@ mod tests {
         let link = dir.path().join("settings.json");
         std::os::unix::fs::symlink(&real, &link).unwrap();
         install(&GROUPED, &link, "claude-code", "critic hook claude-code", 5).unwrap();
-        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
-        assert!(std::fs::read_to_string(&real).unwrap().contains("critic hook"));
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert!(std::fs::read_to_string(&real)
+            .unwrap()
+            .contains("critic hook"));
         let mode = std::fs::metadata(&real).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o640);
     }

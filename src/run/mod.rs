@@ -1,6 +1,7 @@
 //! Front-ends' entry points: a [`CheckRequest`] in, a verdict out.
 
 pub mod client;
+pub mod hook;
 mod inputs;
 pub mod oneshot;
 mod request;

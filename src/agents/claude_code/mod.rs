@@ -7,14 +7,18 @@
 //! `thinking`); an assistant turn is often split over several lines, one per
 //! block. Lines of subagents (`isSidechain`) are left out. A tool result has
 //! no exit code field: a failed `Bash` call is an error result whose text
-//! starts `Exit code N`.
+//! starts `Exit code N`. The text of a reply that ended the model's turn
+//! (`stop_reason: end_turn`) is a finish; so is the last agent message of a
+//! transcript that ends without one. Lines Claude Code writes itself
+//! (`isMeta`, such as a stop hook's feedback) are system events, not the
+//! user's.
 
 pub(super) mod hook;
 
 pub(super) use hook::HOOK;
 
 use super::lenient::{OptStr, Text};
-use super::{event, EventsError, Format, Record};
+use super::{event, Format, Record};
 use critic_sdk::{Event, EventKind};
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -22,7 +26,6 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt;
-use std::path::Path;
 
 /// Claude Code session transcripts.
 pub(super) static FORMAT: Format = Format {
@@ -73,6 +76,7 @@ struct Line {
 #[serde(default)]
 struct Message {
     content: Content,
+    stop_reason: OptStr,
 }
 
 /// A message's content: a string, or a list of blocks.
@@ -207,8 +211,15 @@ impl Reader {
             timestamp: line.timestamp.0,
         };
         let meta = line.is_meta == Some(Value::Bool(true));
-        let (kind, source) = message_kind(&info.class, meta);
-        match (info.class.as_str(), line.message.map(|m| m.content)) {
+        let (mut kind, source) = message_kind(&info.class, meta);
+        let (content, stop_reason) = line
+            .message
+            .map_or((None, None), |m| (Some(m.content), m.stop_reason.0));
+        // A reply that ends the model's turn is the agent's finish.
+        if kind == EventKind::Message && stop_reason.as_deref() == Some("end_turn") {
+            kind = EventKind::Finish;
+        }
+        match (info.class.as_str(), content) {
             ("user" | "assistant", Some(Content::Text(text))) => {
                 self.add(&info, kind, source).text = Some(text);
             }
@@ -311,7 +322,9 @@ fn bash_exit_code(failed: bool, output: &str) -> i64 {
     output
         .strip_prefix("Exit code ")
         .and_then(|rest| {
-            let digits = rest.split(|c: char| !c.is_ascii_digit() && c != '-').next()?;
+            let digits = rest
+                .split(|c: char| !c.is_ascii_digit() && c != '-')
+                .next()?;
             digits.parse().ok()
         })
         .unwrap_or(1)

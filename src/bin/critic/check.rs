@@ -12,25 +12,32 @@ use pluggable_critic::run::{oneshot, CheckRequest, HostSettings, DEFAULT_SESSION
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// What to judge and how: the flags every front-end that checks a finish
-/// shares.
+/// What to judge: `critic check`'s flags naming the finish.
 #[derive(clap::Args)]
 pub struct CheckArgs {
-    /// Skill directory (holds critic.yaml).
-    #[arg(long)]
-    skill: PathBuf,
     /// The agent's git working tree.
     #[arg(long, default_value = ".")]
     workspace: PathBuf,
-    /// The agent's event stream: a file, or an OpenHands events/ directory.
+    /// The agent's event stream: a transcript file, or an OpenHands events/ directory.
     #[arg(long)]
     events: PathBuf,
-    /// Force the event format instead of detecting it (openhands, openhands-v0).
-    #[arg(long)]
-    events_format: Option<EventsFormat>,
     /// Session id; state and the rejection count are kept per session.
     #[arg(long, default_value = DEFAULT_SESSION)]
     session: String,
+    #[command(flatten)]
+    skill: SkillArgs,
+}
+
+/// The skill and how it judges: the flags of every verb that checks a
+/// finish (`check`, `hook`).
+#[derive(clap::Args)]
+pub struct SkillArgs {
+    /// Skill directory (holds critic.yaml).
+    #[arg(long)]
+    skill: PathBuf,
+    /// Force the event format instead of detecting it.
+    #[arg(long)]
+    events_format: Option<EventsFormat>,
     /// Diff against this revision instead of HEAD.
     #[arg(long)]
     base: Option<String>,
@@ -48,6 +55,34 @@ pub struct CheckArgs {
     lock_timeout: u64,
     #[command(flatten)]
     host: HostArgs,
+}
+
+impl SkillArgs {
+    /// The request these flags describe, on `workspace`, `events` and
+    /// `session`.
+    pub fn request(
+        self,
+        workspace: PathBuf,
+        events: Option<PathBuf>,
+        session: String,
+    ) -> CheckRequest {
+        CheckRequest {
+            skill: self.skill,
+            workspace,
+            events,
+            events_inline: None,
+            events_format: self.events_format,
+            session,
+            base: self.base,
+            patch: self.patch,
+            state_dir: self.state_dir,
+            deny: self.deny,
+            lock_timeout: Duration::from_secs(self.lock_timeout),
+            max_rejections: None,
+            finish_message: None,
+            host: self.host.settings(),
+        }
+    }
 }
 
 /// The operator's settings: what a check may do beyond the skill's sandbox.
@@ -132,22 +167,8 @@ impl HostArgs {
 impl CheckArgs {
     /// The request these flags describe.
     pub fn request(self) -> CheckRequest {
-        CheckRequest {
-            skill: self.skill,
-            workspace: self.workspace,
-            events: Some(self.events),
-            events_inline: None,
-            events_format: self.events_format,
-            session: self.session,
-            base: self.base,
-            patch: self.patch,
-            state_dir: self.state_dir,
-            deny: self.deny,
-            lock_timeout: Duration::from_secs(self.lock_timeout),
-            max_rejections: None,
-            finish_message: None,
-            host: self.host.settings(),
-        }
+        self.skill
+            .request(self.workspace, Some(self.events), self.session)
     }
 }
 

@@ -4,6 +4,8 @@ mod build;
 mod check;
 mod demo;
 mod doctor;
+mod events;
+mod hook;
 mod new;
 mod serve;
 mod validate;
@@ -55,6 +57,10 @@ enum Command {
     Demo(demo::Args),
     /// Keep skills warm and judge finishes sent over HTTP (a Unix socket or loopback TCP).
     Serve(Box<serve::Args>),
+    /// Answer an agent's stop hook (claude-code, codex, ...); `hook install` / `uninstall` set it up.
+    Hook(Box<hook::Args>),
+    /// Print an agent transcript's events as detectors see them.
+    Events(events::Args),
 }
 
 fn main() -> ExitCode {
@@ -72,6 +78,8 @@ fn main() -> ExitCode {
         Command::New(args) => new::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Serve(args) => serve::run(*args),
+        Command::Hook(args) => hook::run(*args),
+        Command::Events(args) => events::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -1,0 +1,251 @@
+//! `critic hook <agent>`: answer an agent's stop hook; `critic hook install`
+//! and `uninstall`: write or remove that hook in the agent's configuration.
+
+use crate::check::SkillArgs;
+use clap::Parser;
+use pluggable_critic::agents::hook::{self as protocols, HookProtocol};
+use pluggable_critic::agents::install::{self, Change, Scope};
+use pluggable_critic::evaluate::verdict::escape_terminal;
+use pluggable_critic::run::client::{ServerAddress, SERVER_ENV};
+use pluggable_critic::run::hook::{Hook, DEFAULT_MAX_REJECTIONS, MAX_INPUT_BYTES};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+
+/// `critic hook`'s flags: an agent to answer, or an action.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: HookCommand,
+}
+
+#[derive(clap::Subcommand)]
+enum HookCommand {
+    /// Add the critic's stop hook to an agent's configuration (keeps the rest; replaces an older one of its own).
+    Install(InstallArgs),
+    /// Remove the critic's stop hook from an agent's configuration, and nothing else.
+    Uninstall(UninstallArgs),
+    /// `critic hook <agent> --skill DIR [...]`: answer that agent's stop hook
+    /// (agents: claude-code, ...; see `critic hook <agent> --help`).
+    #[command(external_subcommand)]
+    Agent(Vec<String>),
+}
+
+/// A hook call's command line, parsed apart so that a bad one still
+/// answers the agent (see [`run`]).
+#[derive(clap::Parser)]
+#[command(name = "critic hook", about = "Answer an agent's stop hook")]
+struct Call {
+    /// The agent whose stop hook this is.
+    #[arg(value_parser = agent)]
+    agent: &'static HookProtocol,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// The flags of a hook call.
+#[derive(clap::Args)]
+struct RunArgs {
+    /// The agent's work tree (default: the hook input's cwd).
+    #[arg(long)]
+    workspace: Option<PathBuf>,
+    /// The events to judge (default: the hook input's transcript).
+    #[arg(long)]
+    events: Option<PathBuf>,
+    /// Session id (default: the hook input's).
+    #[arg(long)]
+    session: Option<String>,
+    /// Let the agent stop after this many rejections in a session, whatever the skill allows.
+    #[arg(long, default_value_t = DEFAULT_MAX_REJECTIONS)]
+    max_rejections: u32,
+    /// When the critic cannot run, keep the agent working instead of letting it stop.
+    #[arg(long)]
+    fail_closed: bool,
+    /// Ask a running `critic serve` first (a socket path or http://127.0.0.1:PORT).
+    #[arg(long, env = SERVER_ENV)]
+    server: Option<ServerAddress>,
+    #[command(flatten)]
+    skill: SkillArgs,
+}
+
+#[derive(clap::Args)]
+struct InstallArgs {
+    /// The agent to hook.
+    #[arg(value_parser = agent)]
+    agent: &'static HookProtocol,
+    /// Skill directory the hook runs.
+    #[arg(long)]
+    skill: PathBuf,
+    /// Write the project's configuration or the user's.
+    #[arg(long, value_enum, default_value = "project")]
+    scope: ScopeArg,
+    /// The project's root (for --scope project).
+    #[arg(long, default_value = ".")]
+    project: PathBuf,
+    /// Seconds the agent gives the hook before it stops waiting.
+    #[arg(long, default_value_t = 600)]
+    timeout: u32,
+    /// More flags for the hook call, after `--` (e.g. `-- --max-rejections 3 --deny run`).
+    #[arg(last = true)]
+    hook_args: Vec<String>,
+}
+
+#[derive(clap::Args)]
+struct UninstallArgs {
+    /// The agent to unhook.
+    #[arg(value_parser = agent)]
+    agent: &'static HookProtocol,
+    /// Edit the project's configuration or the user's.
+    #[arg(long, value_enum, default_value = "project")]
+    scope: ScopeArg,
+    /// The project's root (for --scope project).
+    #[arg(long, default_value = ".")]
+    project: PathBuf,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ScopeArg {
+    Project,
+    User,
+}
+
+impl From<ScopeArg> for Scope {
+    fn from(s: ScopeArg) -> Scope {
+        match s {
+            ScopeArg::Project => Scope::Project,
+            ScopeArg::User => Scope::User,
+        }
+    }
+}
+
+fn agent(name: &str) -> Result<&'static HookProtocol, String> {
+    protocols::protocol(name).ok_or_else(|| {
+        format!(
+            "unknown agent {name:?}; expected one of: {}",
+            protocols::agent_names()
+        )
+    })
+}
+
+/// Run `critic hook`. A hook call never fails: whatever goes wrong is its
+/// answer to the agent, and a command line it cannot parse is answered as
+/// the agent's "stop", never with an exit code the agent reads as "block"
+/// (a typo in a hook's configuration must not trap the agent).
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let words = match args.command {
+        HookCommand::Install(a) => return install(a),
+        HookCommand::Uninstall(a) => return uninstall(a),
+        HookCommand::Agent(words) => words,
+    };
+    let call =
+        Call::try_parse_from(std::iter::once("critic hook".to_string()).chain(words.clone()));
+    Ok(match call {
+        Ok(call) => answer(call.agent, call.run),
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print();
+            crate::EXIT_ACCEPT
+        }
+        Err(e) => {
+            let first = e.to_string();
+            let first = first.lines().next().unwrap_or("bad command line");
+            let why = first.trim_start_matches("error: ");
+            match words.first().and_then(|w| protocols::protocol(w)) {
+                Some(protocol) => refuse(protocol, why),
+                None => {
+                    eprintln!("critic hook: {}", escape_terminal(why, true));
+                    // Not 2, which some agents read as "block".
+                    crate::EXIT_REJECT
+                }
+            }
+        }
+    })
+}
+
+fn answer(protocol: &'static HookProtocol, args: RunArgs) -> u8 {
+    let mut request = args.skill.request(PathBuf::from("."), None, String::new());
+    request.max_rejections = Some(args.max_rejections);
+    let hook = Hook {
+        protocol,
+        request,
+        workspace: args.workspace,
+        events: args.events,
+        session: args.session,
+        fail_closed: args.fail_closed,
+        server: args.server,
+    };
+    let mut stdin = Vec::new();
+    if let Err(e) = std::io::stdin()
+        .take(MAX_INPUT_BYTES as u64 + 1)
+        .read_to_end(&mut stdin)
+    {
+        return refuse(protocol, &format!("cannot read the hook input: {e}"));
+    }
+    let outcome = hook.run(&stdin);
+    for notice in &outcome.notices {
+        eprintln!("{}", escape_terminal(notice, true));
+    }
+    let mut out = std::io::stdout().lock();
+    // The agent reads stdout; if it has gone, there is no one to tell.
+    let _ = out.write_all(outcome.reply.stdout.as_bytes());
+    let _ = out.flush();
+    outcome.reply.exit_code
+}
+
+/// Let the agent stop, saying why on stderr: the answer to a call the hook
+/// cannot even start.
+pub fn refuse(protocol: &HookProtocol, why: &str) -> u8 {
+    eprintln!(
+        "critic hook {}: {}; the agent may stop unchecked",
+        protocol.agent,
+        escape_terminal(why, true)
+    );
+    let reply = (protocol.reply)(&protocols::Answer::Stop {
+        notice: Some(format!("critic: {why}")),
+    });
+    print!("{}", reply.stdout);
+    reply.exit_code
+}
+
+fn install(args: InstallArgs) -> anyhow::Result<u8> {
+    let protocol = args.agent;
+    let skill = std::path::absolute(&args.skill)?;
+    // A hook that cannot load its skill would let every finish through.
+    pluggable_critic::skill::load(&skill)?;
+    let critic = std::env::current_exe()?;
+    let mut hook_args = vec!["--skill".to_string(), skill.to_string_lossy().into_owned()];
+    hook_args.extend(args.hook_args);
+    let command = install::command_line(&critic, protocol.agent, &hook_args);
+    let file = protocol
+        .config
+        .file(args.scope.into(), &std::path::absolute(&args.project)?)?;
+    let change = install::install(
+        &protocol.config,
+        &file,
+        protocol.agent,
+        &command,
+        args.timeout,
+    )?;
+    let what = match change {
+        Change::Added => "added the critic's stop hook to",
+        Change::Replaced => "replaced the critic's stop hook in",
+        _ => "the critic's stop hook is already in",
+    };
+    println!("{what} {}", file.display());
+    println!("  {command}");
+    Ok(crate::EXIT_ACCEPT)
+}
+
+fn uninstall(args: UninstallArgs) -> anyhow::Result<u8> {
+    let protocol = args.agent;
+    let file = protocol
+        .config
+        .file(args.scope.into(), &std::path::absolute(&args.project)?)?;
+    match install::uninstall(&protocol.config, &file, protocol.agent)? {
+        Change::Removed(0) => println!("no stop hook of the critic's in {}", file.display()),
+        Change::Removed(n) => println!(
+            "removed {n} stop hook(s) of the critic's from {}",
+            file.display()
+        ),
+        _ => {}
+    }
+    Ok(crate::EXIT_ACCEPT)
+}

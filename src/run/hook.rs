@@ -1,0 +1,284 @@
+//! A stop hook (`critic hook <agent>`): the agent's hook input in, an answer
+//! in the agent's protocol out.
+//!
+//! The same for every agent: the input names the workspace, the transcript
+//! and the session; the finish is judged as `critic check` judges it (by a
+//! server when one is named, else in process); the verdict becomes the
+//! agent's "stop" or "continue". Two promises hold whatever happens:
+//!
+//! - The agent is never trapped. Rejections are capped per (skill, session)
+//!   by the request's `max_rejections`, counted in the critic's own state,
+//!   whatever the agent says of its loop; and a hook input without a usable
+//!   session id gets a session of its own (from its transcript's path), never
+//!   one shared with other sessions.
+//! - A failure of the host (no skill, a bad manifest, an unreadable
+//!   transcript, a malformed hook input, a panic) lets the agent stop and
+//!   says why, unless the user asked to fail closed: it never answers with
+//!   the agent's "block".
+
+use crate::agents::hook::{Answer, HookInput, HookProtocol, Reply};
+use crate::evaluate::verdict::Verdict;
+use crate::run::client::{self, ClientError, ServerAddress};
+use crate::run::{oneshot, CheckRequest};
+use serde_json::Value;
+use std::path::PathBuf;
+
+/// The default of `--max-rejections`: Claude Code's own cap on consecutive
+/// blocks, so no agent is held longer than the strictest agent allows.
+pub const DEFAULT_MAX_REJECTIONS: u32 = 8;
+
+/// The largest hook input read (an agent's last message rides in it).
+pub const MAX_INPUT_BYTES: usize = 64 << 20;
+
+/// One hook call: the user's settings, to be completed from the hook input.
+#[derive(Debug, Clone)]
+pub struct Hook {
+    /// The agent's protocol.
+    pub protocol: &'static HookProtocol,
+    /// The check as the command line sets it. Its `workspace`, `events` and
+    /// `session` are the hook input's unless the fields below override them;
+    /// its `max_rejections` should be set (see [`DEFAULT_MAX_REJECTIONS`]).
+    pub request: CheckRequest,
+    /// The workspace, instead of the hook input's.
+    pub workspace: Option<PathBuf>,
+    /// The events, instead of the hook input's transcript.
+    pub events: Option<PathBuf>,
+    /// The session, instead of the hook input's.
+    pub session: Option<String>,
+    /// Answer a host failure with the agent's "continue" instead of letting
+    /// it stop.
+    pub fail_closed: bool,
+    /// A `critic serve` to ask first.
+    pub server: Option<ServerAddress>,
+}
+
+/// What a hook call came to.
+#[derive(Debug)]
+pub struct HookOutcome {
+    /// The answer, in the agent's protocol.
+    pub reply: Reply,
+    /// Lines for stderr (failures, the cap, a fallback), for the user.
+    pub notices: Vec<String>,
+    /// The verdict, when the finish was judged.
+    pub verdict: Option<Verdict>,
+}
+
+/// Why a hook could not judge the finish.
+struct Failure(String);
+
+impl Hook {
+    /// Answer the hook input `stdin`.
+    pub fn run(&self, stdin: &[u8]) -> HookOutcome {
+        let mut notices = Vec::new();
+        let judged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.judge(stdin, &mut notices)
+        }))
+        .unwrap_or_else(|_| Err(Failure("internal error (a panic; see above)".into())));
+        let (answer, verdict) = match judged {
+            Ok((answer, verdict)) => (answer, Some(verdict)),
+            Err(Failure(why)) => {
+                let answer = if self.fail_closed {
+                    Answer::Continue {
+                        followup: format!(
+                            "The finish critic could not check your work: {why}. \
+                             Tell the user; they asked for the critic to hold you \
+                             until it can (--fail-closed)."
+                        ),
+                    }
+                } else {
+                    Answer::Stop {
+                        notice: Some(format!("critic: {why}; the agent may stop unchecked")),
+                    }
+                };
+                notices.push(format!("critic hook {}: {why}", self.protocol.agent));
+                (answer, None)
+            }
+        };
+        if let Answer::Stop {
+            notice: Some(notice),
+        } = &answer
+        {
+            if verdict.is_some() {
+                notices.push(notice.clone());
+            }
+        }
+        HookOutcome {
+            reply: (self.protocol.reply)(&answer),
+            notices,
+            verdict,
+        }
+    }
+
+    fn judge(&self, stdin: &[u8], notices: &mut Vec<String>) -> Result<(Answer, Verdict), Failure> {
+        let input = read_input(self.protocol, stdin)?;
+        let (request, counted) = self.request_for(&input)?;
+        let verdict = self.evaluate(&request, notices)?;
+        let answer = if verdict.accepted {
+            Answer::Stop {
+                notice: verdict.budget_exhausted.then(|| {
+                    format!(
+                        "critic: {} rejections in session {:?}, the cap: the agent may stop ({})",
+                        verdict.max_iterations, request.session, verdict.message
+                    )
+                }),
+            }
+        } else if !counted {
+            Answer::Stop {
+                notice: Some(format!(
+                    "critic: {}; not blocking, since the hook input names no session and \
+                     rejections could not be counted. Follow-up: {}",
+                    verdict.message,
+                    verdict.followup.as_deref().unwrap_or("")
+                )),
+            }
+        } else {
+            Answer::Continue {
+                followup: verdict
+                    .followup
+                    .clone()
+                    .unwrap_or_else(|| verdict.message.clone()),
+            }
+        };
+        Ok((answer, verdict))
+    }
+
+    /// The check of this hook input; whether its rejections are counted (a
+    /// session the next call of the same session finds again).
+    fn request_for(&self, input: &HookInput) -> Result<(CheckRequest, bool), Failure> {
+        let mut request = self.request.clone();
+        if let Some(dir) = self.workspace.clone().or_else(|| input.workspace.clone()) {
+            request.workspace = dir;
+        }
+        match (&self.events, &input.transcript) {
+            (Some(events), _) => request.events = Some(events.clone()),
+            (None, Some(transcript)) => {
+                request.events = Some(transcript.clone());
+                if request.events_format.is_none() {
+                    request.events_format = self.protocol.events_format.parse().ok();
+                }
+            }
+            (None, None) => {
+                return Err(Failure(
+                    "the hook input names no transcript (transcript_path); pass --events".into(),
+                ))
+            }
+        }
+        request.events_inline = None;
+        let (session, counted) = match self.session.clone() {
+            Some(session) => (session, true),
+            None => session_of(input),
+        };
+        request.session = session;
+        request.finish_message = input.final_message.clone();
+        Ok((request, counted))
+    }
+
+    fn evaluate(
+        &self,
+        request: &CheckRequest,
+        notices: &mut Vec<String>,
+    ) -> Result<Verdict, Failure> {
+        let failed = |e: &dyn std::fmt::Display| Failure(e.to_string());
+        if let Some(server) = &self.server {
+            match client::check(server, request) {
+                Ok(verdict) => return Ok(verdict),
+                Err(ClientError::Failed(e)) => return Err(Failure(e)),
+                Err(ClientError::NoServer(e)) => notices.push(format!(
+                    "critic: no server answers ({e}); checking in process"
+                )),
+            }
+        }
+        oneshot::check(request).map_err(|e| failed(&e))
+    }
+}
+
+/// The hook input, as a JSON object, through the agent's reader.
+fn read_input(protocol: &HookProtocol, stdin: &[u8]) -> Result<HookInput, Failure> {
+    if stdin.len() > MAX_INPUT_BYTES {
+        return Err(Failure(format!(
+            "hook input (stdin): larger than {} MiB",
+            MAX_INPUT_BYTES >> 20
+        )));
+    }
+    let value: Value = serde_json::from_slice(stdin).map_err(|e| {
+        Failure(format!(
+            "hook input (stdin): line {}, column {}: not JSON ({})",
+            e.line(),
+            e.column(),
+            crate::agents::strip_position(&e.to_string())
+        ))
+    })?;
+    if !value.is_object() {
+        return Err(Failure(
+            "hook input (stdin): expected a JSON object from the agent".into(),
+        ));
+    }
+    Ok((protocol.read_input)(&value))
+}
+
+/// The session of a hook input: its id when it is a real one; else one
+/// named after its transcript (each session has its own); else a session of
+/// this call alone, whose rejections cannot be counted (`false`).
+fn session_of(input: &HookInput) -> (String, bool) {
+    let id = input.session.as_deref().map(str::trim).filter(|id| {
+        !id.is_empty()
+            && !["null", "undefined", "none", "nil"]
+                .iter()
+                .any(|n| id.eq_ignore_ascii_case(n))
+    });
+    if let Some(id) = id {
+        return (id.to_string(), true);
+    }
+    if let Some(transcript) = &input.transcript {
+        let path = transcript
+            .canonicalize()
+            .unwrap_or_else(|_| transcript.clone());
+        return (format!("transcript-{}", short_hash(&path)), true);
+    }
+    let unique = format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    );
+    (format!("anonymous-{}", short_hash(unique.as_ref())), false)
+}
+
+fn short_hash(path: &std::path::Path) -> String {
+    use sha2::{Digest, Sha256};
+    use std::os::unix::ffi::OsStrExt;
+    hex::encode(&Sha256::digest(path.as_os_str().as_bytes())[..8])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(session: Option<&str>, transcript: Option<&str>) -> HookInput {
+        HookInput {
+            session: session.map(str::to_string),
+            transcript: transcript.map(PathBuf::from),
+            ..HookInput::default()
+        }
+    }
+
+    #[test]
+    fn missing_and_null_session_ids_never_share_a_session() {
+        assert_eq!(
+            session_of(&input(Some("abc-123"), None)),
+            ("abc-123".into(), true)
+        );
+        let a = session_of(&input(Some("null"), Some("/t/a.jsonl")));
+        let b = session_of(&input(Some(""), Some("/t/b.jsonl")));
+        let a2 = session_of(&input(None, Some("/t/a.jsonl")));
+        assert!(a.1 && b.1);
+        assert_ne!(a.0, b.0);
+        assert_eq!(a, a2, "one transcript, one session");
+        assert!(a.0.starts_with("transcript-"));
+        let x = session_of(&input(Some(" NULL "), None));
+        let y = session_of(&input(Some("undefined"), None));
+        assert!(!x.1 && !y.1, "cannot be counted");
+        assert_ne!(x.0, y.0);
+    }
+}
