@@ -2,6 +2,7 @@
 //! repositories in temp dirs, and the committed fixtures.
 #![allow(dead_code)]
 
+pub mod agents;
 pub mod llm_stub;
 
 use serde_json::Value;
