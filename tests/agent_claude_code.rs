@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::agents::{harness_state, home, npm_bin, Standin};
-use common::{critic, run, skill, Repo};
+use common::agents::{events_of, files_under, harness_state, home, install_hook, npm_bin, Standin};
+use common::{skill, Repo};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::{Command, Output};
@@ -35,18 +35,8 @@ fn claude(repo: &Path, prompt: &str, standin: &Standin, dir: &Path) -> Output {
         .unwrap()
 }
 
-/// `critic hook install claude-code` into `repo` for `skill`, the critic's
-/// state under `state`, with more hook flags after.
 fn install(repo: &Path, skill: &Path, state: &Path, more: &[&str]) {
-    let out = run(critic()
-        .args(["hook", "install", "claude-code", "--project"])
-        .arg(repo)
-        .arg("--skill")
-        .arg(skill)
-        .args(["--", "--state-dir"])
-        .arg(state)
-        .args(more));
-    assert!(out.status.success(), "{}", common::stderr(&out));
+    install_hook("claude-code", repo, skill, state, more);
 }
 
 fn texts(request: &Value) -> String {
@@ -97,13 +87,9 @@ fn a_rejected_stop_sends_the_followup_to_the_model_and_the_next_stop_is_accepted
     );
 
     // The reader on the transcript Claude Code just wrote.
-    let transcript = dir.path().join("home/.claude/projects");
-    let file = walk(&transcript)
-        .into_iter()
-        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .expect("a transcript");
-    let out = run(critic().args(["events", "--output", "json"]).arg(&file));
-    let events: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let transcripts = files_under(&dir.path().join("home/.claude/projects"), ".jsonl");
+    assert_eq!(transcripts.len(), 1, "{transcripts:?}");
+    let events = events_of(&transcripts[0]);
     let of = |kind: &'static str| events.iter().filter(move |e| e["kind"] == kind);
     let edit = of("action")
         .find(|e| e["tool"] == "Edit")
@@ -167,17 +153,4 @@ fn a_skill_that_cannot_load_lets_the_agent_stop() {
     assert!(out.status.success(), "{}", common::stderr(&out));
     assert_eq!(standin.turns().len(), 1, "no block, no second model call");
     assert!(String::from_utf8_lossy(&out.stdout).contains("Done."));
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            found.extend(walk(&path));
-        } else {
-            found.push(path);
-        }
-    }
-    found
 }

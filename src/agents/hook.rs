@@ -116,7 +116,7 @@ pub(super) fn path(input: &Value, key: &str) -> Option<PathBuf> {
 }
 
 /// Every agent with a stop hook the host answers.
-pub static HOOKS: &[&HookProtocol] = &[&super::claude_code::HOOK];
+pub static HOOKS: &[&HookProtocol] = &[&super::claude_code::HOOK, &super::codex::HOOK];
 
 /// The protocol of `agent`, by its name in `critic hook <agent>`.
 pub fn protocol(agent: &str) -> Option<&'static HookProtocol> {

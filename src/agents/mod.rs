@@ -7,6 +7,7 @@
 //! their original JSON, never dropped.
 
 mod claude_code;
+mod codex;
 pub mod hook;
 pub mod install;
 mod lenient;
@@ -42,6 +43,7 @@ pub static FORMATS: &[&Format] = &[
     &openhands::FORMAT,
     &openhands::v0::FORMAT,
     &claude_code::FORMAT,
+    &codex::FORMAT,
 ];
 
 /// A transcript format chosen by name (`--events-format`, a request's
@@ -344,6 +346,27 @@ pub(crate) fn event(index: usize, kind: EventKind, raw: Box<RawValue>) -> Event 
     Event {
         raw: Some(raw),
         ..Event::new(index, kind)
+    }
+}
+
+/// Mark as finishes the agent's messages that ended its turn: those the
+/// agent did nothing after (no call, no result) before a message of anyone
+/// else or the end of the stream. For agents whose transcripts record a
+/// stop as nothing more than a last reply (Claude Code, Codex, ...).
+pub(crate) fn mark_turn_ends(events: &mut [Event]) {
+    let mut turn_goes_on = false;
+    for e in events.iter_mut().rev() {
+        match e.kind {
+            EventKind::Action | EventKind::Observation => turn_goes_on = true,
+            EventKind::Message if e.source.as_deref() == Some("agent") => {
+                if !turn_goes_on {
+                    e.kind = EventKind::Finish;
+                }
+                turn_goes_on = true;
+            }
+            EventKind::Message | EventKind::System | EventKind::Finish => turn_goes_on = false,
+            EventKind::Error | EventKind::Other => {}
+        }
     }
 }
 

@@ -153,3 +153,44 @@ pub fn harness_state(state: &Path, skill: &str) -> Vec<Value> {
     }
     found
 }
+
+/// `critic hook install <agent>` at project scope in `project` for
+/// `skill`, the critic's state under `state`, more hook flags after.
+pub fn install_hook(agent: &str, project: &Path, skill: &Path, state: &Path, more: &[&str]) {
+    let out = super::run(
+        super::critic()
+            .args(["hook", "install", agent, "--project"])
+            .arg(project)
+            .arg("--skill")
+            .arg(skill)
+            .args(["--", "--state-dir"])
+            .arg(state)
+            .args(more),
+    );
+    assert!(out.status.success(), "{}", super::stderr(&out));
+}
+
+/// Every file under `dir` whose name ends with `suffix`.
+pub fn files_under(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            found.extend(files_under(&path, suffix));
+        } else if path.to_string_lossy().ends_with(suffix) {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// `critic events --output json` of `file`.
+pub fn events_of(file: &Path) -> Vec<Value> {
+    let out = super::run(
+        super::critic()
+            .args(["events", "--output", "json"])
+            .arg(file),
+    );
+    assert!(out.status.success(), "{}", super::stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}

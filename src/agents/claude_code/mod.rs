@@ -7,9 +7,8 @@
 //! `thinking`); an assistant turn is often split over several lines, one per
 //! block. Lines of subagents (`isSidechain`) are left out. A tool result has
 //! no exit code field: a failed `Bash` call is an error result whose text
-//! starts `Exit code N`. The text of a reply that ended the model's turn
-//! (`stop_reason: end_turn`) is a finish; so is the last agent message of a
-//! transcript that ends without one. Lines Claude Code writes itself
+//! starts `Exit code N`. A reply that ended the model's turn is a finish
+//! (see [`super::mark_turn_ends`]). Lines Claude Code writes itself
 //! (`isMeta`, such as a stop hook's feedback) are system events, not the
 //! user's.
 
@@ -76,7 +75,6 @@ struct Line {
 #[serde(default)]
 struct Message {
     content: Content,
-    stop_reason: OptStr,
 }
 
 /// A message's content: a string, or a list of blocks.
@@ -211,15 +209,8 @@ impl Reader {
             timestamp: line.timestamp.0,
         };
         let meta = line.is_meta == Some(Value::Bool(true));
-        let (mut kind, source) = message_kind(&info.class, meta);
-        let (content, stop_reason) = line
-            .message
-            .map_or((None, None), |m| (Some(m.content), m.stop_reason.0));
-        // A reply that ends the model's turn is the agent's finish.
-        if kind == EventKind::Message && stop_reason.as_deref() == Some("end_turn") {
-            kind = EventKind::Finish;
-        }
-        match (info.class.as_str(), content) {
+        let (kind, source) = message_kind(&info.class, meta);
+        match (info.class.as_str(), line.message.map(|m| m.content)) {
             ("user" | "assistant", Some(Content::Text(text))) => {
                 self.add(&info, kind, source).text = Some(text);
             }
@@ -296,9 +287,10 @@ impl Reader {
         e.output = Some(output);
     }
 
-    /// The events, the agent's closing message marked as its finish.
+    /// The events, each message that ended the agent's turn marked as a
+    /// finish.
     fn finish(mut self) -> Vec<Event> {
-        mark_finish(&mut self.events);
+        super::mark_turn_ends(&mut self.events);
         self.events
     }
 }
@@ -328,19 +320,4 @@ fn bash_exit_code(failed: bool, output: &str) -> i64 {
             digits.parse().ok()
         })
         .unwrap_or(1)
-}
-
-/// The agent's last message, when nothing it did follows it, is its finish.
-pub(super) fn mark_finish(events: &mut [Event]) {
-    let last = events.iter_mut().rev().find(|e| {
-        matches!(
-            e.kind,
-            EventKind::Action | EventKind::Observation | EventKind::Message
-        )
-    });
-    if let Some(e) = last {
-        if e.kind == EventKind::Message && e.source.as_deref() == Some("agent") {
-            e.kind = EventKind::Finish;
-        }
-    }
 }

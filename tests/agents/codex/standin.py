@@ -49,7 +49,7 @@ class State:
                 self.index += 1
                 return turn, self.index - 1
             self.index += 1
-            return EXHAUSTED, None
+            return EXHAUSTED, self.index - 1
 
     def log(self, record):
         with self.lock:
@@ -250,7 +250,7 @@ def make_handler(state):
             path = self.path.split("?")[0]
             if path.endswith("/responses"):
                 turn, idx = state.next_turn()
-                self._record(body, {"script_turn": idx})
+                self._record(body, {"turn": idx})
                 chunks = response_stream(turn, body)
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")

@@ -1,0 +1,50 @@
+//! Codex's `Stop` hook: it sends `session_id`, `transcript_path`, `cwd` and
+//! `last_assistant_message`; `{"decision": "block", "reason": ...}` on
+//! stdout with exit 0 sends the reason back to the model (as a
+//! `<hook_prompt>` user message). Codex rejects any output field outside its
+//! schema, and has no cap of its own on blocks.
+
+use crate::agents::hook::{decision_reply, path, string, Answer, HookInput, HookProtocol, Reply};
+use crate::agents::install::{HookConfig, Shape};
+use serde_json::Value;
+use std::path::PathBuf;
+
+/// Codex's stop hook.
+pub(in crate::agents) static HOOK: HookProtocol = HookProtocol {
+    agent: "codex",
+    about: "Codex CLI (`hooks.Stop` in .codex/hooks.json)",
+    events_format: "codex",
+    read_input,
+    reply,
+    config: HookConfig {
+        project_file: ".codex/hooks.json",
+        user_file: Some(codex_home_hooks),
+        shape: Shape::Grouped {
+            event: "Stop",
+            matcher: None,
+        },
+    },
+};
+
+/// `$CODEX_HOME/hooks.json` (`~/.codex` by default).
+fn codex_home_hooks() -> Option<PathBuf> {
+    match std::env::var_os("CODEX_HOME") {
+        Some(home) if PathBuf::from(&home).is_absolute() => {
+            Some(PathBuf::from(home).join("hooks.json"))
+        }
+        _ => crate::agents::install::home_file(".codex/hooks.json"),
+    }
+}
+
+fn read_input(input: &Value) -> HookInput {
+    HookInput {
+        session: string(input, "session_id"),
+        workspace: path(input, "cwd"),
+        transcript: path(input, "transcript_path"),
+        final_message: string(input, "last_assistant_message"),
+    }
+}
+
+fn reply(answer: &Answer) -> Reply {
+    decision_reply(answer, "block")
+}
