@@ -41,6 +41,9 @@ pub struct HookInput {
     pub transcript: Option<PathBuf>,
     /// The agent's last message, which the transcript may not hold yet.
     pub final_message: Option<String>,
+    /// Text the transcript holds once it records this hook call: for agents
+    /// that write their transcript in batches, the hook waits for it.
+    pub transcript_marker: Option<String>,
 }
 
 /// What the hook tells the agent.
@@ -116,7 +119,11 @@ pub(super) fn path(input: &Value, key: &str) -> Option<PathBuf> {
 }
 
 /// Every agent with a stop hook the host answers.
-pub static HOOKS: &[&HookProtocol] = &[&super::claude_code::HOOK, &super::codex::HOOK];
+pub static HOOKS: &[&HookProtocol] = &[
+    &super::claude_code::HOOK,
+    &super::codex::HOOK,
+    &super::copilot::HOOK,
+];
 
 /// The protocol of `agent`, by its name in `critic hook <agent>`.
 pub fn protocol(agent: &str) -> Option<&'static HookProtocol> {

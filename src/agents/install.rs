@@ -19,6 +19,8 @@ pub struct HookConfig {
     pub user_file: Option<fn() -> Option<PathBuf>>,
     /// How the hook list is laid out.
     pub shape: Shape,
+    /// What the user must still do for the agent to run the hook (trust).
+    pub note: Option<&'static str>,
 }
 
 /// The layouts of agents' hook lists.
@@ -353,6 +355,7 @@ mod tests {
             event: "Stop",
             matcher: None,
         },
+        note: None,
     };
 
     const LISTED: HookConfig = HookConfig {
@@ -364,6 +367,7 @@ mod tests {
             timeout_key: None,
             extra: &[],
         },
+        note: None,
     };
 
     #[test]

@@ -8,6 +8,7 @@
 
 mod claude_code;
 mod codex;
+mod copilot;
 pub mod hook;
 pub mod install;
 mod lenient;
@@ -44,6 +45,7 @@ pub static FORMATS: &[&Format] = &[
     &openhands::v0::FORMAT,
     &claude_code::FORMAT,
     &codex::FORMAT,
+    &copilot::FORMAT,
 ];
 
 /// A transcript format chosen by name (`--events-format`, a request's
@@ -346,6 +348,34 @@ pub(crate) fn event(index: usize, kind: EventKind, raw: Box<RawValue>) -> Event 
     Event {
         raw: Some(raw),
         ..Event::new(index, kind)
+    }
+}
+
+/// Where the events of one transcript record come from: for readers whose
+/// records each become several events (a reply's text and its calls).
+pub(crate) struct Origin {
+    /// The record's JSON.
+    pub raw: Box<RawValue>,
+    /// Its type in the agent's format.
+    pub class: String,
+    /// Its timestamp.
+    pub timestamp: Option<String>,
+}
+
+impl Origin {
+    /// A new event of this record at the end of `events`.
+    pub fn push<'a>(
+        &self,
+        events: &'a mut Vec<Event>,
+        kind: EventKind,
+        source: &str,
+    ) -> &'a mut Event {
+        let mut e = event(events.len(), kind, self.raw.clone());
+        e.original_kind = Some(self.class.clone());
+        e.source = Some(source.to_string());
+        e.timestamp = self.timestamp.clone();
+        events.push(e);
+        events.last_mut().expect("just pushed")
     }
 }
 

@@ -21,7 +21,9 @@ use crate::evaluate::verdict::Verdict;
 use crate::run::client::{self, ClientError, ServerAddress};
 use crate::run::{oneshot, CheckRequest};
 use serde_json::Value;
-use std::path::PathBuf;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// The default of `--max-rejections`: Claude Code's own cap on consecutive
 /// blocks, so no agent is held longer than the strictest agent allows.
@@ -29,6 +31,10 @@ pub const DEFAULT_MAX_REJECTIONS: u32 = 8;
 
 /// The largest hook input read (an agent's last message rides in it).
 pub const MAX_INPUT_BYTES: usize = 64 << 20;
+
+/// How long a hook waits for an agent that writes its transcript in
+/// batches to record the stop (Copilot CLI took up to 0.5 s here).
+const TRANSCRIPT_WAIT: Duration = Duration::from_secs(10);
 
 /// One hook call: the user's settings, to be completed from the hook input.
 #[derive(Debug, Clone)]
@@ -152,6 +158,9 @@ impl Hook {
         match (&self.events, &input.transcript) {
             (Some(events), _) => request.events = Some(events.clone()),
             (None, Some(transcript)) => {
+                if let Some(marker) = &input.transcript_marker {
+                    wait_for(transcript, marker, TRANSCRIPT_WAIT);
+                }
                 request.events = Some(transcript.clone());
                 if request.events_format.is_none() {
                     request.events_format = self.protocol.events_format.parse().ok();
@@ -190,6 +199,36 @@ impl Hook {
         }
         oneshot::check(request).map_err(|e| failed(&e))
     }
+}
+
+/// Wait until the last part of `transcript` holds `marker`, or `limit`
+/// passes (the read then judges what is there, or reports it missing).
+fn wait_for(transcript: &Path, marker: &str, limit: Duration) {
+    /// Enough of the file's end to hold the records of one stop.
+    const TAIL: u64 = 1 << 20;
+    let started = Instant::now();
+    let holds = || -> std::io::Result<bool> {
+        let mut file = std::fs::File::open(transcript)?;
+        if !file.metadata()?.is_file() {
+            return Ok(true);
+        }
+        let len = file.metadata()?.len();
+        file.seek(SeekFrom::Start(len.saturating_sub(TAIL)))?;
+        let mut tail = Vec::new();
+        file.take(TAIL).read_to_end(&mut tail)?;
+        Ok(tail.windows(marker.len()).any(|w| w == marker.as_bytes()))
+    };
+    while started.elapsed() < limit {
+        if holds().unwrap_or(false) {
+            tracing::debug!(
+                waited_ms = started.elapsed().as_millis() as u64,
+                "transcript current"
+            );
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    tracing::warn!(transcript = %transcript.display(), "the transcript did not record this stop in time; judging it as it is");
 }
 
 /// The hook input, as a JSON object, through the agent's reader.
@@ -261,6 +300,36 @@ mod tests {
             transcript: transcript.map(PathBuf::from),
             ..HookInput::default()
         }
+    }
+
+    #[test]
+    fn waits_for_a_batched_transcript_to_record_the_stop() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("events.jsonl");
+        std::fs::write(&file, "{\"type\":\"user.message\"}\n").unwrap();
+        let writer = {
+            let file = file.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(150));
+                let mut text = std::fs::read_to_string(&file).unwrap();
+                text.push_str(
+                    "{\"type\":\"hook.start\",\"data\":{\"input\":{\"timestamp\":42}}}\n",
+                );
+                std::fs::write(&file, text).unwrap();
+            })
+        };
+        let started = Instant::now();
+        wait_for(&file, "\"timestamp\":42", Duration::from_secs(5));
+        let waited = started.elapsed();
+        writer.join().unwrap();
+        assert!(
+            waited >= Duration::from_millis(150) && waited < Duration::from_secs(4),
+            "{waited:?}"
+        );
+        // A marker that never comes costs the limit, no more.
+        let started = Instant::now();
+        wait_for(&file, "\"timestamp\":43", Duration::from_millis(100));
+        assert!(started.elapsed() < Duration::from_secs(2));
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub(in crate::agents) static HOOK: HookProtocol = HookProtocol {
             event: "Stop",
             matcher: None,
         },
+        note: None,
     },
 };
 
@@ -30,6 +31,7 @@ fn read_input(input: &Value) -> HookInput {
         workspace: path(input, "cwd"),
         transcript: path(input, "transcript_path"),
         final_message: string(input, "last_assistant_message"),
+        transcript_marker: None,
     }
 }
 

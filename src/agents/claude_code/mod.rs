@@ -17,7 +17,7 @@ pub(super) mod hook;
 pub(super) use hook::HOOK;
 
 use super::lenient::{OptStr, Text};
-use super::{event, Format, Record};
+use super::{event, Format, Origin, Record};
 use critic_sdk::{Event, EventKind};
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -179,13 +179,6 @@ struct Reader {
     tools: HashMap<String, String>,
 }
 
-/// What every event of one transcript line shares.
-struct LineInfo {
-    raw: Box<RawValue>,
-    class: String,
-    timestamp: Option<String>,
-}
-
 impl Reader {
     fn push(&mut self, record: Record) {
         let line: Line = match serde_json::from_str(record.raw.get()) {
@@ -203,7 +196,7 @@ impl Reader {
         if line.is_sidechain == Some(Value::Bool(true)) {
             return;
         }
-        let info = LineInfo {
+        let info = Origin {
             raw: record.raw,
             class: line.kind.0.unwrap_or_default(),
             timestamp: line.timestamp.0,
@@ -249,16 +242,11 @@ impl Reader {
     }
 
     /// A new event of `line`.
-    fn add(&mut self, line: &LineInfo, kind: EventKind, source: &str) -> &mut Event {
-        let mut e = event(self.events.len(), kind, line.raw.clone());
-        e.original_kind = Some(line.class.clone());
-        e.source = Some(source.to_string());
-        e.timestamp = line.timestamp.clone();
-        self.events.push(e);
-        self.events.last_mut().expect("just pushed")
+    fn add(&mut self, line: &Origin, kind: EventKind, source: &str) -> &mut Event {
+        line.push(&mut self.events, kind, source)
     }
 
-    fn tool_use(&mut self, line: &LineInfo, block: Block) {
+    fn tool_use(&mut self, line: &Origin, block: Block) {
         let name = block.name.0.unwrap_or_default();
         if let Some(id) = &block.id.0 {
             self.tools.insert(id.clone(), name.clone());
@@ -269,7 +257,7 @@ impl Reader {
         e.arguments = block.input;
     }
 
-    fn tool_result(&mut self, line: &LineInfo, block: Block) {
+    fn tool_result(&mut self, line: &Origin, block: Block) {
         let tool = block
             .tool_use_id
             .0

@@ -23,6 +23,11 @@ pub(in crate::agents) static HOOK: HookProtocol = HookProtocol {
             event: "Stop",
             matcher: None,
         },
+        note: Some(
+            "Codex runs a hook only once you trust it: open `codex`, type /hooks and trust \
+             the critic's (or run `codex exec --dangerously-bypass-hook-trust`); a project's \
+             hooks also need the project trusted",
+        ),
     },
 };
 
@@ -42,6 +47,7 @@ fn read_input(input: &Value) -> HookInput {
         workspace: path(input, "cwd"),
         transcript: path(input, "transcript_path"),
         final_message: string(input, "last_assistant_message"),
+        transcript_marker: None,
     }
 }
 

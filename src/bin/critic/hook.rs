@@ -231,6 +231,9 @@ fn install(args: InstallArgs) -> anyhow::Result<u8> {
     };
     println!("{what} {}", file.display());
     println!("  {command}");
+    if let Some(note) = protocol.config.note {
+        println!("note: {note}");
+    }
     Ok(crate::EXIT_ACCEPT)
 }
 
