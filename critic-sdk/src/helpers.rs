@@ -2,8 +2,11 @@
 
 use crate::protocol::{Event, EventKind, FileChange, LineKind, Patch};
 
-/// Tool names (across the supported agents) whose calls edit files; `edit` and
-/// `write` are OpenHands V0 action names.
+/// Tool names (across the supported agents) whose calls edit files: OpenHands
+/// (`str_replace_editor`, `file_editor`, and the V0 actions `edit`, `write`),
+/// Claude Code (`Edit`, `MultiEdit`, `Write`, `NotebookEdit`), Codex
+/// (`apply_patch`), Gemini CLI (`write_file`, `replace`), Copilot CLI
+/// (`create`, `edit`), Cursor (`edit_file`, ...).
 pub const FILE_EDIT_TOOLS: &[&str] = &[
     "str_replace_editor",
     "file_editor",
@@ -17,6 +20,9 @@ pub const FILE_EDIT_TOOLS: &[&str] = &[
     "NotebookEdit",
     "edit",
     "write",
+    "replace",
+    "create",
+    "search_replace",
 ];
 
 /// Sub-commands of editor tools that only read.

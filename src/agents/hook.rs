@@ -123,6 +123,7 @@ pub static HOOKS: &[&HookProtocol] = &[
     &super::claude_code::HOOK,
     &super::codex::HOOK,
     &super::copilot::HOOK,
+    &super::gemini::HOOK,
 ];
 
 /// The protocol of `agent`, by its name in `critic hook <agent>`.

@@ -33,6 +33,8 @@ pub enum Shape {
         event: &'static str,
         /// The matcher written with a new group, if the agent uses one.
         matcher: Option<&'static str>,
+        /// The agent reads `timeout` in milliseconds, not seconds.
+        timeout_millis: bool,
     },
     /// `{"version": 1, "hooks": {EVENT: [ENTRY, ...]}}`: a flat list, each
     /// entry naming its command under `command_key` (Copilot CLI, Cursor).
@@ -120,10 +122,15 @@ impl HookConfig {
     ) -> Result<bool, String> {
         let replaced = self.remove(doc, agent) > 0;
         let (event, entry) = match &self.shape {
-            Shape::Grouped { event, matcher } => {
+            Shape::Grouped {
+                event,
+                matcher,
+                timeout_millis,
+            } => {
                 let mut hook = Map::new();
                 hook.insert("type".into(), "command".into());
                 hook.insert("command".into(), command.into());
+                let timeout = u64::from(timeout) * if *timeout_millis { 1000 } else { 1 };
                 hook.insert("timeout".into(), timeout.into());
                 let mut group = Map::new();
                 if let Some(m) = matcher {
@@ -354,6 +361,7 @@ mod tests {
         shape: Shape::Grouped {
             event: "Stop",
             matcher: None,
+            timeout_millis: false,
         },
         note: None,
     };

@@ -9,6 +9,7 @@
 mod claude_code;
 mod codex;
 mod copilot;
+mod gemini;
 pub mod hook;
 pub mod install;
 mod lenient;
@@ -41,6 +42,7 @@ type ReadDir = fn(&Path) -> Result<Vec<Record>, EventsError>;
 /// Every transcript format the host reads, asked in this order when a
 /// stream's format is detected.
 pub static FORMATS: &[&Format] = &[
+    &gemini::FORMAT,
     &openhands::FORMAT,
     &openhands::v0::FORMAT,
     &claude_code::FORMAT,

@@ -20,6 +20,7 @@ pub(in crate::agents) static HOOK: HookProtocol = HookProtocol {
         shape: Shape::Grouped {
             event: "Stop",
             matcher: None,
+            timeout_millis: false,
         },
         note: None,
     },

@@ -22,6 +22,7 @@ pub(in crate::agents) static HOOK: HookProtocol = HookProtocol {
         shape: Shape::Grouped {
             event: "Stop",
             matcher: None,
+            timeout_millis: false,
         },
         note: Some(
             "Codex runs a hook only once you trust it: open `codex`, type /hooks and trust \

@@ -25,16 +25,21 @@ pub(super) static FORMAT: Format = Format {
     normalize: |_, records| Ok(normalize(records)),
 };
 
-/// An SDK event names its class in a string `kind`; a V0 output record,
-/// which may also have one, carries a `history`.
+/// An SDK event names its class (`MessageEvent`, ...) in a string `kind`;
+/// a V0 output record, which may also have one, carries a `history`.
 fn sniff(first: &RawValue) -> bool {
     #[derive(Deserialize)]
     struct Probe {
         history: Option<serde::de::IgnoredAny>,
         kind: Option<Value>,
     }
-    serde_json::from_str::<Probe>(first.get())
-        .is_ok_and(|p| p.history.is_none() && p.kind.as_ref().is_some_and(Value::is_string))
+    serde_json::from_str::<Probe>(first.get()).is_ok_and(|p| {
+        p.history.is_none()
+            && p.kind
+                .as_ref()
+                .and_then(Value::as_str)
+                .is_some_and(|k| k.starts_with(|c: char| c.is_ascii_uppercase()))
+    })
 }
 
 /// Read a persisted events directory (or a conversation directory holding one).

@@ -1,0 +1,46 @@
+//! Gemini CLI's `AfterAgent` hook: it sends `session_id`, `transcript_path`
+//! and `cwd`; `{"decision": "deny", "reason": ...}` on stdout sends the
+//! reason to the model as the next prompt. Gemini obeys JSON on stdout
+//! whatever the exit code, but reads plain text with an exit code other
+//! than 0 or 1 as a block: the host always answers in JSON with exit 0.
+//! Gemini has no working cap of its own on blocks.
+
+use crate::agents::hook::{decision_reply, path, string, Answer, HookInput, HookProtocol, Reply};
+use crate::agents::install::{home_file, HookConfig, Shape};
+use serde_json::Value;
+
+/// Gemini CLI's stop hook.
+pub(in crate::agents) static HOOK: HookProtocol = HookProtocol {
+    agent: "gemini",
+    about: "Gemini CLI (`hooks.AfterAgent` in .gemini/settings.json)",
+    events_format: "gemini",
+    read_input,
+    reply,
+    config: HookConfig {
+        project_file: ".gemini/settings.json",
+        user_file: Some(|| home_file(".gemini/settings.json")),
+        shape: Shape::Grouped {
+            event: "AfterAgent",
+            matcher: None,
+            timeout_millis: true,
+        },
+        note: Some("Gemini CLI runs a project's hooks only in a folder it trusts"),
+    },
+};
+
+fn read_input(input: &Value) -> HookInput {
+    HookInput {
+        session: string(input, "session_id"),
+        workspace: path(input, "cwd"),
+        transcript: path(input, "transcript_path"),
+        final_message: None,
+        transcript_marker: None,
+    }
+}
+
+fn reply(answer: &Answer) -> Reply {
+    match answer {
+        Answer::Stop { notice: None } => Reply::json(serde_json::json!({})),
+        _ => decision_reply(answer, "deny"),
+    }
+}
