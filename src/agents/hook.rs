@@ -18,6 +18,9 @@ pub struct HookProtocol {
     pub events_format: &'static str,
     /// The fields of the hook's input the host uses.
     pub read_input: fn(&Value) -> HookInput,
+    /// Where this session's events are in a directory the user named
+    /// (`--events`), for agents whose hook input names no transcript.
+    pub locate_events: Option<fn(&HookInput, &std::path::Path) -> PathBuf>,
     /// The answer in the agent's protocol.
     pub reply: fn(&Answer) -> Reply,
     /// Where `critic hook install` writes the hook.
@@ -44,6 +47,9 @@ pub struct HookInput {
     /// Text the transcript holds once it records this hook call: for agents
     /// that write their transcript in batches, the hook waits for it.
     pub transcript_marker: Option<String>,
+    /// Why this stop is not a finish to judge (the turn failed, the user
+    /// aborted it): the hook lets the agent stop unjudged.
+    pub not_a_finish: Option<String>,
 }
 
 /// What the hook tells the agent.
@@ -124,6 +130,8 @@ pub static HOOKS: &[&HookProtocol] = &[
     &super::codex::HOOK,
     &super::copilot::HOOK,
     &super::gemini::HOOK,
+    &super::cursor::HOOK,
+    &super::openhands::HOOK,
 ];
 
 /// The protocol of `agent`, by its name in `critic hook <agent>`.

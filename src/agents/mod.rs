@@ -9,6 +9,7 @@
 mod claude_code;
 mod codex;
 mod copilot;
+mod cursor;
 mod gemini;
 pub mod hook;
 pub mod install;
@@ -48,6 +49,7 @@ pub static FORMATS: &[&Format] = &[
     &claude_code::FORMAT,
     &codex::FORMAT,
     &copilot::FORMAT,
+    &cursor::FORMAT,
 ];
 
 /// A transcript format chosen by name (`--events-format`, a request's

@@ -81,7 +81,7 @@ impl Hook {
         }))
         .unwrap_or_else(|_| Err(Failure("internal error (a panic; see above)".into())));
         let (answer, verdict) = match judged {
-            Ok((answer, verdict)) => (answer, Some(verdict)),
+            Ok((answer, verdict)) => (answer, verdict),
             Err(Failure(why)) => {
                 let answer = if self.fail_closed {
                     Answer::Continue {
@@ -100,13 +100,14 @@ impl Hook {
                 (answer, None)
             }
         };
-        if let Answer::Stop {
-            notice: Some(notice),
-        } = &answer
+        if let (
+            Answer::Stop {
+                notice: Some(notice),
+            },
+            Some(_),
+        ) = (&answer, &verdict)
         {
-            if verdict.is_some() {
-                notices.push(notice.clone());
-            }
+            notices.push(notice.clone());
         }
         HookOutcome {
             reply: (self.protocol.reply)(&answer),
@@ -115,8 +116,19 @@ impl Hook {
         }
     }
 
-    fn judge(&self, stdin: &[u8], notices: &mut Vec<String>) -> Result<(Answer, Verdict), Failure> {
+    fn judge(
+        &self,
+        stdin: &[u8],
+        notices: &mut Vec<String>,
+    ) -> Result<(Answer, Option<Verdict>), Failure> {
         let input = read_input(self.protocol, stdin)?;
+        if let Some(why) = &input.not_a_finish {
+            notices.push(format!(
+                "critic hook {}: {why}; not judged",
+                self.protocol.agent
+            ));
+            return Ok((Answer::Stop { notice: None }, None));
+        }
         let (request, counted) = self.request_for(&input)?;
         let verdict = self.evaluate(&request, notices)?;
         let answer = if verdict.accepted {
@@ -145,7 +157,7 @@ impl Hook {
                     .unwrap_or_else(|| verdict.message.clone()),
             }
         };
-        Ok((answer, verdict))
+        Ok((answer, Some(verdict)))
     }
 
     /// The check of this hook input; whether its rejections are counted (a
@@ -156,7 +168,12 @@ impl Hook {
             request.workspace = dir;
         }
         match (&self.events, &input.transcript) {
-            (Some(events), _) => request.events = Some(events.clone()),
+            (Some(events), _) => {
+                request.events = Some(match self.protocol.locate_events {
+                    Some(locate) if events.is_dir() => locate(input, events),
+                    _ => events.clone(),
+                })
+            }
             (None, Some(transcript)) => {
                 if let Some(marker) = &input.transcript_marker {
                     wait_for(transcript, marker, TRANSCRIPT_WAIT);
@@ -239,6 +256,8 @@ fn read_input(protocol: &HookProtocol, stdin: &[u8]) -> Result<HookInput, Failur
             MAX_INPUT_BYTES >> 20
         )));
     }
+    // Some agents (Cursor on Windows) open their input with a byte order mark.
+    let stdin = stdin.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(stdin);
     let value: Value = serde_json::from_slice(stdin).map_err(|e| {
         Failure(format!(
             "hook input (stdin): line {}, column {}: not JSON ({})",

@@ -13,6 +13,7 @@ pub(in crate::agents) static HOOK: HookProtocol = HookProtocol {
     about: "Claude Code (`hooks.Stop` in .claude/settings.json)",
     events_format: "claude-code",
     read_input,
+    locate_events: None,
     reply,
     config: HookConfig {
         project_file: ".claude/settings.json",
@@ -33,6 +34,7 @@ fn read_input(input: &Value) -> HookInput {
         transcript: path(input, "transcript_path"),
         final_message: string(input, "last_assistant_message"),
         transcript_marker: None,
+        not_a_finish: None,
     }
 }
 

@@ -15,6 +15,7 @@ pub(in crate::agents) static HOOK: HookProtocol = HookProtocol {
     about: "Codex CLI (`hooks.Stop` in .codex/hooks.json)",
     events_format: "codex",
     read_input,
+    locate_events: None,
     reply,
     config: HookConfig {
         project_file: ".codex/hooks.json",
@@ -49,6 +50,7 @@ fn read_input(input: &Value) -> HookInput {
         transcript: path(input, "transcript_path"),
         final_message: string(input, "last_assistant_message"),
         transcript_marker: None,
+        not_a_finish: None,
     }
 }
 

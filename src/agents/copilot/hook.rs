@@ -16,6 +16,7 @@ pub(in crate::agents) static HOOK: HookProtocol = HookProtocol {
     about: "GitHub Copilot CLI (`agentStop` in .github/hooks/*.json or ~/.copilot/hooks/*.json)",
     events_format: "copilot",
     read_input,
+    locate_events: None,
     reply,
     config: HookConfig {
         project_file: ".github/hooks/pluggable-critic.json",
@@ -53,6 +54,7 @@ fn read_input(input: &Value) -> HookInput {
             .get("timestamp")
             .and_then(Value::as_i64)
             .map(|ms| format!("\"timestamp\":{ms}")),
+        not_a_finish: None,
     }
 }
 

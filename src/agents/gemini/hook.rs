@@ -15,6 +15,7 @@ pub(in crate::agents) static HOOK: HookProtocol = HookProtocol {
     about: "Gemini CLI (`hooks.AfterAgent` in .gemini/settings.json)",
     events_format: "gemini",
     read_input,
+    locate_events: None,
     reply,
     config: HookConfig {
         project_file: ".gemini/settings.json",
@@ -35,6 +36,7 @@ fn read_input(input: &Value) -> HookInput {
         transcript: path(input, "transcript_path"),
         final_message: None,
         transcript_marker: None,
+        not_a_finish: None,
     }
 }
 

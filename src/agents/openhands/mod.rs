@@ -6,7 +6,10 @@
 //! Each event is deserialized once into [`SdkEvent`], which names only the
 //! fields the normalized form uses; the rest of the JSON is skipped unparsed.
 
+pub(super) mod hook;
 pub(super) mod v0;
+
+pub(super) use hook::HOOK;
 
 use super::lenient::{OptI64, OptStr, Text};
 use super::{event, EventsError, Format, Record};

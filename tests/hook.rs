@@ -1,0 +1,501 @@
+//! `critic hook <agent>` as every agent calls it, fed hook inputs directly:
+//! what it answers to a broken transcript, a hook input missing fields, a
+//! bad command line, two sessions in one workspace; and `critic hook
+//! install` / `uninstall` on configuration files holding other hooks. The
+//! end-to-end runs with the real agents are in `tests/agent_*.rs`.
+
+mod common;
+
+use common::{critic, run, skill, stderr, Repo};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::Path;
+use std::process::{Output, Stdio};
+
+const AGENTS: &[&str] = &[
+    "claude-code",
+    "codex",
+    "copilot",
+    "gemini",
+    "cursor",
+    "openhands",
+];
+
+/// `critic hook <agent> [args]` with `input` on stdin.
+fn hook(agent: &str, args: &[&str], input: &[u8], cwd: &Path) -> Output {
+    let mut child = critic()
+        .args(["hook", agent])
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A hook refused at its command line exits without reading.
+    let _ = child.stdin.take().unwrap().write_all(input);
+    child.wait_with_output().unwrap()
+}
+
+/// Whether `out` is the agent's "block" / "continue" answer.
+fn blocks(agent: &str, out: &Output) -> bool {
+    let stdout: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    match agent {
+        "cursor" => stdout.get("followup_message").is_some(),
+        "gemini" | "openhands" => stdout["decision"] == "deny",
+        _ => stdout["decision"] == "block",
+    }
+}
+
+/// A hook input in `agent`'s words naming `session`, `workspace` and `transcript`.
+fn input(agent: &str, session: &str, workspace: &Path, transcript: &Path) -> Vec<u8> {
+    let v = match agent {
+        "copilot" => json!({"sessionId": session, "cwd": workspace, "transcriptPath": transcript,
+                            "stopReason": "end_turn", "stop_hook_active": false}),
+        "cursor" => json!({"conversation_id": session, "status": "completed", "loop_count": 0,
+                           "workspace_roots": [workspace], "transcript_path": transcript}),
+        "openhands" => {
+            json!({"event_type": "Stop", "session_id": session, "working_dir": workspace})
+        }
+        _ => json!({"session_id": session, "cwd": workspace, "transcript_path": transcript,
+                    "hook_event_name": "Stop", "stop_hook_active": false}),
+    };
+    v.to_string().into_bytes()
+}
+
+/// A repo with an uncommitted change and a Claude Code transcript of a
+/// finish that never ran the tests (so ran-tests rejects it).
+fn finished_without_tests() -> (Repo, std::path::PathBuf) {
+    let repo = Repo::new(&[("a.py", "x = 1\n")]);
+    repo.write("a.py", "x = 2\n");
+    let transcript = repo.path().join(".transcript.jsonl");
+    let lines = [
+        json!({"type": "user", "sessionId": "s", "message": {"role": "user", "content": "change x"}}),
+        json!({"type": "assistant", "sessionId": "s", "message": {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t1", "name": "Edit", "input": {"file_path": "a.py"}}]}}),
+        json!({"type": "user", "sessionId": "s", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}}),
+        json!({"type": "assistant", "sessionId": "s", "message": {"role": "assistant", "content": [
+            {"type": "text", "text": "Done."}]}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&transcript, text).unwrap();
+    repo.git(&["add", ".transcript.jsonl"]);
+    repo.git(&["commit", "-q", "-m", "transcript"]);
+    (repo, transcript)
+}
+
+#[test]
+fn a_broken_transcript_or_skill_lets_every_agent_stop_and_says_why() {
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    let state = repo.path().join(".state");
+    let broken = repo.path().join("broken.jsonl");
+    std::fs::write(&broken, "{\"type\": \"user\", \"sessionId\": \n").unwrap();
+    let ran_tests = skill("ran-tests");
+    for agent in AGENTS {
+        let mut args = vec![
+            "--skill",
+            ran_tests.to_str().unwrap(),
+            "--state-dir",
+            state.to_str().unwrap(),
+        ];
+        if *agent == "openhands" {
+            args.extend(["--events", broken.to_str().unwrap()]);
+        }
+        let out = hook(
+            agent,
+            &args,
+            &input(agent, "s1", repo.path(), &broken),
+            repo.path(),
+        );
+        assert_eq!(out.status.code(), Some(0), "{agent}: {}", stderr(&out));
+        assert!(!blocks(agent, &out), "{agent} was blocked by a failure");
+        assert!(
+            stderr(&out).contains("broken.jsonl"),
+            "{agent}: {}",
+            stderr(&out)
+        );
+
+        let mut missing = vec!["--skill", "/no/such/skill"];
+        if *agent == "openhands" {
+            missing.extend(["--events", broken.to_str().unwrap()]);
+        }
+        let out = hook(
+            agent,
+            &missing,
+            &input(agent, "s1", repo.path(), &broken),
+            repo.path(),
+        );
+        assert_eq!(out.status.code(), Some(0), "{agent}");
+        assert!(!blocks(agent, &out));
+        assert!(
+            stderr(&out).contains("/no/such/skill"),
+            "{agent}: {}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn bad_hook_input_and_bad_command_lines_never_block() {
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    let ran_tests = skill("ran-tests");
+    let s = ran_tests.to_str().unwrap();
+    for agent in AGENTS {
+        for (stdin, why) in [
+            (&b"not json"[..], "not JSON"),
+            (b"[1, 2]", "expected a JSON object"),
+            (b"{}", "names no transcript"),
+            (b"", "not JSON"),
+        ] {
+            let out = hook(agent, &["--skill", s], stdin, repo.path());
+            assert_eq!(out.status.code(), Some(0), "{agent} {stdin:?}");
+            assert!(!blocks(agent, &out), "{agent} {stdin:?}");
+            if *agent != "openhands" || why != "names no transcript" {
+                assert!(
+                    stderr(&out).contains(why),
+                    "{agent} {stdin:?}: {}",
+                    stderr(&out)
+                );
+            }
+        }
+        // A typo in the hook's configuration: clap would exit 2, which
+        // several agents read as "block".
+        for args in [
+            &["--skil", s][..],
+            &[][..],
+            &["--skill", s, "--max-rejections", "lots"][..],
+        ] {
+            let out = hook(agent, args, b"{}", repo.path());
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{agent} {args:?}: {}",
+                stderr(&out)
+            );
+            assert!(!blocks(agent, &out));
+        }
+    }
+    let out = hook("no-such-agent", &["--skill", s], b"{}", repo.path());
+    assert_eq!(out.status.code(), Some(1), "not 2: {}", stderr(&out));
+    assert!(stderr(&out).contains("unknown agent"));
+}
+
+#[test]
+fn fail_closed_turns_a_failure_into_a_block() {
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    for agent in ["claude-code", "codex", "gemini", "cursor"] {
+        let out = hook(
+            agent,
+            &["--skill", "/no/such/skill", "--fail-closed"],
+            b"{}",
+            repo.path(),
+        );
+        assert_eq!(out.status.code(), Some(0));
+        assert!(
+            blocks(agent, &out),
+            "{agent}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
+
+#[test]
+fn two_sessions_in_one_workspace_keep_separate_counts_and_null_ids_share_nothing() {
+    let (repo, transcript) = finished_without_tests();
+    let state = repo.path().join(".state");
+    let ran_tests = skill("ran-tests");
+    let args = [
+        "--skill",
+        ran_tests.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+    ];
+    let call = |session: &str| {
+        hook(
+            "claude-code",
+            &args,
+            &input("claude-code", session, repo.path(), &transcript),
+            repo.path(),
+        )
+    };
+    for _ in 0..2 {
+        assert!(blocks("claude-code", &call("alpha")));
+    }
+    assert!(blocks("claude-code", &call("beta")));
+    let sessions = common::agents::harness_state(&state, "ran-tests");
+    let mut counts: Vec<(String, u64)> = sessions
+        .iter()
+        .map(|s| {
+            (
+                s["session"].as_str().unwrap().to_string(),
+                s["rejections"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    counts.sort();
+    assert_eq!(counts, vec![("alpha".into(), 2), ("beta".into(), 1)]);
+
+    // "null" and "" are not sessions: each falls back to its transcript,
+    // so they count with nobody else.
+    for id in ["null", ""] {
+        assert!(blocks("claude-code", &call(id)));
+    }
+    let after = common::agents::harness_state(&state, "ran-tests");
+    let names: Vec<&str> = after
+        .iter()
+        .map(|s| s["session"].as_str().unwrap())
+        .collect();
+    assert!(
+        !names.contains(&"null") && !names.contains(&""),
+        "{names:?}"
+    );
+    let fallback: Vec<&Value> = after
+        .iter()
+        .filter(|s| s["session"].as_str().unwrap().starts_with("transcript-"))
+        .collect();
+    assert_eq!(fallback.len(), 1, "one transcript, one session: {names:?}");
+    assert_eq!(fallback[0]["rejections"], 2);
+}
+
+#[test]
+fn the_rejection_cap_holds_whatever_the_skill_allows() {
+    let (repo, transcript) = finished_without_tests();
+    let state = repo.path().join(".state");
+    let ran_tests = skill("ran-tests");
+    let args = [
+        "--skill",
+        ran_tests.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--max-rejections",
+        "1",
+    ];
+    let stdin = input("codex", "s", repo.path(), &transcript);
+    let first = hook("codex", &args, &stdin, repo.path());
+    assert!(blocks("codex", &first));
+    let second = hook("codex", &args, &stdin, repo.path());
+    assert!(!blocks("codex", &second));
+    assert!(stderr(&second).contains("the cap"), "{}", stderr(&second));
+    // Codex rejects output fields it does not know: only its own.
+    let out: Value = serde_json::from_slice(&second.stdout).unwrap();
+    assert_eq!(
+        out.as_object().unwrap().keys().collect::<Vec<_>>(),
+        vec!["systemMessage"]
+    );
+}
+
+#[test]
+fn cursor_gets_a_followup_message_and_aborted_turns_are_not_judged() {
+    let (repo, _) = finished_without_tests();
+    let transcript = common::fixture("transcripts/cursor.reconstructed.jsonl");
+    let ran_tests = skill("ran-tests");
+    let state = repo.path().join(".state");
+    let args = [
+        "--skill",
+        ran_tests.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+    ];
+    let out = hook(
+        "cursor",
+        &args,
+        &input("cursor", "c1", repo.path(), &transcript),
+        repo.path(),
+    );
+    let reply: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        reply["followup_message"]
+            .as_str()
+            .unwrap()
+            .contains("run the tests"),
+        "{reply}"
+    );
+    let mut aborted: Value =
+        serde_json::from_slice(&input("cursor", "c1", repo.path(), &transcript)).unwrap();
+    aborted["status"] = "aborted".into();
+    let mut with_bom = b"\xEF\xBB\xBF".to_vec();
+    with_bom.extend(aborted.to_string().bytes());
+    let out = hook("cursor", &args, &with_bom, repo.path());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "{}");
+    assert!(stderr(&out).contains("aborted"), "{}", stderr(&out));
+}
+
+#[test]
+fn openhands_finds_the_sessions_events_in_the_persistence_directory() {
+    let repo = Repo::demo();
+    repo.apply(&common::demo_patch(1));
+    let persistence = tempfile::tempdir().unwrap();
+    let events = persistence.path().join("0123abcd/events");
+    std::fs::create_dir_all(&events).unwrap();
+    let recorded = std::fs::read_to_string(common::demo_events(1)).unwrap();
+    for (i, line) in recorded
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+    {
+        std::fs::write(events.join(format!("event-{i:05}-x.json")), line).unwrap();
+    }
+    let state = repo.path().join(".state");
+    let ran_tests = skill("ran-tests");
+    let out = hook(
+        "openhands",
+        &[
+            "--skill",
+            ran_tests.to_str().unwrap(),
+            "--state-dir",
+            state.to_str().unwrap(),
+            "--events",
+            persistence.path().to_str().unwrap(),
+        ],
+        &input("openhands", "0123-abcd", repo.path(), Path::new("-")),
+        repo.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+    let states = common::agents::harness_state(&state, "ran-tests");
+    assert_eq!(states.len(), 1);
+    assert_eq!(states[0]["session"], "0123-abcd");
+}
+
+/// A configuration file of `agent` holding a hook and a setting of someone else's.
+fn foreign_config(agent: &str) -> (&'static str, Value) {
+    let theirs = json!({"type": "command", "command": "notify-send done", "timeout": 5});
+    match agent {
+        "claude-code" => (
+            ".claude/settings.json",
+            json!({"model": "x", "hooks": {"Stop": [{"hooks": [theirs]}]}}),
+        ),
+        "codex" => (
+            ".codex/hooks.json",
+            json!({"hooks": {"Stop": [{"hooks": [theirs]}], "PreToolUse": [{"hooks": [theirs]}]}}),
+        ),
+        "gemini" => (
+            ".gemini/settings.json",
+            json!({"hooksConfig": {"enabled": true}, "hooks": {"AfterAgent": [{"hooks": [theirs]}]}}),
+        ),
+        "openhands" => (
+            ".openhands/hooks.json",
+            json!({"hooks": {"Stop": [{"matcher": "*", "hooks": [theirs]}]}}),
+        ),
+        "copilot" => (
+            ".github/hooks/pluggable-critic.json",
+            json!({"version": 1, "hooks": {"agentStop": [{"type": "command", "bash": "./audit.sh"}]}}),
+        ),
+        "cursor" => (
+            ".cursor/hooks.json",
+            json!({"version": 1, "hooks": {"stop": [{"command": "./audit.sh"}], "afterFileEdit": [{"command": "./fmt.sh"}]}}),
+        ),
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn install_and_uninstall_leave_every_foreign_hook_intact() {
+    let project = tempfile::tempdir().unwrap();
+    let ran_tests = skill("ran-tests");
+    for agent in AGENTS {
+        let (rel, foreign) = foreign_config(agent);
+        let file = project.path().join(rel);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, serde_json::to_string_pretty(&foreign).unwrap()).unwrap();
+        let install = || {
+            run(critic()
+                .args(["hook", "install", agent, "--project"])
+                .arg(project.path())
+                .arg("--skill")
+                .arg(&ran_tests)
+                .args(["--", "--max-rejections", "3"]))
+        };
+        let out = install();
+        assert!(out.status.success(), "{agent}: {}", stderr(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("added"),
+            "{agent}"
+        );
+        let installed = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            installed.contains("hook") && installed.contains(&format!("hook {agent} --skill")),
+            "{agent}: {installed}"
+        );
+        assert!(installed.contains("--max-rejections 3"));
+        // Idempotent.
+        let out = install();
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("already"),
+            "{agent}"
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), installed);
+
+        let out = run(critic()
+            .args(["hook", "uninstall", agent, "--project"])
+            .arg(project.path()));
+        assert!(out.status.success(), "{agent}: {}", stderr(&out));
+        let back: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(back, foreign, "{agent}");
+    }
+}
+
+#[test]
+fn install_refuses_a_skill_it_cannot_load_and_a_file_it_cannot_read() {
+    let project = tempfile::tempdir().unwrap();
+    let out = run(critic()
+        .args([
+            "hook",
+            "install",
+            "claude-code",
+            "--skill",
+            "/no/such/skill",
+            "--project",
+        ])
+        .arg(project.path()));
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("/no/such/skill"));
+    assert!(!project.path().join(".claude").exists(), "nothing written");
+
+    let settings = project.path().join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(&settings, "{ \"model\": \"x\", }").unwrap();
+    let out = run(critic()
+        .args(["hook", "install", "claude-code", "--project"])
+        .arg(project.path())
+        .arg("--skill")
+        .arg(skill("ran-tests")));
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("settings.json") && stderr(&out).contains("line 1"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&settings).unwrap(),
+        "{ \"model\": \"x\", }"
+    );
+}
+
+#[test]
+fn critic_events_shows_what_detectors_see() {
+    let transcript = common::fixture("transcripts/cursor.reconstructed.jsonl");
+    let out = run(critic().arg("events").arg(&transcript));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("action") && text.contains("[Write]") && text.contains("finish"),
+        "{text}"
+    );
+    let out = run(critic()
+        .args(["events", "--output", "json"])
+        .arg(&transcript));
+    let events: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        events.iter().all(|e| e.get("raw").is_none()),
+        "detectors get no raw JSON inline"
+    );
+    let out = run(critic()
+        .args(["events", "--events-format", "codex"])
+        .arg(&transcript));
+    assert!(out.status.success(), "a forced format reads what it can");
+    let out = run(critic().args(["events", "/no/such/file.jsonl"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("/no/such/file.jsonl"));
+}
