@@ -194,3 +194,52 @@ pub fn events_of(file: &Path) -> Vec<Value> {
     assert!(out.status.success(), "{}", super::stderr(&out));
     serde_json::from_slice(&out.stdout).unwrap()
 }
+
+/// The Python of a virtual environment holding `tests/agents/<name>/requirements.lock`
+/// (installed once per checkout into `target/agents/<name>-venv`), made with
+/// the interpreter `PYENV_VERSION=<python>` selects (`None`: the default).
+pub fn python_env(name: &str, python: Option<&str>) -> PathBuf {
+    let dir = install_dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    let lock = std::fs::File::create(dir.join(format!(".{name}.lock"))).unwrap();
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let requirements = super::root()
+        .join("tests/agents")
+        .join(name)
+        .join("requirements.lock");
+    let venv = dir.join(format!("{name}-venv"));
+    let stamp = venv.join(".installed-lock");
+    let wanted = std::fs::read(&requirements).unwrap();
+    if std::fs::read(&stamp).ok().as_deref() != Some(&wanted[..]) {
+        let _ = std::fs::remove_dir_all(&venv);
+        let mut make = Command::new("python3");
+        if let Some(version) = python {
+            make.env("PYENV_VERSION", version);
+        }
+        let out = make.args(["-m", "venv"]).arg(&venv).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = Command::new(venv.join("bin/pip"))
+            .args([
+                "install",
+                "-q",
+                "--no-deps",
+                "--disable-pip-version-check",
+                "-r",
+            ])
+            .arg(&requirements)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "installing {}: {}",
+            requirements.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::write(&stamp, &wanted).unwrap();
+    }
+    venv.join("bin/python")
+}

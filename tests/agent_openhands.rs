@@ -1,0 +1,104 @@
+//! A real OpenHands SDK conversation (PyPI `openhands-sdk`, real
+//! `terminal` and `file_editor` tools, the SDK's scripted `TestLLM` as its
+//! model) with the critic as its `stop` hook, installed by `critic hook
+//! install`. The program that runs the conversation is
+//! `tests/agents/openhands/driver.py`.
+
+mod common;
+
+use common::agents::{harness_state, home, install_hook, python_env};
+use common::{root, skill, Repo};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::Output;
+
+/// Run one conversation in `repo` with `script` as its model's turns; the
+/// model calls it logged, in order.
+fn openhands(repo: &Path, prompt: &str, script: &Value, dir: &Path) -> (Output, Vec<Value>) {
+    let script_file = dir.join("script.json");
+    std::fs::write(&script_file, script.to_string()).unwrap();
+    let log = dir.join("calls.jsonl");
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let out = std::process::Command::new(python_env("openhands", Some("3.12.1")))
+        .arg(root().join("tests/agents/openhands/driver.py"))
+        .arg("--workspace")
+        .arg(repo)
+        .arg("--persist")
+        .arg(dir.join("persist"))
+        .args(["--prompt", prompt, "--script"])
+        .arg(&script_file)
+        .arg("--log")
+        .arg(&log)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap())
+        .env("HOME", home(dir))
+        .env("TMPDIR", &tmp)
+        .env("CRITIC_CACHE_DIR", common::cache_dir())
+        .output()
+        .unwrap();
+    let calls = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (out, calls)
+}
+
+#[test]
+fn a_rejected_finish_sends_the_followup_to_the_model_and_the_next_finish_is_accepted() {
+    let repo = Repo::new(&[("calc.py", "def add(a, b):\n    return a - b\n")]);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let persist = dir.path().join("persist");
+    install_hook(
+        "openhands",
+        repo.path(),
+        &skill("ran-tests"),
+        &state,
+        &["--events", persist.to_str().unwrap()],
+    );
+    let calc = repo.path().join("calc.py");
+    let (out, calls) = openhands(
+        repo.path(),
+        "Fix add in calc.py",
+        &json!([
+            {"tool_calls": [{"name": "file_editor", "input": {
+                "command": "str_replace", "path": calc, "old_str": "a - b", "new_str": "a + b"}}]},
+            {"tool_calls": [{"name": "finish", "input": {"message": "Fixed add()."}}]},
+            {"tool_calls": [{"name": "terminal", "input": {"command": "python3 -m pytest -q; true"}}]},
+            {"tool_calls": [{"name": "finish", "input": {"message": "Fixed add(); the tests ran."}}]}
+        ]),
+        dir.path(),
+    );
+    let log = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{log}");
+    assert_eq!(calls.len(), 4, "{log}");
+    let followup = "You did not run the tests after your last file edit";
+    let messages = |i: usize| calls[i]["body"]["messages"].to_string();
+    assert!(!messages(1).contains(followup));
+    assert!(messages(2).contains(followup), "{}", messages(2));
+    assert_eq!(
+        std::fs::read_to_string(&calc).unwrap(),
+        "def add(a, b):\n    return a + b\n"
+    );
+    let states = harness_state(&state, "ran-tests");
+    assert_eq!(states.len(), 1);
+    assert_eq!(
+        (
+            states[0]["iteration"].as_u64(),
+            states[0]["rejections"].as_u64()
+        ),
+        (Some(2), Some(1))
+    );
+    let run: Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
+    assert_eq!(run["execution_status"], "finished");
+    assert_eq!(
+        states[0]["session"].as_str().unwrap().replace('-', ""),
+        run["conversation_id"].as_str().unwrap().replace('-', "")
+    );
+}
