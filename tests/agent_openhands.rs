@@ -102,3 +102,104 @@ fn a_rejected_finish_sends_the_followup_to_the_model_and_the_next_finish_is_acce
         run["conversation_id"].as_str().unwrap().replace('-', "")
     );
 }
+
+/// The Python of the OpenHands environment with `examples/openhands` (the
+/// `pluggable_critic` package) installed in it as a user would.
+fn with_the_package() -> std::path::PathBuf {
+    let python = python_env("openhands", Some("3.12.1"));
+    let lock = std::fs::File::create(root().join("target/agents/.openhands-package.lock")).unwrap();
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let out = std::process::Command::new(&python)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            "--no-deps",
+        ])
+        .arg(root().join("examples/openhands"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    python
+}
+
+#[test]
+fn pluggable_critic_drives_the_sdks_own_refinement_loop() {
+    let python = with_the_package();
+    let repo = Repo::new(&[("calc.py", "def add(a, b):\n    return a - b\n")]);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let calc = repo.path().join("calc.py");
+    let script = json!([
+        {"tool_calls": [{"name": "file_editor", "input": {
+            "command": "str_replace", "path": calc, "old_str": "a - b", "new_str": "a + b"}}]},
+        {"tool_calls": [{"name": "finish", "input": {"message": "Fixed add()."}}]},
+        {"tool_calls": [{"name": "terminal", "input": {"command": "python3 -m pytest -q; true"}}]},
+        {"tool_calls": [{"name": "finish", "input": {"message": "Fixed add(); the tests ran."}}]}
+    ]);
+    let script_file = dir.path().join("script.json");
+    std::fs::write(&script_file, script.to_string()).unwrap();
+    let log = dir.path().join("calls.jsonl");
+    let out = std::process::Command::new(python)
+        .arg(root().join("tests/agents/openhands/driver.py"))
+        .arg("--workspace")
+        .arg(repo.path())
+        .arg("--persist")
+        .arg(dir.path().join("persist"))
+        .args([
+            "--prompt",
+            "Fix add in calc.py",
+            "--hooks",
+            "none",
+            "--script",
+        ])
+        .arg(&script_file)
+        .arg("--log")
+        .arg(&log)
+        .arg("--critic-skill")
+        .arg(skill("ran-tests"))
+        .arg("--critic-bin")
+        .arg(env!("CARGO_BIN_EXE_critic"))
+        .arg("--critic-state")
+        .arg(&state)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap())
+        .env("HOME", home(dir.path()))
+        .env("CRITIC_CACHE_DIR", common::cache_dir())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    let calls: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(calls.len(), 4, "{text}");
+    let followup = "You did not run the tests after your last file edit";
+    assert!(!calls[1]["body"]["messages"].to_string().contains(followup));
+    assert!(
+        calls[2]["body"]["messages"].to_string().contains(followup),
+        "{}",
+        calls[2]["body"]["messages"]
+    );
+    let states = harness_state(&state, "ran-tests");
+    assert_eq!(states.len(), 1);
+    assert_eq!(
+        (
+            states[0]["iteration"].as_u64(),
+            states[0]["rejections"].as_u64()
+        ),
+        (Some(2), Some(1))
+    );
+}

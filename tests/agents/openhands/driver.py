@@ -15,6 +15,10 @@ tests/agents/*/standin.py reads.
                            i.e. WORKSPACE/.openhands/hooks.json, else
                            $OH_PERSISTENCE_DIR|~/.openhands/hooks.json
   --max-iter N             Conversation max_iteration_per_run (default 50)
+  --critic-skill DIR       the agent's critic: pluggable_critic.openhands.PluggableCritic
+                           (examples/openhands, installed in this environment) with
+                           this skill, --critic-bin and --critic-state, in the SDK's
+                           IterativeRefinementConfig loop
 
 SCRIPT.json: list of turns; {"text": "..."} = plain assistant text (the SDK
 treats a text-only answer as finishing the run), or {"tool_calls": [{"name":
@@ -53,6 +57,9 @@ ap.add_argument("--model", default="openai/standin-model")
 ap.add_argument("--hooks", default="auto")
 ap.add_argument("--max-iter", type=int, default=50)
 ap.add_argument("--terminal-type", default="subprocess", choices=["subprocess", "tmux"])
+ap.add_argument("--critic-skill", help="attach pluggable_critic.openhands.PluggableCritic with this skill")
+ap.add_argument("--critic-bin", help="the `critic` binary PluggableCritic runs")
+ap.add_argument("--critic-state", help="PluggableCritic's state directory")
 args = ap.parse_args()
 
 from openhands.sdk import LLM, Agent, Conversation, Tool  # noqa: E402
@@ -120,8 +127,18 @@ elif args.hooks == "auto":
 else:
     hook_config = HookConfig.load(path=args.hooks)
 
+critic = None
+if args.critic_skill:
+    from openhands.sdk.critic import IterativeRefinementConfig  # noqa: E402
+    from pluggable_critic.openhands import PluggableCritic  # noqa: E402
+
+    critic = PluggableCritic(
+        skill=args.critic_skill, workspace=args.workspace, critic_bin=args.critic_bin,
+        state_dir=args.critic_state,
+        iterative_refinement=IterativeRefinementConfig(success_threshold=0.6, max_iterations=3),
+    )
 agent = Agent(llm=llm, tools=[Tool(name="terminal", params={"terminal_type": args.terminal_type}),
-                              Tool(name="file_editor")])
+                              Tool(name="file_editor")], critic=critic)
 conv = Conversation(agent=agent, workspace=args.workspace, persistence_dir=args.persist,
                     hook_config=hook_config, max_iteration_per_run=args.max_iter,
                     visualizer=None, delete_on_close=False)
