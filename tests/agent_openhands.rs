@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::agents::{harness_state, home, install_hook, python_env};
+use common::agents::{harness_state, home, install_hook, python_env, python_with_package};
 use common::{root, skill, Repo};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -20,7 +20,7 @@ fn openhands(repo: &Path, prompt: &str, script: &Value, dir: &Path) -> (Output, 
     let log = dir.join("calls.jsonl");
     let tmp = dir.join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
-    let out = std::process::Command::new(python_env("openhands", Some("3.12.1")))
+    let out = std::process::Command::new(python_env())
         .arg(root().join("tests/agents/openhands/driver.py"))
         .arg("--workspace")
         .arg(repo)
@@ -103,35 +103,9 @@ fn a_rejected_finish_sends_the_followup_to_the_model_and_the_next_finish_is_acce
     );
 }
 
-/// The Python of the OpenHands environment with `examples/openhands` (the
-/// `pluggable_critic` package) installed in it as a user would.
-fn with_the_package() -> std::path::PathBuf {
-    let python = python_env("openhands", Some("3.12.1"));
-    let lock = std::fs::File::create(root().join("target/agents/.openhands-package.lock")).unwrap();
-    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
-    let out = std::process::Command::new(&python)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--disable-pip-version-check",
-            "--no-deps",
-        ])
-        .arg(root().join("examples/openhands"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    python
-}
-
 #[test]
 fn pluggable_critic_drives_the_sdks_own_refinement_loop() {
-    let python = with_the_package();
+    let python = python_with_package();
     let repo = Repo::new(&[("calc.py", "def add(a, b):\n    return a - b\n")]);
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");

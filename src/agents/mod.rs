@@ -14,7 +14,9 @@ mod gemini;
 pub mod hook;
 pub mod install;
 mod lenient;
+mod mini_swe_agent;
 mod openhands;
+mod swe_agent;
 
 use critic_sdk::{Event, EventKind};
 use serde_json::value::RawValue;
@@ -43,6 +45,7 @@ type ReadDir = fn(&Path) -> Result<Vec<Record>, EventsError>;
 /// Every transcript format the host reads, asked in this order when a
 /// stream's format is detected.
 pub static FORMATS: &[&Format] = &[
+    &swe_agent::FORMAT,
     &gemini::FORMAT,
     &openhands::FORMAT,
     &openhands::v0::FORMAT,
@@ -50,6 +53,7 @@ pub static FORMATS: &[&Format] = &[
     &codex::FORMAT,
     &copilot::FORMAT,
     &cursor::FORMAT,
+    &mini_swe_agent::FORMAT,
 ];
 
 /// A transcript format chosen by name (`--events-format`, a request's

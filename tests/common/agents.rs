@@ -195,10 +195,11 @@ pub fn events_of(file: &Path) -> Vec<Value> {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// The Python of a virtual environment holding `tests/agents/<name>/requirements.lock`
-/// (installed once per checkout into `target/agents/<name>-venv`), made with
-/// the interpreter `PYENV_VERSION=<python>` selects (`None`: the default).
-pub fn python_env(name: &str, python: Option<&str>) -> PathBuf {
+/// The Python of the virtual environment holding the Python agents
+/// (`tests/agents/python/requirements.lock`, installed once per checkout into
+/// `target/agents/python-venv` with the Python 3.12 pyenv provides).
+pub fn python_env() -> PathBuf {
+    let (name, python) = ("python", Some("3.12.1"));
     let dir = install_dir();
     std::fs::create_dir_all(&dir).unwrap();
     let lock = std::fs::File::create(dir.join(format!(".{name}.lock"))).unwrap();
@@ -242,4 +243,30 @@ pub fn python_env(name: &str, python: Option<&str>) -> PathBuf {
         std::fs::write(&stamp, &wanted).unwrap();
     }
     venv.join("bin/python")
+}
+
+/// [`python_env`] with `examples/openhands` (the `pluggable_critic`
+/// package) installed in it, as a user would install it.
+pub fn python_with_package() -> PathBuf {
+    let python = python_env();
+    let lock = std::fs::File::create(install_dir().join(".package.lock")).unwrap();
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let out = Command::new(&python)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            "--no-deps",
+        ])
+        .arg(super::root().join("examples/openhands"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    python
 }

@@ -53,6 +53,9 @@ pub struct SkillArgs {
     /// Seconds to wait for another check on the same session.
     #[arg(long, default_value_t = DEFAULT_LOCK_TIMEOUT.as_secs())]
     lock_timeout: u64,
+    /// Accept after this many rejections in a session, if the skill allows more (`critic hook`: 8 unless given).
+    #[arg(long)]
+    pub max_rejections: Option<u32>,
     #[command(flatten)]
     host: HostArgs,
 }
@@ -78,7 +81,7 @@ impl SkillArgs {
             state_dir: self.state_dir,
             deny: self.deny,
             lock_timeout: Duration::from_secs(self.lock_timeout),
-            max_rejections: None,
+            max_rejections: self.max_rejections,
             finish_message: None,
             host: self.host.settings(),
         }

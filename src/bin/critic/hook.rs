@@ -54,9 +54,6 @@ struct RunArgs {
     /// Session id (default: the hook input's).
     #[arg(long)]
     session: Option<String>,
-    /// Let the agent stop after this many rejections in a session, whatever the skill allows.
-    #[arg(long, default_value_t = DEFAULT_MAX_REJECTIONS)]
-    max_rejections: u32,
     /// When the critic cannot run, keep the agent working instead of letting it stop.
     #[arg(long)]
     fail_closed: bool,
@@ -162,7 +159,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 
 fn answer(protocol: &'static HookProtocol, args: RunArgs) -> u8 {
     let mut request = args.skill.request(PathBuf::from("."), None, String::new());
-    request.max_rejections = Some(args.max_rejections);
+    // A hook always has a cap: no skill may keep an agent from stopping.
+    request.max_rejections = request.max_rejections.or(Some(DEFAULT_MAX_REJECTIONS));
     let hook = Hook {
         protocol,
         request,

@@ -45,14 +45,27 @@ class CriticHost:
     extra_args: list[str] = field(default_factory=list)
     """More `critic check` flags for the binary (e.g. ["--deny", "run"])."""
 
-    def check(self, events: list[dict[str, Any]]) -> dict[str, Any]:
-        """The verdict on a finish whose event stream is `events`."""
+    def check(
+        self,
+        events: list[dict[str, Any]] | None = None,
+        *,
+        events_file: str | None = None,
+        events_format: str | None = None,
+    ) -> dict[str, Any]:
+        """The verdict on a finish whose event stream is `events` (OpenHands
+        SDK events, as dicts) or the transcript `events_file` (in
+        `events_format`, detected when None)."""
         request: dict[str, Any] = {
             "skill": os.path.abspath(self.skill),
             "workspace": os.path.abspath(self.workspace),
-            "events_inline": events,
             "session": self.session,
         }
+        if events_file is not None:
+            request["events"] = os.path.abspath(events_file)
+        else:
+            request["events_inline"] = events or []
+        if events_format:
+            request["events_format"] = events_format
         if self.state_dir:
             request["state_dir"] = os.path.abspath(self.state_dir)
         if self.max_rejections is not None:
@@ -97,20 +110,29 @@ class CriticHost:
         critic = self.critic_bin or os.environ.get("CRITIC_BIN") or shutil.which("critic")
         if not critic:
             raise HostError("no `critic` binary: put it on PATH, or set critic_bin / CRITIC_BIN")
-        with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
-            for event in request["events_inline"]:
-                f.write(json.dumps(event) + "\n")
-            events_file = f.name
+        inline = "events_inline" in request
+        if inline:
+            with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+                for event in request["events_inline"]:
+                    f.write(json.dumps(event) + "\n")
+                events_file = f.name
+        else:
+            events_file = request["events"]
         args = [critic, "check", "--output", "json", "--skill", request["skill"],
                 "--workspace", request["workspace"], "--events", events_file,
-                "--events-format", "openhands", "--session", request["session"]]
+                "--session", request["session"]]
+        if "events_format" in request or inline:
+            args += ["--events-format", request.get("events_format", "openhands")]
+        if "max_rejections" in request:
+            args += ["--max-rejections", str(request["max_rejections"])]
         if "state_dir" in request:
             args += ["--state-dir", request["state_dir"]]
         args += self.extra_args
         try:
             done = subprocess.run(args, capture_output=True, text=True, timeout=self.timeout)
         finally:
-            Path(events_file).unlink(missing_ok=True)
+            if inline:
+                Path(events_file).unlink(missing_ok=True)
         # 0 accept, 1 reject: both carry the verdict; 2 is the host's error.
         if done.returncode not in (0, 1):
             raise HostError(done.stderr.strip() or f"critic exited {done.returncode}")
