@@ -11,6 +11,8 @@
 //!   and with each format forced, then the [`EventFeed`] encodings of the result;
 //! * `fuzz_events_dir`: [`events::load`] of a persisted OpenHands `events/`
 //!   directory (flat, or inside a conversation directory) of 1 to 4 files;
+//! * `fuzz_hook_input`: every agent's hook-input reader and answer on the
+//!   bytes an agent would send a stop hook;
 //! * `fuzz_patch`: [`diff::parse`], [`diff::sections`], [`diff::apply`] of the
 //!   parsed hunks (onto the old text they describe, onto unrelated text, and
 //!   back again with [`Hunk::reversed`]), [`diff::unified`], the host's
@@ -1175,11 +1177,10 @@ fn use_events(events: Vec<critic_sdk::Event>) {
 }
 
 fn load_every_way(path: &Path) {
-    for format in [
-        None,
-        Some("openhands".parse::<EventsFormat>().unwrap()),
-        Some("openhands-v0".parse::<EventsFormat>().unwrap()),
-    ] {
+    let forced = agents::FORMATS
+        .iter()
+        .map(|f| Some(f.name.parse::<EventsFormat>().unwrap()));
+    for format in std::iter::once(None).chain(forced) {
         if let Ok(events) = agents::load(path, format) {
             use_events(events);
         }
@@ -1202,6 +1203,45 @@ fn fuzz_events_file() {
         material,
         1..=1,
         move |inputs| check_events_file(inputs, dir.path()),
+    );
+}
+
+/// Each agent's reading of a hook input and its answers.
+fn check_hook_input(inputs: &[Vec<u8>]) {
+    use pluggable_critic::agents::hook::{Answer, HOOKS};
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(&inputs[0]) else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&inputs[0]).into_owned();
+    for protocol in HOOKS {
+        let input = (protocol.read_input)(&value);
+        if let (Some(locate), Some(dir)) = (protocol.locate_events, &input.workspace) {
+            let _ = locate(&input, dir);
+        }
+        for answer in [
+            Answer::Stop { notice: None },
+            Answer::Stop {
+                notice: Some(text.clone()),
+            },
+            Answer::Continue {
+                followup: text.clone(),
+            },
+        ] {
+            let reply = (protocol.reply)(&answer);
+            assert_ne!(reply.exit_code, 2, "{}: exit 2 means block", protocol.agent);
+        }
+    }
+}
+
+#[test]
+fn fuzz_hook_input() {
+    let material = Material::new("hook-input", JSON_TOKENS);
+    fuzz(
+        "fuzz_hook_input",
+        "hook-input",
+        material,
+        1..=1,
+        check_hook_input,
     );
 }
 
@@ -1385,6 +1425,7 @@ fn replay_check(kind: &str) -> Box<Check> {
         }
         "events" => Box::new(move |inputs| check_events_file(inputs, scratch.path())),
         "events-dir" => Box::new(move |inputs| check_events_dir(inputs, scratch.path())),
+        "hook-input" => Box::new(check_hook_input),
         "patch" => {
             let classifier = default_classifier();
             Box::new(move |inputs| check_patch(inputs, &classifier))
@@ -1535,6 +1576,14 @@ fn replay_events_corpus() {
     }
     let all: Vec<&Path> = files.iter().map(|(_, p)| p.as_path()).collect();
     replays.run("events/* in one events directory", &all);
+}
+
+#[test]
+fn replay_hook_input_corpus() {
+    let mut replays = Replays::new("hook-input");
+    for (name, path) in corpus_paths("hook-input") {
+        replays.run(&format!("hook-input/{name}"), &[&path]);
+    }
 }
 
 #[test]
