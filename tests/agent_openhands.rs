@@ -177,3 +177,61 @@ fn pluggable_critic_drives_the_sdks_own_refinement_loop() {
         (Some(2), Some(1))
     );
 }
+
+#[test]
+fn the_python_host_client_gets_the_same_verdict_from_a_server_and_the_binary() {
+    let python = python_with_package();
+    let repo = Repo::demo();
+    repo.apply(&common::demo_patch(3));
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("critic.sock");
+    let mut server = common::critic()
+        .args(["serve", "--socket"])
+        .arg(&socket)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::BufRead;
+        let mut line = String::new();
+        std::io::BufReader::new(server.stderr.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.contains("listening"), "{line}");
+    }
+    let script = r#"
+import json, sys
+from pluggable_critic import CriticHost
+skill, workspace, events, state, socket, critic = sys.argv[1:7]
+lines = [json.loads(l) for l in open(events) if l.strip()]
+out = {}
+for name, server, bin in [("server", socket, None), ("binary", None, critic)]:
+    host = CriticHost(skill=skill, workspace=workspace, session=name, state_dir=state,
+                      server=server, critic_bin=bin)
+    v = host.check(lines)
+    out[name] = {k: v[k] for k in ("accepted", "score", "message", "iteration")}
+print(json.dumps(out))
+"#;
+    let out = std::process::Command::new(python)
+        .args(["-c", script])
+        .arg(skill("ran-tests"))
+        .arg(repo.path())
+        .arg(common::demo_events(3))
+        .arg(dir.path().join("state"))
+        .arg(&socket)
+        .arg(env!("CARGO_BIN_EXE_critic"))
+        .env("CRITIC_CACHE_DIR", common::cache_dir())
+        .env_remove("CRITIC_SERVER")
+        .output()
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let both: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(both["server"], both["binary"], "{both}");
+    assert_eq!(both["server"]["iteration"], 1);
+}

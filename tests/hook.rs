@@ -499,3 +499,75 @@ fn critic_events_shows_what_detectors_see() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("/no/such/file.jsonl"));
 }
+
+/// A `critic serve` on a socket in `dir`, until dropped.
+struct Served(std::process::Child);
+
+impl Served {
+    fn start(socket: &Path) -> Served {
+        use std::io::BufRead;
+        let mut child = critic()
+            .args(["serve", "--socket"])
+            .arg(socket)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stderr.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.contains("listening"), "{line}");
+        // A skill written less than 2 s ago is reloaded by every check; the
+        // shipped ones are old enough.
+        Served(child)
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn with_a_server_named_the_hook_is_its_client_and_falls_back_without_one() {
+    let (repo, transcript) = finished_without_tests();
+    let state = repo.path().join(".state");
+    let ran_tests = skill("ran-tests");
+    let socket = repo.path().join(".critic.sock");
+    let stdin = input("claude-code", "s", repo.path(), &transcript);
+    let call = || {
+        let mut child = critic()
+            .args(["hook", "claude-code", "--skill"])
+            .arg(&ran_tests)
+            .arg("--state-dir")
+            .arg(&state)
+            .env("CRITIC_SERVER", &socket)
+            .current_dir(repo.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(&stdin).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    // No server yet: checked in process, and said so.
+    let out = call();
+    assert!(blocks("claude-code", &out));
+    assert!(
+        stderr(&out).contains("no server answers"),
+        "{}",
+        stderr(&out)
+    );
+    // With one: the same verdict, counted in the same state.
+    let server = Served::start(&socket);
+    let out = call();
+    assert!(blocks("claude-code", &out), "{}", stderr(&out));
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+    drop(server);
+    let states = common::agents::harness_state(&state, "ran-tests");
+    assert_eq!(states[0]["iteration"], 2);
+    assert_eq!(states[0]["rejections"], 2);
+}
