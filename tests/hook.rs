@@ -571,3 +571,175 @@ fn with_a_server_named_the_hook_is_its_client_and_falls_back_without_one() {
     assert_eq!(states[0]["iteration"], 2);
     assert_eq!(states[0]["rejections"], 2);
 }
+
+#[test]
+fn the_cap_counts_the_session_across_commits() {
+    let (repo, transcript) = finished_without_tests();
+    let state = repo.path().join(".state");
+    let ran_tests = skill("ran-tests");
+    let args = [
+        "--skill",
+        ran_tests.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--max-rejections",
+        "2",
+    ];
+    let stdin = input("codex", "s", repo.path(), &transcript);
+    let mut answers = Vec::new();
+    for round in 0..4 {
+        answers.push(blocks("codex", &hook("codex", &args, &stdin, repo.path())));
+        // The agent commits as it goes: a new base commit, a new round.
+        repo.write("a.py", &format!("x = {}\n", round + 3));
+        repo.git(&["commit", "-qam", &format!("round {round}")]);
+        repo.write("a.py", &format!("x = {}\n", round + 10));
+    }
+    assert_eq!(answers, [true, true, false, false]);
+}
+
+#[test]
+fn what_is_no_transcript_lets_the_agent_stop() {
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    repo.write("a.txt", "b\n");
+    let ran_tests = skill("ran-tests");
+    let args = [
+        "--skill",
+        ran_tests.to_str().unwrap(),
+        "--state-dir",
+        "/tmp/.unused",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let codex_rollout = common::root().join("tests/fuzz-corpus/events/codex.jsonl");
+    for (name, content) in [
+        ("other.json", "{\"foo\": 1}\n"),
+        ("empty.json", "[]"),
+        ("blank.jsonl", "\n\n"),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, content).unwrap();
+        for agent in ["claude-code", "codex", "gemini", "copilot", "cursor"] {
+            let out = hook(
+                agent,
+                &args,
+                &input(agent, "s", repo.path(), &path),
+                repo.path(),
+            );
+            assert!(
+                !blocks(agent, &out),
+                "{agent} {name}: {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+            assert!(
+                stderr(&out).contains(name),
+                "{agent} {name}: {}",
+                stderr(&out)
+            );
+        }
+    }
+    // Another agent's real transcript is still a transcript: judged.
+    let out = hook(
+        "claude-code",
+        &args,
+        &input("claude-code", "s", repo.path(), &codex_rollout),
+        repo.path(),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!stderr(&out).contains("cannot tell"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_fifo_transcript_does_not_hold_the_copilot_hook() {
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    let fifo = repo.path().join("events.jsonl");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let mut data: Value =
+        serde_json::from_slice(&input("copilot", "s", repo.path(), &fifo)).unwrap();
+    data["timestamp"] = 42.into();
+    let started = std::time::Instant::now();
+    let out = hook(
+        "copilot",
+        &["--skill", skill("ran-tests").to_str().unwrap()],
+        data.to_string().as_bytes(),
+        repo.path(),
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!blocks("copilot", &out));
+}
+
+#[test]
+fn a_closed_stderr_does_not_keep_the_answer_from_the_agent() {
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    for agent in ["claude-code", "gemini"] {
+        let mut child = critic()
+            .args(["hook", agent, "--skill", "/no/such/skill"])
+            .current_dir(repo.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stderr.take());
+        let _ = child.stdin.take().unwrap().write_all(b"{}");
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{agent}");
+        assert!(!out.stdout.is_empty(), "{agent}: the answer is written");
+    }
+}
+
+#[test]
+fn flags_before_the_agent_still_answer_in_its_protocol() {
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    let out = run(critic()
+        .args(["hook", "--skill", "/x", "gemini"])
+        .current_dir(repo.path()));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout)
+            .trim_start()
+            .chars()
+            .next(),
+        Some('{')
+    );
+    let out = run(critic().args(["hook"]));
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn install_refuses_files_it_must_not_rewrite() {
+    use std::os::unix::fs::PermissionsExt;
+    let project = tempfile::tempdir().unwrap();
+    let settings = project.path().join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let install = || {
+        run(critic()
+            .args(["hook", "install", "claude-code", "--project"])
+            .arg(project.path())
+            .arg("--skill")
+            .arg(skill("ran-tests")))
+    };
+    std::os::unix::fs::symlink(project.path().join("dotfiles/settings.json"), &settings).unwrap();
+    let out = install();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("does not exist"), "{}", stderr(&out));
+    assert!(std::fs::symlink_metadata(&settings)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+
+    std::fs::remove_file(&settings).unwrap();
+    std::fs::write(&settings, "{}").unwrap();
+    std::fs::set_permissions(&settings, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let out = install();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("read-only"), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), "{}");
+}

@@ -14,8 +14,6 @@ pub struct HookProtocol {
     pub agent: &'static str,
     /// The program, for help texts.
     pub about: &'static str,
-    /// The transcript format of the hook's `transcript_path`.
-    pub events_format: &'static str,
     /// The fields of the hook's input the host uses.
     pub read_input: fn(&Value) -> HookInput,
     /// Where this session's events are in a directory the user named

@@ -120,7 +120,7 @@ impl HookConfig {
         command: &str,
         timeout: u32,
     ) -> Result<bool, String> {
-        let replaced = self.remove(doc, agent) > 0;
+        let (removed, at) = self.remove(doc, agent);
         let (event, entry) = match &self.shape {
             Shape::Grouped {
                 event,
@@ -157,13 +157,17 @@ impl HookConfig {
                 (event, entry)
             }
         };
-        event_list(doc, event)?.push(Value::Object(entry));
-        Ok(replaced)
+        // A replaced entry keeps its place among the others.
+        let list = event_list(doc, event)?;
+        let at = at.unwrap_or(list.len()).min(list.len());
+        list.insert(at, Value::Object(entry));
+        Ok(removed > 0)
     }
 
     /// Remove the critic's hooks for `agent` (with the groups and lists
-    /// they leave empty); how many there were.
-    fn remove(&self, doc: &mut Map<String, Value>, agent: &str) -> usize {
+    /// they leave empty); how many there were, and the place in the list
+    /// where the first one was (after its group, if the group stays).
+    fn remove(&self, doc: &mut Map<String, Value>, agent: &str) -> (usize, Option<usize>) {
         let (event, key) = match &self.shape {
             Shape::Grouped { event, .. } => (*event, "command"),
             Shape::Listed {
@@ -171,10 +175,10 @@ impl HookConfig {
             } => (*event, *command_key),
         };
         let Some(Value::Object(hooks)) = doc.get_mut("hooks") else {
-            return 0;
+            return (0, None);
         };
         let Some(Value::Array(list)) = hooks.get_mut(event) else {
-            return 0;
+            return (0, None);
         };
         let ours = |entry: &Value| {
             entry
@@ -183,28 +187,41 @@ impl HookConfig {
                 .is_some_and(|c| is_critic_hook(c, agent))
         };
         let mut removed = 0;
-        let mut keep = |entries: &mut Vec<Value>| {
-            let before = entries.len();
-            entries.retain(|e| !ours(e));
-            removed += before - entries.len();
-            before != entries.len()
-        };
-        match &self.shape {
-            Shape::Listed { .. } => {
-                keep(list);
+        let mut at = None;
+        let mut kept: Vec<Value> = Vec::with_capacity(list.len());
+        for mut entry in std::mem::take(list) {
+            match &self.shape {
+                Shape::Listed { .. } if ours(&entry) => {
+                    removed += 1;
+                    at.get_or_insert(kept.len());
+                    continue;
+                }
+                Shape::Grouped { .. } => {
+                    if let Some(Value::Array(inner)) = entry.get_mut("hooks") {
+                        let before = inner.len();
+                        inner.retain(|h| !ours(h));
+                        if inner.len() != before {
+                            removed += before - inner.len();
+                            let gone = inner.is_empty();
+                            at.get_or_insert(kept.len() + usize::from(!gone));
+                            if gone {
+                                continue;
+                            }
+                        }
+                    }
+                }
+                Shape::Listed { .. } => {}
             }
-            Shape::Grouped { .. } => list.retain_mut(|group| match group.get_mut("hooks") {
-                Some(Value::Array(inner)) => !(keep(inner) && inner.is_empty()),
-                _ => true,
-            }),
+            kept.push(entry);
         }
+        *list = kept;
         if list.is_empty() {
             hooks.remove(event);
         }
         if hooks.is_empty() {
             doc.remove("hooks");
         }
-        removed
+        (removed, at)
     }
 }
 
@@ -226,16 +243,42 @@ fn event_list<'a>(
         .ok_or_else(|| format!("\"hooks.{event}\" is not an array"))
 }
 
-/// Whether `command` runs `critic hook <agent>`.
+/// Whether `command` is one `critic hook install` wrote: a plain command
+/// (no shell operator outside quotes: `critic hook x && notify-send` is the
+/// user's) running a program named `critic` (or named as this one is) with
+/// `hook <agent>` and a `--skill`.
 pub fn is_critic_hook(command: &str, agent: &str) -> bool {
+    if has_shell_operator(command) {
+        return false;
+    }
     let Some(words) = shlex::split(command) else {
         return false;
     };
-    let mut words = words.iter();
-    let program = words.next().map(|p| Path::new(p).file_name());
-    program.is_some_and(|name| name == Some(std::ffi::OsStr::new("critic")))
-        && words.next().is_some_and(|w| w == "hook")
-        && words.next().is_some_and(|w| w == agent)
+    let this = std::env::current_exe().ok();
+    let this_name = this.as_deref().and_then(Path::file_name);
+    let program = words.first().map(|p| Path::new(p).file_name());
+    program.is_some_and(|name| name == Some(std::ffi::OsStr::new("critic")) || name == this_name)
+        && words.get(1).is_some_and(|w| w == "hook")
+        && words.get(2).is_some_and(|w| w == agent)
+        && words.iter().any(|w| w == "--skill")
+}
+
+/// Whether `command` has a shell operator, redirection or substitution
+/// outside quotes.
+fn has_shell_operator(command: &str) -> bool {
+    let (mut single, mut double, mut escaped) = (false, false, false);
+    for c in command.chars() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if !single => escaped = true,
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            '$' | '`' if !single => return true,
+            ';' | '&' | '|' | '<' | '>' | '(' | ')' | '\n' if !single && !double => return true,
+            _ => {}
+        }
+    }
+    false
 }
 
 /// The command line of a hook: `critic hook <agent>` followed by `args`,
@@ -277,7 +320,7 @@ pub fn uninstall(config: &HookConfig, file: &Path, agent: &str) -> Result<Change
     if !file.exists() {
         return Ok(Change::Removed(0));
     }
-    edit(file, |doc| Ok(Change::Removed(config.remove(doc, agent))))
+    edit(file, |doc| Ok(Change::Removed(config.remove(doc, agent).0)))
 }
 
 /// Read `file` (a JSON object; missing is empty), apply `change`, and write
@@ -291,11 +334,34 @@ fn edit(
         path: file.to_path_buf(),
         source,
     };
+    let refused = |message: &str| InstallError::Malformed {
+        path: file.to_path_buf(),
+        message: message.to_string(),
+    };
     let target = match std::fs::canonicalize(file) {
         Ok(target) => target,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => file.to_path_buf(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if std::fs::symlink_metadata(file).is_ok() {
+                return Err(refused("a symbolic link to a file that does not exist"));
+            }
+            file.to_path_buf()
+        }
         Err(e) => return Err(io(e)),
     };
+    if let Ok(meta) = std::fs::metadata(&target) {
+        use std::os::unix::fs::MetadataExt;
+        if meta.permissions().readonly() {
+            return Err(refused("read-only"));
+        }
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        if meta.uid() != me {
+            return Err(refused(&format!(
+                "owned by user {}, not by you",
+                meta.uid()
+            )));
+        }
+    }
     let (mut doc, mode) = match crate::sys::bounded_read::read_regular_file(&target, 16 << 20) {
         Ok(bytes) => {
             use std::os::unix::fs::PermissionsExt;
@@ -400,6 +466,18 @@ mod tests {
             "claude-code"
         ));
         assert!(!is_critic_hook("critic check --skill x", "claude-code"));
+        assert!(!is_critic_hook(
+            "critic hook claude-code --skill x; rm -rf ~",
+            "claude-code"
+        ));
+        assert!(!is_critic_hook(
+            "critic hook claude-code --skill $(pwd)",
+            "claude-code"
+        ));
+        assert!(is_critic_hook(
+            "critic hook claude-code --skill '/a;b'",
+            "claude-code"
+        ));
         assert!(!is_critic_hook("'unterminated", "claude-code"));
     }
 
@@ -448,13 +526,19 @@ mod tests {
     fn a_critic_hook_sharing_a_group_leaves_the_others() {
         let mut doc = json!({"hooks": {"Stop": [{"matcher": "", "hooks": [
             {"type": "command", "command": "critic hook claude-code --skill /a"},
+            {"type": "command", "command": "critic hook claude-code --skill /a && notify-send done"},
+            {"type": "command", "command": "/opt/other/critic hook claude-code --lint"},
             {"type": "command", "command": "say done"}
         ]}]}});
-        let removed = GROUPED.remove(doc.as_object_mut().unwrap(), "claude-code");
+        let (removed, _) = GROUPED.remove(doc.as_object_mut().unwrap(), "claude-code");
         assert_eq!(removed, 1);
         assert_eq!(
             doc,
-            json!({"hooks": {"Stop": [{"matcher": "", "hooks": [{"type": "command", "command": "say done"}]}]}})
+            json!({"hooks": {"Stop": [{"matcher": "", "hooks": [
+                {"type": "command", "command": "critic hook claude-code --skill /a && notify-send done"},
+                {"type": "command", "command": "/opt/other/critic hook claude-code --lint"},
+                {"type": "command", "command": "say done"}
+            ]}]}})
         );
     }
 

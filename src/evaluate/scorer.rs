@@ -107,7 +107,8 @@ impl SkillCritic {
     }
 
     /// How many rejections a session may have: the skill's
-    /// `max_iterations`, or the request's `max_rejections` if lower.
+    /// `max_iterations` (per round), or the request's `max_rejections` (for
+    /// the whole session) if lower.
     pub fn rejection_budget(&self) -> u32 {
         let skill = self.skill.manifest.max_iterations;
         self.max_rejections.map_or(skill, |cap| cap.min(skill))
@@ -540,11 +541,18 @@ impl SkillCritic {
         let mut accepted = score >= m.threshold;
         let mut budget_exhausted = false;
         if !accepted {
-            if session.harness.rejections >= self.rejection_budget() {
+            let h = &mut session.harness;
+            // The skill's budget is per round (a new base commit starts
+            // one); the request's cap counts the whole session.
+            let capped = self
+                .max_rejections
+                .is_some_and(|cap| h.session_rejections >= cap);
+            if h.rejections >= m.max_iterations || capped {
                 accepted = true;
                 budget_exhausted = true;
             } else {
-                session.harness.rejections += 1;
+                h.rejections = h.rejections.saturating_add(1);
+                h.session_rejections = h.session_rejections.saturating_add(1);
                 session.save_harness()?;
             }
         }

@@ -61,6 +61,11 @@ pub struct HarnessState {
     pub iteration: u32,
     /// How many of them were rejected.
     pub rejections: u32,
+    /// Rejections in the session across instances: a new base commit (the
+    /// agent committed) resets the round, never this count, which a
+    /// request's `max_rejections` caps.
+    #[serde(default)]
+    pub session_rejections: u32,
 }
 
 /// One signal's persisted state.
@@ -182,6 +187,12 @@ impl StateStore {
             instance: instance.to_string(),
             iteration: 0,
             rejections: 0,
+            // Kept across instances of the same session.
+            session_rejections: if harness.session == session {
+                harness.session_rejections
+            } else {
+                0
+            },
         };
         if harness.schema_version != STATE_SCHEMA_VERSION
             || harness.instance != instance

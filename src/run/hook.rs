@@ -17,7 +17,7 @@
 //!   the agent's "block".
 
 use crate::agents::hook::{Answer, HookInput, HookProtocol, Reply};
-use crate::evaluate::verdict::Verdict;
+use crate::evaluate::verdict::{escape_terminal, Verdict};
 use crate::run::client::{self, ClientError, ServerAddress};
 use crate::run::{oneshot, CheckRequest};
 use serde_json::Value;
@@ -178,10 +178,10 @@ impl Hook {
                 if let Some(marker) = &input.transcript_marker {
                     wait_for(transcript, marker, TRANSCRIPT_WAIT);
                 }
+                // Detected, not forced: a file that is no transcript at all
+                // (or an empty one) is then a failure that lets the agent
+                // stop, not a stream of unknown events judged as a finish.
                 request.events = Some(transcript.clone());
-                if request.events_format.is_none() {
-                    request.events_format = self.protocol.events_format.parse().ok();
-                }
             }
             (None, None) => {
                 return Err(Failure(
@@ -225,7 +225,13 @@ fn wait_for(transcript: &Path, marker: &str, limit: Duration) {
     const TAIL: u64 = 1 << 20;
     let started = Instant::now();
     let holds = || -> std::io::Result<bool> {
-        let mut file = std::fs::File::open(transcript)?;
+        use std::os::unix::fs::OpenOptionsExt;
+        // Not blocking on a FIFO planted as the transcript: anything but a
+        // regular file ends the wait, and the read then says what it is.
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(transcript)?;
         if !file.metadata()?.is_file() {
             return Ok(true);
         }
@@ -245,7 +251,10 @@ fn wait_for(transcript: &Path, marker: &str, limit: Duration) {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    tracing::warn!(transcript = %transcript.display(), "the transcript did not record this stop in time; judging it as it is");
+    tracing::warn!(
+        "{}: the transcript did not record this stop in time; judging it as it is",
+        escape_terminal(&transcript.display().to_string(), false)
+    );
 }
 
 /// The hook input, as a JSON object, through the agent's reader.
@@ -280,9 +289,18 @@ fn read_input(protocol: &HookProtocol, stdin: &[u8]) -> Result<HookInput, Failur
 fn session_of(input: &HookInput) -> (String, bool) {
     let id = input.session.as_deref().map(str::trim).filter(|id| {
         !id.is_empty()
-            && !["null", "undefined", "none", "nil"]
-                .iter()
-                .any(|n| id.eq_ignore_ascii_case(n))
+            && ![
+                "null",
+                "undefined",
+                "none",
+                "nil",
+                "nan",
+                "0",
+                "unknown",
+                "[object object]",
+            ]
+            .iter()
+            .any(|n| id.eq_ignore_ascii_case(n))
     });
     if let Some(id) = id {
         return (id.to_string(), true);

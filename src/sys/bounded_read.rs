@@ -9,6 +9,16 @@ use std::path::Path;
 /// The content of the regular file `path`, of at most `max` bytes. Errors
 /// do not name the path: callers say which file it was.
 pub fn read_regular_file(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    read_with_flags(path, max, 0)
+}
+
+/// [`read_regular_file`], refusing a symbolic link as `path`'s last
+/// component (one swapped in after the caller looked).
+pub fn read_regular_file_nofollow(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    read_with_flags(path, max, libc::O_NOFOLLOW)
+}
+
+fn read_with_flags(path: &Path, max: u64, flags: i32) -> std::io::Result<Vec<u8>> {
     use std::os::unix::fs::OpenOptionsExt;
     let refuse = || {
         std::io::Error::new(
@@ -18,7 +28,7 @@ pub fn read_regular_file(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     };
     let file = std::fs::File::options()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK)
+        .custom_flags(libc::O_NONBLOCK | flags)
         .open(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() || meta.len() > max {

@@ -27,7 +27,8 @@ pub fn section(root: &Path, path: &str) -> Option<String> {
     if !meta.is_file() || meta.len() > MAX_SIZE || executable(&meta) {
         return None;
     }
-    let bytes = std::fs::read(&full).ok()?;
+    // Not blocking on, nor following, what may have been swapped in since.
+    let bytes = crate::sys::bounded_read::read_regular_file_nofollow(&full, MAX_SIZE).ok()?;
     // NULs make it binary; CRs are subject to end-of-line settings.
     if bytes[..bytes.len().min(BINARY_PROBE)].contains(&0) || bytes.contains(&b'\r') {
         return None;

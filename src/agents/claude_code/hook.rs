@@ -11,7 +11,6 @@ use serde_json::Value;
 pub(in crate::agents) static HOOK: HookProtocol = HookProtocol {
     agent: "claude-code",
     about: "Claude Code (`hooks.Stop` in .claude/settings.json)",
-    events_format: "claude-code",
     read_input,
     locate_events: None,
     reply,

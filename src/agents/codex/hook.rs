@@ -13,7 +13,6 @@ use std::path::PathBuf;
 pub(in crate::agents) static HOOK: HookProtocol = HookProtocol {
     agent: "codex",
     about: "Codex CLI (`hooks.Stop` in .codex/hooks.json)",
-    events_format: "codex",
     read_input,
     locate_events: None,
     reply,

@@ -14,7 +14,6 @@ use std::path::PathBuf;
 pub(in crate::agents) static HOOK: HookProtocol = HookProtocol {
     agent: "copilot",
     about: "GitHub Copilot CLI (`agentStop` in .github/hooks/*.json or ~/.copilot/hooks/*.json)",
-    events_format: "copilot",
     read_input,
     locate_events: None,
     reply,

@@ -13,7 +13,6 @@ use serde_json::{json, Value};
 pub(in crate::agents) static HOOK: HookProtocol = HookProtocol {
     agent: "cursor",
     about: "Cursor (`stop` in .cursor/hooks.json)",
-    events_format: "cursor",
     read_input,
     locate_events: None,
     reply,

@@ -13,7 +13,6 @@ use serde_json::Value;
 pub(in crate::agents) static HOOK: HookProtocol = HookProtocol {
     agent: "gemini",
     about: "Gemini CLI (`hooks.AfterAgent` in .gemini/settings.json)",
-    events_format: "gemini",
     read_input,
     locate_events: None,
     reply,

@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 pub(in crate::agents) static HOOK: HookProtocol = HookProtocol {
     agent: "openhands",
     about: "OpenHands SDK (`stop` in .openhands/hooks.json)",
-    events_format: "openhands",
     read_input,
     locate_events: Some(session_events),
     reply,

@@ -148,7 +148,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             match words.first().and_then(|w| protocols::protocol(w)) {
                 Some(protocol) => refuse(protocol, why),
                 None => {
-                    eprintln!("critic hook: {}", escape_terminal(why, true));
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "critic hook: {}",
+                        escape_terminal(why, true)
+                    );
                     // Not 2, which some agents read as "block".
                     crate::EXIT_REJECT
                 }
@@ -178,28 +182,71 @@ fn answer(protocol: &'static HookProtocol, args: RunArgs) -> u8 {
         return refuse(protocol, &format!("cannot read the hook input: {e}"));
     }
     let outcome = hook.run(&stdin);
-    for notice in &outcome.notices {
-        eprintln!("{}", escape_terminal(notice, true));
-    }
+    // The answer first; the agent may have closed stderr, and nothing
+    // written there may keep the answer from it.
     let mut out = std::io::stdout().lock();
-    // The agent reads stdout; if it has gone, there is no one to tell.
     let _ = out.write_all(outcome.reply.stdout.as_bytes());
     let _ = out.flush();
+    let mut err = std::io::stderr().lock();
+    for notice in &outcome.notices {
+        let _ = writeln!(err, "{}", escape_terminal(notice, true));
+    }
     outcome.reply.exit_code
+}
+
+/// The answer to a command line clap refused. For a hook call (`critic
+/// hook ...`, whatever the order of its words) it is the agent's "stop" if
+/// the agent is named, else exit 1: never clap's exit 2, which Claude Code,
+/// Codex and the OpenHands SDK read as "block".
+pub fn refused_command_line(e: clap::Error) -> u8 {
+    if !e.use_stderr() {
+        let _ = e.print();
+        return crate::EXIT_ACCEPT;
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args
+        .iter()
+        .find(|a| !a.starts_with('-'))
+        .map(String::as_str)
+        != Some("hook")
+    {
+        let _ = e.print();
+        return crate::EXIT_ERROR;
+    }
+    let message = e.to_string();
+    let why = message
+        .lines()
+        .next()
+        .unwrap_or("bad command line")
+        .trim_start_matches("error: ");
+    match args.iter().find_map(|a| protocols::protocol(a)) {
+        Some(protocol) => refuse(protocol, why),
+        None => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "critic hook: {}",
+                escape_terminal(why, true)
+            );
+            crate::EXIT_REJECT
+        }
+    }
 }
 
 /// Let the agent stop, saying why on stderr: the answer to a call the hook
 /// cannot even start.
 pub fn refuse(protocol: &HookProtocol, why: &str) -> u8 {
-    eprintln!(
+    let reply = (protocol.reply)(&protocols::Answer::Stop {
+        notice: Some(format!("critic: {why}")),
+    });
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(reply.stdout.as_bytes());
+    let _ = out.flush();
+    let _ = writeln!(
+        std::io::stderr(),
         "critic hook {}: {}; the agent may stop unchecked",
         protocol.agent,
         escape_terminal(why, true)
     );
-    let reply = (protocol.reply)(&protocols::Answer::Stop {
-        notice: Some(format!("critic: {why}")),
-    });
-    print!("{}", reply.stdout);
     reply.exit_code
 }
 

@@ -64,7 +64,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return ExitCode::from(hook::refused_command_line(e)),
+    };
     init_logging(cli.verbose);
     // A server handles its signals itself: it lets checks in flight finish.
     if !matches!(cli.command, Command::Serve(_)) {
@@ -103,7 +106,8 @@ fn init_logging(verbose: u8) {
         _ => tracing::Level::TRACE,
     };
     let fmt = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(|| EscapedStderr)
+        .with_ansi(false)
         .with_target(false);
     // A directive filter compiles its directives; only pay for it when asked.
     match std::env::var("CRITIC_LOG") {
@@ -114,5 +118,25 @@ fn init_logging(verbose: u8) {
             )
             .init(),
         Err(_) => fmt.with_max_level(level).init(),
+    }
+}
+
+/// stderr for log lines, their control characters escaped: a field may
+/// quote a transcript's path or a detector's words, which must not drive the
+/// user's terminal.
+struct EscapedStderr;
+
+impl std::io::Write for EscapedStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        let escaped = pluggable_critic::evaluate::verdict::escape_terminal(&text, true);
+        // A closed stderr loses the log, never the answer.
+        let _ = std::io::stderr().write_all(escaped.as_bytes());
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = std::io::stderr().flush();
+        Ok(())
     }
 }
