@@ -206,6 +206,7 @@ fn bench_library(c: &mut Criterion) {
         patch: ws.worktree_patch(&ws.head, &classifier).unwrap(),
         workspace: ws.root.canonicalize().unwrap(),
         session: "bench".into(),
+        transcript: None,
     };
     // The pooled runtime is the one for a long-lived host; the on-demand one
     // is what `critic check` uses, shown for comparison.

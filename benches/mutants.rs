@@ -119,6 +119,7 @@ fn bench_wasm(c: &mut Criterion) {
         },
         workspace: tmp.path().to_path_buf(),
         session: "bench".into(),
+        transcript: None,
     };
     let count = |critic: &SkillCritic| {
         let verdict = critic.evaluate(&finish).unwrap();

@@ -20,6 +20,7 @@ fn finish(repo: &Repo, n: usize) -> Finish {
         patch: ws.worktree_patch(&ws.head, &classifier).unwrap(),
         workspace: ws.root.canonicalize().unwrap(),
         session: "lib".into(),
+        transcript: None,
     }
 }
 

@@ -145,10 +145,24 @@ pub struct Event {
     /// Timestamp as the source wrote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<String>,
-    /// The original JSON of the event. The host always has it; a WebAssembly
-    /// detector gets `None` here and [`Event::raw_value`] fetches it.
+    /// The original JSON of the event. A WebAssembly detector gets `None`
+    /// here and [`Event::raw_value`] fetches it. The host keeps it here,
+    /// except for large transcripts, where it keeps only [`Event::raw_span`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<Box<RawValue>>,
+    /// Where in its transcript file the host reads the original JSON when it
+    /// did not keep it in `raw`; never sent to detectors.
+    #[serde(skip)]
+    pub raw_span: Option<RawSpan>,
+}
+
+/// A record's place in its transcript file: `len` bytes from `offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawSpan {
+    /// Byte offset of the record in the file.
+    pub offset: u64,
+    /// Its length in bytes.
+    pub len: u32,
 }
 
 impl Event {
@@ -168,6 +182,7 @@ impl Event {
             exit_code: None,
             timestamp: None,
             raw: None,
+            raw_span: None,
         }
     }
 

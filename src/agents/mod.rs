@@ -16,13 +16,17 @@ pub mod install;
 mod lenient;
 mod mini_swe_agent;
 mod openhands;
+mod records;
 mod swe_agent;
 
-use critic_sdk::{Event, EventKind};
+use critic_sdk::{Event, EventKind, RawSpan};
+pub(crate) use records::{read_back, Record, Records};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::fmt;
+use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// One transcript format an agent writes: its name, how to recognize its
 /// files, and how to read them.
@@ -36,7 +40,7 @@ pub struct Format {
     /// Reads a directory the agent persists its events in, if it does.
     read_dir: Option<ReadDir>,
     /// Turns the records of a stream into normalized events.
-    normalize: fn(&Path, Vec<Record>) -> Result<Vec<Event>, EventsError>,
+    normalize: fn(&Path, Records<'_>) -> Result<Vec<Event>, EventsError>,
 }
 
 /// Reads the records of an events directory.
@@ -169,13 +173,6 @@ pub enum EventsError {
     Unknown(PathBuf),
 }
 
-/// One JSON record of a stream with its 1-based source line. Only its extent
-/// is known at this point; each adapter parses the fields it needs, once.
-pub(crate) struct Record {
-    line: usize,
-    raw: Box<RawValue>,
-}
-
 /// The largest events file the host reads (a 10 MB stream holds about
 /// 10,000 events; this leaves room for a day-long session).
 pub const MAX_EVENTS_FILE_BYTES: u64 = 1 << 30;
@@ -194,9 +191,40 @@ pub(crate) fn read_events_file(path: &Path) -> Result<String, EventsError> {
         .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
 }
 
+/// A transcript read for a check: its events and, for a large one, the
+/// open file its events' original JSON is read back from (see
+/// [`records`]'s module documentation).
+pub struct Transcript {
+    /// The normalized events.
+    pub events: Vec<Event>,
+    /// Where events that carry only a [`RawSpan`] have their JSON.
+    pub raw_file: Option<Arc<File>>,
+}
+
+/// The size from which a transcript's events keep only the place of their
+/// original JSON, not the JSON.
+pub const RAW_SPANS_FROM: u64 = 16 << 20;
+
 /// Read and normalize an event stream: a file, or a directory an agent
-/// persists its events in.
+/// persists its events in. Every event keeps its original JSON.
 pub fn load(path: &Path, format: Option<EventsFormat>) -> Result<Vec<Event>, EventsError> {
+    Ok(load_with(path, format, None)?.events)
+}
+
+/// [`load`] for a check: the events of a transcript of at least
+/// [`RAW_SPANS_FROM`] bytes keep only where their JSON is in the file.
+pub fn load_transcript(
+    path: &Path,
+    format: Option<EventsFormat>,
+) -> Result<Transcript, EventsError> {
+    load_with(path, format, Some(RAW_SPANS_FROM))
+}
+
+fn load_with(
+    path: &Path,
+    format: Option<EventsFormat>,
+    spans_from: Option<u64>,
+) -> Result<Transcript, EventsError> {
     let meta = std::fs::metadata(path).map_err(|source| EventsError::Io {
         path: path.to_path_buf(),
         source,
@@ -218,9 +246,16 @@ pub fn load(path: &Path, format: Option<EventsFormat>) -> Result<Vec<Event>, Eve
                 .ok_or_else(|| EventsError::Unknown(path.to_path_buf()))?,
         };
         let records = read_dir(path)?;
-        return (format.normalize)(path, records);
+        return Ok(Transcript {
+            events: (format.normalize)(path, Box::new(records.into_iter().map(Ok)))?,
+            raw_file: None,
+        });
     }
-    parse(path, &read_events_file(path)?, format)
+    let (records, raw_file) = records::from_file(path, spans_from)?;
+    Ok(Transcript {
+        events: normalize(path, records, format)?,
+        raw_file,
+    })
 }
 
 /// Normalize an event stream held in memory; `label` names it in errors.
@@ -229,54 +264,32 @@ pub fn parse(
     text: &str,
     format: Option<EventsFormat>,
 ) -> Result<Vec<Event>, EventsError> {
-    let records = read_records(label, text)?;
-    let format = match format {
-        Some(f) => f.0,
-        None => detect(label, &records)?,
-    };
-    tracing::debug!(path = %label.display(), format = format.name, records = records.len(), "read events");
-    (format.normalize)(label, records)
+    let records = records::from_text(label, text)?;
+    normalize(label, Box::new(records.into_iter().map(Ok)), format)
 }
 
-/// Split a file into JSON records: one array, one object, or JSONL.
-fn read_records(path: &Path, text: &str) -> Result<Vec<Record>, EventsError> {
-    let trimmed = text.trim_start();
-    if trimmed.is_empty() {
-        return Err(EventsError::Empty(path.to_path_buf()));
-    }
-    let offset_line = text[..text.len() - trimmed.len()].matches('\n').count();
-    let malformed = |e: serde_json::Error, base: usize| EventsError::Malformed {
-        path: path.to_path_buf(),
-        line: e.line() + base,
-        column: e.column(),
-        message: strip_position(&e.to_string()),
+/// `records` in `format`, or in the format their first record is in.
+fn normalize(
+    path: &Path,
+    records: Records<'_>,
+    format: Option<EventsFormat>,
+) -> Result<Vec<Event>, EventsError> {
+    let mut records = records.peekable();
+    let format = match format {
+        Some(f) => f.0,
+        None => match records.peek() {
+            None => return Err(EventsError::Empty(path.to_path_buf())),
+            Some(Err(_)) => {
+                return Err(records
+                    .next()
+                    .and_then(Result::err)
+                    .expect("peeked an error"))
+            }
+            Some(Ok(first)) => detect(path, first)?,
+        },
     };
-    if trimmed.starts_with('[') {
-        let items: Vec<Box<RawValue>> =
-            serde_json::from_str(trimmed).map_err(|e| malformed(e, offset_line))?;
-        return Ok(items
-            .into_iter()
-            .map(|raw| Record { line: 0, raw })
-            .collect());
-    }
-    // A single pretty-printed object (e.g. one V0 record) or JSONL.
-    if let Ok(raw) = serde_json::from_str::<Box<RawValue>>(trimmed) {
-        return Ok(vec![Record {
-            line: offset_line + 1,
-            raw,
-        }]);
-    }
-    let lines: Vec<(usize, &str)> = text
-        .lines()
-        .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty())
-        .collect();
-    parallel_map(lines, |_, (i, line)| {
-        let raw: Box<RawValue> = serde_json::from_str(line).map_err(|e| malformed(e, i))?;
-        Ok(Record { line: i + 1, raw })
-    })
-    .into_iter()
-    .collect()
+    tracing::debug!(format = format.name, "reading events");
+    (format.normalize)(path, Box::new(records))
 }
 
 /// `convert(index, item)` for every item, on up to one thread per core (in
@@ -340,10 +353,7 @@ pub(crate) fn strip_position(message: &str) -> String {
 }
 
 /// The first registered format that recognizes the stream's first record.
-fn detect(path: &Path, records: &[Record]) -> Result<&'static Format, EventsError> {
-    let Some(first) = records.first() else {
-        return Err(EventsError::Empty(path.to_path_buf()));
-    };
+fn detect(path: &Path, first: &Record) -> Result<&'static Format, EventsError> {
     FORMATS
         .iter()
         .copied()
@@ -362,8 +372,10 @@ pub(crate) fn event(index: usize, kind: EventKind, raw: Box<RawValue>) -> Event 
 /// Where the events of one transcript record come from: for readers whose
 /// records each become several events (a reply's text and its calls).
 pub(crate) struct Origin {
-    /// The record's JSON.
-    pub raw: Box<RawValue>,
+    /// The record's JSON, unless only its place is kept.
+    pub raw: Option<Box<RawValue>>,
+    /// Its place in its file.
+    pub span: Option<RawSpan>,
     /// Its type in the agent's format.
     pub class: String,
     /// Its timestamp.
@@ -378,7 +390,11 @@ impl Origin {
         kind: EventKind,
         source: &str,
     ) -> &'a mut Event {
-        let mut e = event(events.len(), kind, self.raw.clone());
+        let mut e = Event {
+            raw: self.raw.clone(),
+            raw_span: self.span,
+            ..Event::new(events.len(), kind)
+        };
         e.original_kind = Some(self.class.clone());
         e.source = Some(source.to_string());
         e.timestamp = self.timestamp.clone();
@@ -442,6 +458,41 @@ mod tests {
             .success());
         let e = load(&fifo, None).unwrap_err().to_string();
         assert!(e.contains("not a regular file"), "{e}");
+    }
+
+    #[test]
+    fn a_large_transcripts_events_read_their_json_back_from_the_file() {
+        let lines = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fuzz-corpus/events/claude-code.jsonl"),
+        )
+        .unwrap();
+        // Blank and indented lines: places are of the trimmed records.
+        let text = format!("\n  {}", lines.replace('\n', "\n\n"));
+        let f = write(&text);
+        let inline = load(f.path(), None).unwrap();
+        let lazy = load_with(f.path(), None, Some(0)).unwrap();
+        let file = lazy.raw_file.expect("the file stays open");
+        assert_eq!(inline.len(), lazy.events.len());
+        let feed = crate::detector::feed::EventFeed::with_transcript(
+            lazy.events.clone().into(),
+            Some(file.clone()),
+        );
+        for (a, b) in inline.iter().zip(&lazy.events) {
+            assert!(b.raw.is_none() && b.raw_span.is_some());
+            assert_eq!(a.text, b.text);
+            assert_eq!(
+                feed.raw(b.index).as_deref(),
+                a.raw.as_ref().map(|r| r.get())
+            );
+        }
+        // A file rewritten since gives no JSON where it had some, never
+        // something else taken for it.
+        std::fs::write(f.path(), "x".repeat(text.len())).unwrap();
+        assert_eq!(feed.raw(0), None);
+        // Small files keep their JSON.
+        let small = load_with(f.path(), None, Some(u64::MAX));
+        assert!(small.is_err(), "the rewritten file is no transcript");
     }
 
     #[test]

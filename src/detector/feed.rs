@@ -6,6 +6,7 @@
 //! original JSON, which a detector asks for per event.
 
 use critic_sdk::Event;
+use std::fs::File;
 use std::sync::{Arc, OnceLock};
 
 /// One finish's events, shared by every detector call of a check.
@@ -13,14 +14,23 @@ use std::sync::{Arc, OnceLock};
 pub struct EventFeed {
     events: Arc<[Event]>,
     lean: OnceLock<Arc<str>>,
+    /// Where events that keep only a `raw_span` have their JSON.
+    transcript: Option<Arc<File>>,
 }
 
 impl EventFeed {
     /// A feed over `events`.
     pub fn new(events: Arc<[Event]>) -> EventFeed {
+        EventFeed::with_transcript(events, None)
+    }
+
+    /// A feed over `events` read from `transcript`, where those that keep
+    /// only their place have their JSON.
+    pub fn with_transcript(events: Arc<[Event]>, transcript: Option<Arc<File>>) -> EventFeed {
         EventFeed {
             events,
             lean: OnceLock::new(),
+            transcript,
         }
     }
 
@@ -51,10 +61,15 @@ impl EventFeed {
         serde_json::to_string(&lean).unwrap_or_else(|_| "[]".to_string())
     }
 
-    /// The original JSON of event `index`.
+    /// The original JSON of event `index`: kept, or read back from the
+    /// transcript (`None` if the agent has since rewritten that part).
     pub fn raw(&self, index: usize) -> Option<String> {
         let event = self.events.get(index)?;
-        event.raw.as_ref().map(|r| r.get().to_string())
+        match (&event.raw, event.raw_span, &self.transcript) {
+            (Some(raw), _, _) => Some(raw.get().to_string()),
+            (None, Some(span), Some(file)) => crate::agents::read_back(file, span),
+            _ => None,
+        }
     }
 }
 
@@ -123,6 +138,7 @@ mod tests {
             exit_code: Some(2),
             timestamp: Some("t".into()),
             raw: Some(RawValue::from_string(r#"{"kind":"ActionEvent"}"#.into()).unwrap()),
+            raw_span: None,
         }];
         let mut expected = serde_json::to_value(&events).unwrap();
         expected[0].as_object_mut().unwrap().remove("raw");

@@ -27,6 +27,9 @@ pub struct Finish {
     pub workspace: PathBuf,
     /// Session id; state is kept per session.
     pub session: String,
+    /// The transcript file, open, when the events keep only where their
+    /// original JSON is in it (a large one; see `agents::RAW_SPANS_FROM`).
+    pub transcript: Option<Arc<std::fs::File>>,
 }
 
 impl Finish {

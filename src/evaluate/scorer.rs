@@ -194,7 +194,10 @@ impl SkillCritic {
         beside: Option<impl FnOnce() -> U + Send>,
     ) -> (Ran, Option<U>) {
         let m = &self.skill.manifest;
-        let feed = Arc::new(EventFeed::new(finish.events.clone()));
+        let feed = Arc::new(EventFeed::with_transcript(
+            finish.events.clone(),
+            finish.transcript.clone(),
+        ));
         let runner = Arc::new(Runner::new(
             finish.workspace.clone(),
             finish.patch.base.clone(),
@@ -729,6 +732,7 @@ mod tests {
             patch: critic_sdk::Patch::default(),
             workspace: workspace.path().to_path_buf(),
             session: "lib".into(),
+            transcript: None,
         };
         let ahead = |dir: &Path, instance: &str| {
             SkillCritic::count_ahead(&store(dir), &name, "lib", instance, Duration::from_secs(5))

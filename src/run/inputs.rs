@@ -10,19 +10,25 @@ use std::path::{Path, PathBuf};
 
 /// The request's events, read and normalized, with its `finish_message`
 /// added as the finish when the stream lags behind it.
-pub(crate) fn load_events(request: &CheckRequest) -> Result<Vec<critic_sdk::Event>, Error> {
+pub(crate) fn load_events(request: &CheckRequest) -> Result<agents::Transcript, Error> {
     let inline = Path::new("events_inline");
-    let mut events = match request.events_source().map_err(Error::Request)? {
-        EventsSource::Path(path) => agents::load(path, request.events_format)?,
-        EventsSource::Text(text) => agents::parse(inline, text, request.events_format)?,
-        EventsSource::Json(value) => {
-            agents::parse(inline, &value.to_string(), request.events_format)?
-        }
+    let in_memory = |events| agents::Transcript {
+        events,
+        raw_file: None,
+    };
+    let mut transcript = match request.events_source().map_err(Error::Request)? {
+        EventsSource::Path(path) => agents::load_transcript(path, request.events_format)?,
+        EventsSource::Text(text) => in_memory(agents::parse(inline, text, request.events_format)?),
+        EventsSource::Json(value) => in_memory(agents::parse(
+            inline,
+            &value.to_string(),
+            request.events_format,
+        )?),
     };
     if let Some(message) = &request.finish_message {
-        add_finish(&mut events, message);
+        add_finish(&mut transcript.events, message);
     }
-    Ok(events)
+    Ok(transcript)
 }
 
 /// Add `message` as the stream's finish, unless the stream's last finish

@@ -148,7 +148,8 @@ fn prepare(request: &CheckRequest) -> Result<Prepared, Error> {
         }
     })?;
     let finish = Finish {
-        events: events.into(),
+        events: events.events.into(),
+        transcript: events.raw_file,
         patch,
         workspace: root,
         session: request.session.clone(),

@@ -158,7 +158,8 @@ impl Service {
             &self.settings,
         );
         let finish = Finish {
-            events: events.into(),
+            events: events.events.into(),
+            transcript: events.raw_file,
             patch,
             workspace: workspace_root(&ws)?,
             session: request.session.clone(),

@@ -17,7 +17,7 @@ pub(super) mod hook;
 pub(super) use hook::HOOK;
 
 use super::lenient::{OptStr, Text};
-use super::{event, Format, Origin, Record};
+use super::{EventsError, Format, Origin, Record, Records};
 use critic_sdk::{Event, EventKind};
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -32,7 +32,7 @@ pub(super) static FORMAT: Format = Format {
     about: "Claude Code session transcript (~/.claude/projects/*/<session>.jsonl)",
     sniff,
     read_dir: None,
-    normalize: |_, records| Ok(normalize(records)),
+    normalize: |_, records| normalize(records),
 };
 
 /// Every line of a transcript has a string `type`; the lines that open one
@@ -163,12 +163,12 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Lenient<T> {
 
 /// Normalize a transcript's lines, in order: a tool result learns its tool's
 /// name from the call before it.
-fn normalize(records: Vec<Record>) -> Vec<Event> {
+fn normalize(records: Records) -> Result<Vec<Event>, EventsError> {
     let mut reader = Reader::default();
     for record in records {
-        reader.push(record);
+        reader.push(record?);
     }
-    reader.finish()
+    Ok(reader.finish())
 }
 
 /// Events of a transcript, line after line.
@@ -189,18 +189,14 @@ impl Reader {
                     "not a Claude Code transcript line ({e}); kept as `other`"
                 );
                 let index = self.events.len();
-                self.events.push(event(index, EventKind::Other, record.raw));
+                self.events.push(record.event(index, EventKind::Other));
                 return;
             }
         };
         if line.is_sidechain == Some(Value::Bool(true)) {
             return;
         }
-        let info = Origin {
-            raw: record.raw,
-            class: line.kind.0.unwrap_or_default(),
-            timestamp: line.timestamp.0,
-        };
+        let info = record.origin(line.kind.0.unwrap_or_default(), line.timestamp.0);
         let meta = line.is_meta == Some(Value::Bool(true));
         let (kind, source) = message_kind(&info.class, meta);
         match (info.class.as_str(), line.message.map(|m| m.content)) {

@@ -15,7 +15,7 @@ pub(super) mod hook;
 pub(super) use hook::HOOK;
 
 use super::lenient::OptStr;
-use super::{event, Format, Record};
+use super::{EventsError, Format, Records};
 use critic_sdk::{Event, EventKind};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -28,7 +28,7 @@ pub(super) static FORMAT: Format = Format {
     about: "Codex CLI rollout ($CODEX_HOME/sessions/**/rollout-*.jsonl)",
     sniff,
     read_dir: None,
-    normalize: |_, records| Ok(normalize(records)),
+    normalize: |_, records| normalize(records),
 };
 
 /// Rollout lines are `{"type": <record type>, "payload": {...}}`.
@@ -78,10 +78,11 @@ struct Payload {
     output: Option<Value>,
 }
 
-fn normalize(records: Vec<Record>) -> Vec<Event> {
-    let mut events = Vec::with_capacity(records.len());
+fn normalize(records: Records) -> Result<Vec<Event>, EventsError> {
+    let mut events = Vec::new();
     let mut tools: HashMap<String, String> = HashMap::new();
     for record in records {
+        let record = record?;
         let index = events.len();
         let line: Line = match serde_json::from_str(record.raw.get()) {
             Ok(line) => line,
@@ -90,14 +91,14 @@ fn normalize(records: Vec<Record>) -> Vec<Event> {
                     line = record.line,
                     "not a Codex rollout line ({e}); kept as `other`"
                 );
-                events.push(event(index, EventKind::Other, record.raw));
+                events.push(record.event(index, EventKind::Other));
                 continue;
             }
         };
         let class = line.kind.0.unwrap_or_default();
         let p = line.payload;
         let item = p.kind.0.clone().unwrap_or_default();
-        let mut e = event(index, EventKind::Other, record.raw);
+        let mut e = record.event(index, EventKind::Other);
         e.timestamp = line.timestamp.0;
         e.original_kind = Some(match item.is_empty() {
             true => class.clone(),
@@ -148,7 +149,7 @@ fn normalize(records: Vec<Record>) -> Vec<Event> {
         events.push(e);
     }
     super::mark_turn_ends(&mut events);
-    events
+    Ok(events)
 }
 
 /// A message's text parts, joined.

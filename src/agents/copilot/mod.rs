@@ -15,7 +15,7 @@ pub(super) mod hook;
 pub(super) use hook::HOOK;
 
 use super::lenient::OptStr;
-use super::{event, Format, Origin, Record};
+use super::{EventsError, Format, Records};
 use critic_sdk::{Event, EventKind};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -28,7 +28,7 @@ pub(super) static FORMAT: Format = Format {
     about: "GitHub Copilot CLI session log (~/.copilot/session-state/<id>/events.jsonl)",
     sniff,
     read_dir: None,
-    normalize: |_, records| Ok(normalize(records)),
+    normalize: |_, records| normalize(records),
 };
 
 /// Each line is `{"type": "<area>.<event>", "data": {...}, "id": ...}`.
@@ -99,13 +99,14 @@ struct ShellExecution {
     exit_code: super::lenient::OptI64,
 }
 
-fn normalize(records: Vec<Record>) -> Vec<Event> {
-    let mut events: Vec<Event> = Vec::with_capacity(records.len());
+fn normalize(records: Records) -> Result<Vec<Event>, EventsError> {
+    let mut events: Vec<Event> = Vec::new();
     let mut tools: HashMap<String, String> = HashMap::new();
     // The reason of the last block a stop hook answered: the user message
     // that follows with this text is the hook's, not the user's.
     let mut blocked_with: Option<String> = None;
     for record in records {
+        let record = record?;
         let line: Line = match serde_json::from_str(record.raw.get()) {
             Ok(line) => line,
             Err(e) => {
@@ -113,18 +114,14 @@ fn normalize(records: Vec<Record>) -> Vec<Event> {
                     line = record.line,
                     "not a Copilot CLI event ({e}); kept as `other`"
                 );
-                events.push(event(events.len(), EventKind::Other, record.raw));
+                events.push(record.event(events.len(), EventKind::Other));
                 continue;
             }
         };
         if line.agent_id.is_some() {
             continue;
         }
-        let origin = Origin {
-            raw: record.raw,
-            class: line.kind.0.unwrap_or_default(),
-            timestamp: line.timestamp.0,
-        };
+        let origin = record.origin(line.kind.0.unwrap_or_default(), line.timestamp.0);
         let data = line.data;
         let events = &mut events;
         match origin.class.as_str() {
@@ -189,5 +186,5 @@ fn normalize(records: Vec<Record>) -> Vec<Event> {
         }
     }
     super::mark_turn_ends(&mut events);
-    events
+    Ok(events)
 }

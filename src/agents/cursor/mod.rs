@@ -13,7 +13,7 @@ pub(super) mod hook;
 pub(super) use hook::HOOK;
 
 use super::lenient::OptStr;
-use super::{event, Format, Origin, Record};
+use super::{EventsError, Format, Records};
 use critic_sdk::{Event, EventKind};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -25,7 +25,7 @@ pub(super) static FORMAT: Format = Format {
     about: "Cursor agent transcript (~/.cursor/projects/*/agent-transcripts/<id>/<id>.jsonl)",
     sniff,
     read_dir: None,
-    normalize: |_, records| Ok(normalize(records)),
+    normalize: |_, records| normalize(records),
 };
 
 /// A message line has a `role` and a `message`; a transcript may open with
@@ -73,9 +73,10 @@ struct Part {
     input: Option<Value>,
 }
 
-fn normalize(records: Vec<Record>) -> Vec<Event> {
-    let mut events = Vec::with_capacity(records.len());
+fn normalize(records: Records) -> Result<Vec<Event>, EventsError> {
+    let mut events = Vec::new();
     for record in records {
+        let record = record?;
         let line: Line = match serde_json::from_str(record.raw.get()) {
             Ok(line) => line,
             Err(e) => {
@@ -83,20 +84,18 @@ fn normalize(records: Vec<Record>) -> Vec<Event> {
                     line = record.line,
                     "not a Cursor transcript line ({e}); kept as `other`"
                 );
-                events.push(event(events.len(), EventKind::Other, record.raw));
+                events.push(record.event(events.len(), EventKind::Other));
                 continue;
             }
         };
-        let origin = Origin {
-            raw: record.raw,
-            class: line
-                .role
+        let origin = record.origin(
+            line.role
                 .0
                 .clone()
                 .or(line.kind.0.clone())
                 .unwrap_or_default(),
-            timestamp: None,
-        };
+            None,
+        );
         let source = match line.role.0.as_deref() {
             Some("assistant") => "agent",
             Some("user") => "user",
@@ -131,5 +130,5 @@ fn normalize(records: Vec<Record>) -> Vec<Event> {
         }
     }
     super::mark_turn_ends(&mut events);
-    events
+    Ok(events)
 }

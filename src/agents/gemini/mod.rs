@@ -15,7 +15,7 @@ pub(super) mod hook;
 
 pub(super) use hook::HOOK;
 
-use super::{EventsError, Format, Origin, Record};
+use super::{EventsError, Format, Origin, Records};
 use critic_sdk::{Event, EventKind};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -47,13 +47,14 @@ fn sniff(first: &RawValue) -> bool {
 /// The id of the context message Gemini CLI opens every chat with.
 const SESSION_CONTEXT_ID: &str = "d04923d38bb0f6017037e74183378ef4";
 
-fn normalize(path: &Path, records: Vec<Record>) -> Result<Vec<Event>, EventsError> {
+fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
     let mut messages = Messages::default();
     let shape = |line: usize, message: String| EventsError::Shape {
         path: path.to_path_buf(),
         message: format!("record {line}: {message}"),
     };
     for record in records {
+        let record = record?;
         let value: Value = serde_json::from_str(record.raw.get())
             .map_err(|e| shape(record.line, e.to_string()))?;
         let list = value
@@ -146,8 +147,11 @@ struct ToolCall {
 fn convert(events: &mut Vec<Event>, id: String, raw: Box<RawValue>) {
     let message: Message = serde_json::from_str(raw.get()).unwrap_or_default();
     let class = message.kind.clone().unwrap_or_default();
+    // Messages are replaced in place, so none is a record of the file's:
+    // each keeps its JSON.
     let origin = Origin {
-        raw,
+        raw: Some(raw),
+        span: None,
         class: class.clone(),
         timestamp: message.timestamp,
     };

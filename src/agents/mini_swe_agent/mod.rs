@@ -12,7 +12,7 @@
 //! before 2.0): that command is its finish. mini-swe-agent has no hooks;
 //! `examples/mini-swe-agent` runs the critic when the model submits.
 
-use super::{EventsError, Format, Origin, Record};
+use super::{EventsError, Format, Origin, Record, Records};
 use critic_sdk::{Event, EventKind};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -77,7 +77,8 @@ struct Action {
     tool_call_id: Option<String>,
 }
 
-fn normalize(path: &Path, records: Vec<Record>) -> Result<Vec<Event>, EventsError> {
+fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
+    let records = records.collect::<Result<Vec<Record>, EventsError>>()?;
     let [record] = <[Record; 1]>::try_from(records).map_err(|r| EventsError::Shape {
         path: path.to_path_buf(),
         message: format!(
@@ -97,7 +98,8 @@ fn normalize(path: &Path, records: Vec<Record>) -> Result<Vec<Event>, EventsErro
         let m: Message = serde_json::from_str(raw.get()).unwrap_or_default();
         let role = m.role.clone().unwrap_or_default();
         let origin = Origin {
-            raw,
+            raw: Some(raw),
+            span: None,
             class: role.clone(),
             timestamp: m.extra.timestamp.map(|t| t.to_string()),
         };

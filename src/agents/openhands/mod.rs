@@ -12,7 +12,7 @@ pub(super) mod v0;
 pub(super) use hook::HOOK;
 
 use super::lenient::{OptI64, OptStr, Text};
-use super::{event, EventsError, Format, Record};
+use super::{EventsError, Format, Record, Records};
 use critic_sdk::{Event, EventKind};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -25,7 +25,7 @@ pub(super) static FORMAT: Format = Format {
     about: "OpenHands SDK events: JSONL, a JSON array, or a persisted events/ directory",
     sniff,
     read_dir: Some(read_dir),
-    normalize: |_, records| Ok(normalize(records)),
+    normalize: |_, records| normalize(records),
 };
 
 /// An SDK event names its class (`MessageEvent`, ...) in a string `kind`;
@@ -89,14 +89,28 @@ fn read_dir(dir: &Path) -> Result<Vec<Record>, EventsError> {
                 message: super::strip_position(&e.to_string()),
             };
             let raw: Box<RawValue> = serde_json::from_str(text.trim()).map_err(malformed)?;
-            Ok(Record { line: 1, raw })
+            Ok(Record::inline(1, raw))
         })
         .collect()
 }
 
-/// Normalize SDK events.
-fn normalize(records: Vec<Record>) -> Vec<Event> {
-    super::parallel_map(records, convert)
+/// Normalize SDK events: they convert independently, so chunks of them
+/// convert in parallel as they are read.
+fn normalize(records: Records) -> Result<Vec<Event>, EventsError> {
+    const CHUNK: usize = 8192;
+    let mut events = Vec::new();
+    let mut chunk = Vec::with_capacity(CHUNK);
+    let mut records = records.peekable();
+    while let Some(record) = records.next() {
+        chunk.push(record?);
+        if chunk.len() == CHUNK || records.peek().is_none() {
+            let base = events.len();
+            let batch =
+                super::parallel_map(std::mem::take(&mut chunk), |i, r| convert(base + i, r));
+            events.extend(batch);
+        }
+    }
+    Ok(events)
 }
 
 /// The fields of an SDK event the normalized form uses.
@@ -160,7 +174,7 @@ fn convert(index: usize, record: Record) -> Event {
                 index,
                 "event does not look like an OpenHands SDK event ({e}); kept as `other`"
             );
-            return event(index, EventKind::Other, record.raw);
+            return record.event(index, EventKind::Other);
         }
     };
     let class = v.kind.0.unwrap_or_default();
@@ -169,7 +183,7 @@ fn convert(index: usize, record: Record) -> Event {
         .as_ref()
         .and_then(|a| a.get("kind"))
         .and_then(Value::as_str);
-    let mut e = event(index, kind_of(&class, action_kind), record.raw);
+    let mut e = record.event(index, kind_of(&class, action_kind));
     e.source = v.source.0;
     e.timestamp = v.timestamp.0;
     e.tool = v.tool_name.0;

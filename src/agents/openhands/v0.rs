@@ -3,7 +3,7 @@
 //! `observation` naming its type (`run`, `edit`, `finish`, ...); observations
 //! point at their action through `cause`.
 
-use crate::agents::{event, str_field, EventsError, Format, Record};
+use crate::agents::{event, str_field, EventsError, Format, Record, Records};
 use critic_sdk::{Event, EventKind};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -36,7 +36,8 @@ fn sniff(first: &RawValue) -> bool {
 
 /// Normalize V0 records: either one `output.jsonl` record with `history`, or
 /// history entries.
-fn normalize(path: &Path, records: Vec<Record>) -> Result<Vec<Event>, EventsError> {
+fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
+    let records = records.collect::<Result<Vec<Record>, EventsError>>()?;
     let entries: Vec<Box<RawValue>> = match records.first() {
         Some(first) if first.raw.get().contains("\"history\"") && is_record(&first.raw) => {
             if records.len() > 1 {

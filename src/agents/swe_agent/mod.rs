@@ -10,7 +10,7 @@
 //! (SWE-agent cannot run here: version 1.x is not on PyPI and needs Docker.
 //! This reader follows its source.)
 
-use super::{EventsError, Format, Origin, Record};
+use super::{EventsError, Format, Origin, Record, Records};
 use critic_sdk::{Event, EventKind};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -55,7 +55,8 @@ struct Step {
     thought: Option<String>,
 }
 
-fn normalize(path: &Path, records: Vec<Record>) -> Result<Vec<Event>, EventsError> {
+fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
+    let records = records.collect::<Result<Vec<Record>, EventsError>>()?;
     let [record] = <[Record; 1]>::try_from(records).map_err(|r| EventsError::Shape {
         path: path.to_path_buf(),
         message: format!(
@@ -93,7 +94,8 @@ fn normalize(path: &Path, records: Vec<Record>) -> Result<Vec<Event>, EventsErro
     for (i, raw) in t.trajectory.into_iter().enumerate() {
         let step: Step = serde_json::from_str(raw.get()).unwrap_or_default();
         let origin = Origin {
-            raw,
+            raw: Some(raw),
+            span: None,
             class: "step".into(),
             timestamp: None,
         };

@@ -1,0 +1,376 @@
+//! An events file split into JSON records: JSONL read line by line, so a
+//! large transcript is never held whole, or one JSON document (an array of
+//! events, or one object).
+//!
+//! A record knows its place in the file. Read for a check, a large file's
+//! events keep only that place ([`RawSpan`]) instead of their original
+//! JSON, and the host reads it back from the open file when a detector asks
+//! (`event-raw`): a 100 MB transcript's events then take the memory of what
+//! was extracted from them, about a tenth of the file.
+
+use super::{strip_position, EventsError, Origin, MAX_EVENTS_FILE_BYTES};
+use critic_sdk::{Event, EventKind, RawSpan};
+use serde_json::value::RawValue;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// One JSON record of a stream: its 1-based source line (0 inside a
+/// document), its JSON, and where it is in its file when it is a line of
+/// a file read for a check. Each adapter parses the fields it needs, once.
+pub(crate) struct Record {
+    pub(super) line: usize,
+    pub(super) raw: Box<RawValue>,
+    pub(super) span: Option<RawSpan>,
+}
+
+impl Record {
+    /// A record of a document held in memory.
+    pub(super) fn inline(line: usize, raw: Box<RawValue>) -> Record {
+        Record {
+            line,
+            raw,
+            span: None,
+        }
+    }
+
+    /// A blank event of `kind` at `index` carrying this record's JSON, or
+    /// only its place in the file.
+    pub(crate) fn event(&self, index: usize, kind: EventKind) -> Event {
+        Event {
+            raw: self.span.is_none().then(|| self.raw.clone()),
+            raw_span: self.span,
+            ..Event::new(index, kind)
+        }
+    }
+
+    /// What the events of this record share, for readers that make several.
+    pub(crate) fn origin(&self, class: String, timestamp: Option<String>) -> Origin {
+        Origin {
+            raw: self.span.is_none().then(|| self.raw.clone()),
+            span: self.span,
+            class,
+            timestamp,
+        }
+    }
+}
+
+/// A stream's records, in order, read as they are asked for.
+pub(crate) type Records<'a> = Box<dyn Iterator<Item = Result<Record, EventsError>> + 'a>;
+
+/// The records of `text` held in memory: one array, one object, or JSONL.
+pub(super) fn from_text(path: &Path, text: &str) -> Result<Vec<Record>, EventsError> {
+    let trimmed = text.trim_start();
+    if trimmed.is_empty() {
+        return Err(EventsError::Empty(path.to_path_buf()));
+    }
+    let offset_line = text[..text.len() - trimmed.len()].matches('\n').count();
+    let malformed = |e: serde_json::Error, base: usize| EventsError::Malformed {
+        path: path.to_path_buf(),
+        line: e.line() + base,
+        column: e.column(),
+        message: strip_position(&e.to_string()),
+    };
+    if trimmed.starts_with('[') {
+        let items: Vec<Box<RawValue>> =
+            serde_json::from_str(trimmed).map_err(|e| malformed(e, offset_line))?;
+        return Ok(items
+            .into_iter()
+            .map(|raw| Record::inline(0, raw))
+            .collect());
+    }
+    // A single pretty-printed object (e.g. one V0 record) or JSONL.
+    if let Ok(raw) = serde_json::from_str::<Box<RawValue>>(trimmed) {
+        return Ok(vec![Record::inline(offset_line + 1, raw)]);
+    }
+    let lines: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .collect();
+    super::parallel_map(lines, |_, (i, line)| {
+        let raw: Box<RawValue> = serde_json::from_str(line).map_err(|e| malformed(e, i))?;
+        Ok(Record::inline(i + 1, raw))
+    })
+    .into_iter()
+    .collect()
+}
+
+/// The records of the events file `path`, and the file itself when its
+/// records carry their places (`spans_from`: a JSONL file of at least that
+/// many bytes). The file must be a regular file (not a FIFO or a device,
+/// which would block or never end) of at most [`MAX_EVENTS_FILE_BYTES`],
+/// whatever its size claims while it is read.
+pub(super) fn from_file(
+    path: &Path,
+    spans_from: Option<u64>,
+) -> Result<(Records<'static>, Option<Arc<File>>), EventsError> {
+    let io = |source| EventsError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let (file, len) = open_regular(path).map_err(io)?;
+    let file = Arc::new(file);
+    let mut reader = BufReader::with_capacity(1 << 20, ReadAt::new(file.clone()));
+    // What opens the file tells a document from JSONL.
+    let mut leading = Vec::new();
+    let first_byte = loop {
+        let buf = reader.fill_buf().map_err(io)?;
+        let Some(&b) = buf.first() else {
+            return Err(EventsError::Empty(path.to_path_buf()));
+        };
+        if !b.is_ascii_whitespace() {
+            break b;
+        }
+        leading.push(b);
+        reader.consume(1);
+    };
+    let whole =
+        |reader: BufReader<ReadAt>, head: Vec<u8>| -> Result<Records<'static>, EventsError> {
+            let mut bytes = head;
+            reader
+                .take(MAX_EVENTS_FILE_BYTES.saturating_add(1))
+                .read_to_end(&mut bytes)
+                .map_err(io)?;
+            if bytes.len() as u64 > MAX_EVENTS_FILE_BYTES {
+                return Err(io(too_big()));
+            }
+            let text = String::from_utf8(bytes).map_err(|e| io(not_utf8(e)))?;
+            Ok(Box::new(from_text(path, &text)?.into_iter().map(Ok)))
+        };
+    if first_byte == b'[' {
+        return Ok((whole(reader, leading)?, None));
+    }
+    let mut lines = Lines {
+        path: path.to_path_buf(),
+        reader,
+        offset: leading.len() as u64,
+        line: leading.iter().filter(|&&b| b == b'\n').count(),
+        spans: spans_from.is_some_and(|from| len >= from),
+        buf: Vec::new(),
+        ready: Default::default(),
+    };
+    let Some((line, range, start)) = lines.next_line().map_err(io)? else {
+        return Err(EventsError::Empty(path.to_path_buf()));
+    };
+    // The first line is a whole record in JSONL; a document spread over
+    // lines (one pretty-printed object) is read whole.
+    let is_record = std::str::from_utf8(&lines.buf[range.clone()])
+        .is_ok_and(|text| serde_json::from_str::<&RawValue>(text).is_ok());
+    if !is_record {
+        let mut head = leading;
+        head.extend_from_slice(&lines.buf);
+        return Ok((whole(lines.reader, head)?, None));
+    }
+    let first = lines.record(line, &range, start)?;
+    let spans = lines.spans;
+    let records: Records<'static> = Box::new(std::iter::once(Ok(first)).chain(lines));
+    Ok((records, spans.then_some(file)))
+}
+
+/// JSONL records, one line at a time.
+struct Lines {
+    path: PathBuf,
+    reader: BufReader<ReadAt>,
+    /// Where the next line starts in the file.
+    offset: u64,
+    /// The number of the last line read.
+    line: usize,
+    /// Whether records carry their places.
+    spans: bool,
+    buf: Vec<u8>,
+    /// Records read ahead: lines are read in chunks, and a chunk's records
+    /// parse in parallel.
+    ready: std::collections::VecDeque<Result<Record, EventsError>>,
+}
+
+impl Lines {
+    /// The next non-blank line: its number, the range of its trimmed text
+    /// in `self.buf`, and where that text starts in the file.
+    fn next_line(&mut self) -> std::io::Result<Option<(usize, std::ops::Range<usize>, u64)>> {
+        loop {
+            self.buf.clear();
+            let n = self.reader.read_until(b'\n', &mut self.buf)?;
+            if n == 0 {
+                return Ok(None);
+            }
+            let start = self.offset;
+            self.offset += n as u64;
+            self.line += 1;
+            if self.offset > MAX_EVENTS_FILE_BYTES {
+                return Err(too_big());
+            }
+            let lead = self
+                .buf
+                .iter()
+                .take_while(|b| b.is_ascii_whitespace())
+                .count();
+            let trail = self.buf[lead..]
+                .iter()
+                .rev()
+                .take_while(|b| b.is_ascii_whitespace())
+                .count();
+            if lead + trail < self.buf.len() {
+                let range = lead..self.buf.len() - trail;
+                return Ok(Some((self.line, range, start + lead as u64)));
+            }
+        }
+    }
+
+    /// The record of the line `line` whose text is `range` of the buffer.
+    fn record(
+        &self,
+        line: usize,
+        range: &std::ops::Range<usize>,
+        start: u64,
+    ) -> Result<Record, EventsError> {
+        record(
+            &self.path,
+            self.spans,
+            line,
+            &self.buf[range.clone()],
+            start,
+        )
+    }
+
+    /// Read the next chunk of lines and parse their records.
+    fn fill(&mut self) {
+        const LINES: usize = 4096;
+        const BYTES: usize = 8 << 20;
+        let mut chunk = Vec::new();
+        let mut bytes = 0;
+        let mut failed = None;
+        while chunk.len() < LINES && bytes < BYTES {
+            match self.next_line() {
+                Ok(Some((line, range, start))) => {
+                    bytes += range.len();
+                    chunk.push((line, self.buf[range].to_vec(), start));
+                }
+                Ok(None) => break,
+                Err(source) => {
+                    failed = Some(EventsError::Io {
+                        path: self.path.clone(),
+                        source,
+                    });
+                    break;
+                }
+            }
+        }
+        let (path, spans) = (&self.path, self.spans);
+        let records = super::parallel_map(chunk, |_, (line, text, start)| {
+            record(path, spans, line, &text, start)
+        });
+        self.ready.extend(records);
+        self.ready.extend(failed.map(Err));
+    }
+}
+
+/// The record of line `line` of `path`, whose trimmed text is `text` and
+/// starts at `start`.
+fn record(
+    path: &Path,
+    spans: bool,
+    line: usize,
+    text: &[u8],
+    start: u64,
+) -> Result<Record, EventsError> {
+    let text = std::str::from_utf8(text).map_err(|e| EventsError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("line {line} is not UTF-8: {e}"),
+        ),
+    })?;
+    let raw: Box<RawValue> = serde_json::from_str(text).map_err(|e| EventsError::Malformed {
+        path: path.to_path_buf(),
+        line,
+        column: e.column(),
+        message: strip_position(&e.to_string()),
+    })?;
+    let span = spans.then_some(RawSpan {
+        offset: start,
+        len: text.len() as u32,
+    });
+    Ok(Record { line, raw, span })
+}
+
+impl Iterator for Lines {
+    type Item = Result<Record, EventsError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.ready.is_empty() {
+            self.fill();
+        }
+        self.ready.pop_front()
+    }
+}
+
+/// Reads of a shared file at a position of their own (the file stays open
+/// for the records' JSON to be read back at theirs).
+struct ReadAt {
+    file: Arc<File>,
+    at: u64,
+}
+
+impl ReadAt {
+    fn new(file: Arc<File>) -> ReadAt {
+        ReadAt { file, at: 0 }
+    }
+}
+
+impl Read for ReadAt {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        let n = self.file.read_at(buf, self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
+/// The JSON of the record at `span` of `file`, read back; `None` if the
+/// file no longer holds a JSON value there (the agent rewrote it).
+pub(crate) fn read_back(file: &File, span: RawSpan) -> Option<String> {
+    use std::os::unix::fs::FileExt;
+    let mut bytes = vec![0; span.len as usize];
+    file.read_exact_at(&mut bytes, span.offset).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    serde_json::from_str::<&RawValue>(&text).ok()?;
+    Some(text)
+}
+
+/// `path` opened for reading if it is a regular file of at most
+/// [`MAX_EVENTS_FILE_BYTES`], and its length; opening does not wait on a
+/// FIFO.
+fn open_regular(path: &Path) -> std::io::Result<(File, u64)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() || meta.len() > MAX_EVENTS_FILE_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "not a regular file of at most {} MiB",
+                MAX_EVENTS_FILE_BYTES >> 20
+            ),
+        ));
+    }
+    Ok((file, meta.len()))
+}
+
+fn too_big() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        format!(
+            "not a regular file of at most {} MiB",
+            MAX_EVENTS_FILE_BYTES >> 20
+        ),
+    )
+}
+
+fn not_utf8(e: std::string::FromUtf8Error) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, e)
+}
