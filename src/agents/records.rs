@@ -165,7 +165,26 @@ pub(super) fn from_file(
     }
     let first = lines.record(line, &range, start)?;
     let spans = lines.spans;
-    let records: Records<'static> = Box::new(std::iter::once(Ok(first)).chain(lines));
+    // The lines are read and their records parsed on a thread of their own,
+    // a chunk ahead of the reader that converts them: the two halves of the
+    // work overlap on two cores.
+    let (send, receive) = std::sync::mpsc::sync_channel::<Vec<Result<Record, EventsError>>>(2);
+    std::thread::Builder::new()
+        .name("events-reader".into())
+        .spawn(move || {
+            let mut lines = lines;
+            loop {
+                lines.fill();
+                let chunk: Vec<_> = lines.ready.drain(..).collect();
+                // Stopped early (an error downstream): nobody listens.
+                if chunk.is_empty() || send.send(chunk).is_err() {
+                    return;
+                }
+            }
+        })
+        .map_err(io)?;
+    let rest = receive.into_iter().flatten();
+    let records: Records<'static> = Box::new(std::iter::once(Ok(first)).chain(rest));
     Ok((records, spans.then_some(file)))
 }
 
@@ -180,9 +199,8 @@ struct Lines {
     /// Whether records carry their places.
     spans: bool,
     buf: Vec<u8>,
-    /// Records read ahead: lines are read in chunks, and a chunk's records
-    /// parse in parallel.
-    ready: std::collections::VecDeque<Result<Record, EventsError>>,
+    /// The records of the last chunk read.
+    ready: Vec<Result<Record, EventsError>>,
 }
 
 impl Lines {
@@ -236,8 +254,8 @@ impl Lines {
 
     /// Read the next chunk of lines and parse their records.
     fn fill(&mut self) {
-        const LINES: usize = 4096;
-        const BYTES: usize = 8 << 20;
+        const LINES: usize = 1024;
+        const BYTES: usize = 4 << 20;
         let mut chunk = Vec::new();
         let mut bytes = 0;
         let mut failed = None;
@@ -258,10 +276,11 @@ impl Lines {
             }
         }
         let (path, spans) = (&self.path, self.spans);
-        let records = super::parallel_map(chunk, |_, (line, text, start)| {
-            record(path, spans, line, &text, start)
-        });
-        self.ready.extend(records);
+        self.ready.extend(
+            chunk
+                .into_iter()
+                .map(|(line, text, start)| record(path, spans, line, &text, start)),
+        );
         self.ready.extend(failed.map(Err));
     }
 }
@@ -293,17 +312,6 @@ fn record(
         len: text.len() as u32,
     });
     Ok(Record { line, raw, span })
-}
-
-impl Iterator for Lines {
-    type Item = Result<Record, EventsError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.ready.is_empty() {
-            self.fill();
-        }
-        self.ready.pop_front()
-    }
 }
 
 /// Reads of a shared file at a position of their own (the file stays open

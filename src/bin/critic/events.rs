@@ -20,7 +20,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let events = agents::load(&args.events, args.events_format)?;
+    // Printed without their JSON: a large one need not keep it.
+    let events = agents::load_transcript(&args.events, args.events_format)?.events;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     match args.output {
         Output::Json => {
