@@ -572,6 +572,29 @@ mod tests {
     }
 
     #[test]
+    fn a_replaced_entry_keeps_its_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("hooks.json");
+        let old = "critic hook cursor --skill /old";
+        std::fs::write(
+            &file,
+            json!({"version": 1, "hooks": {"stop": [
+                {"command": "./first.sh"}, {"command": old}, {"command": "./last.sh"}
+            ]}})
+            .to_string(),
+        )
+        .unwrap();
+        let new = "critic hook cursor --skill /new";
+        assert_eq!(
+            install(&LISTED, &file, "cursor", new, 60).unwrap(),
+            Change::Replaced
+        );
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(doc["hooks"]["stop"][1]["command"], new, "{doc}");
+        assert_eq!(doc["hooks"]["stop"][2]["command"], "./last.sh");
+    }
+
+    #[test]
     fn a_broken_file_is_left_alone_with_the_place_named() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("settings.json");
