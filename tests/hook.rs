@@ -743,3 +743,30 @@ fn install_refuses_files_it_must_not_rewrite() {
     assert!(stderr(&out).contains("read-only"), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(&settings).unwrap(), "{}");
 }
+
+#[test]
+fn install_refuses_another_users_file() {
+    use std::os::unix::fs::MetadataExt;
+    let project = tempfile::tempdir().unwrap();
+    let settings = project.path().join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(&settings, "{}").unwrap();
+    let me = std::fs::metadata(&settings).unwrap().uid();
+    // Only root can give a file away; as anyone else this test has nothing to try.
+    if me != 0 {
+        return;
+    }
+    std::os::unix::fs::chown(&settings, Some(65534), Some(65534)).unwrap();
+    let out = run(critic()
+        .args(["hook", "install", "claude-code", "--project"])
+        .arg(project.path())
+        .arg("--skill")
+        .arg(skill("ran-tests")));
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("owned by user 65534"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::metadata(&settings).unwrap().uid(), 65534);
+}

@@ -496,6 +496,20 @@ mod tests {
     }
 
     #[test]
+    fn an_events_directory_has_the_budget_of_one_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let events = dir.path().join("events");
+        std::fs::create_dir(&events).unwrap();
+        for i in 0..2 {
+            // Sparse: the size counts, no disk is used.
+            let f = std::fs::File::create(events.join(format!("event-{i:05}.json"))).unwrap();
+            f.set_len(MAX_EVENTS_FILE_BYTES / 2 + 1).unwrap();
+        }
+        let e = load(dir.path(), None).unwrap_err().to_string();
+        assert!(e.contains("holds more than 1024 MiB of events"), "{e}");
+    }
+
+    #[test]
     fn malformed_jsonl_names_the_line() {
         let f = write("{\"kind\":\"MessageEvent\"}\n{\"kind\": oops}\n");
         let e = load(f.path(), None).unwrap_err();

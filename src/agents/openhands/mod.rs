@@ -66,21 +66,23 @@ fn read_dir(dir: &Path) -> Result<Vec<Record>, EventsError> {
         return Err(EventsError::Empty(events_dir));
     }
     files.sort();
-    // The whole directory gets the budget of one events file.
-    let mut total = 0u64;
+    // The whole directory gets the budget of one events file, checked
+    // before any is read.
+    let total = files.iter().fold(0u64, |sum, path| {
+        sum.saturating_add(std::fs::metadata(path).map_or(0, |m| m.len()))
+    });
+    if total > super::MAX_EVENTS_FILE_BYTES {
+        return Err(EventsError::Shape {
+            path: events_dir,
+            message: format!(
+                "holds more than {} MiB of events",
+                super::MAX_EVENTS_FILE_BYTES >> 20
+            ),
+        });
+    }
     files
         .into_iter()
         .map(|path| {
-            total = total.saturating_add(std::fs::metadata(&path).map_or(0, |m| m.len()));
-            if total > super::MAX_EVENTS_FILE_BYTES {
-                return Err(EventsError::Shape {
-                    path: events_dir.clone(),
-                    message: format!(
-                        "holds more than {} MiB of events",
-                        super::MAX_EVENTS_FILE_BYTES >> 20
-                    ),
-                });
-            }
             let text = super::read_events_file(&path)?;
             let malformed = |e: serde_json::Error| EventsError::Malformed {
                 path: path.clone(),
