@@ -202,8 +202,9 @@ pub struct Transcript {
 }
 
 /// The size from which a transcript's events keep only the place of their
-/// original JSON, not the JSON.
-pub const RAW_SPANS_FROM: u64 = 16 << 20;
+/// original JSON, not the JSON: every transcript read for a check. Events
+/// that share a record then share its place, and none holds a copy.
+pub const RAW_SPANS_FROM: u64 = 0;
 
 /// Read and normalize an event stream: a file, or a directory an agent
 /// persists its events in. Every event keeps its original JSON.
@@ -372,7 +373,9 @@ pub(crate) fn event(index: usize, kind: EventKind, raw: Box<RawValue>) -> Event 
 /// Where the events of one transcript record come from: for readers whose
 /// records each become several events (a reply's text and its calls).
 pub(crate) struct Origin {
-    /// The record's JSON, unless only its place is kept.
+    /// The record's JSON, unless only its place is kept. Only the first
+    /// event of the record gets a copy: a record of many calls must not
+    /// cost its size once per call.
     pub raw: Option<Box<RawValue>>,
     /// Its place in its file.
     pub span: Option<RawSpan>,
@@ -385,13 +388,13 @@ pub(crate) struct Origin {
 impl Origin {
     /// A new event of this record at the end of `events`.
     pub fn push<'a>(
-        &self,
+        &mut self,
         events: &'a mut Vec<Event>,
         kind: EventKind,
         source: &str,
     ) -> &'a mut Event {
         let mut e = Event {
-            raw: self.raw.clone(),
+            raw: self.raw.take(),
             raw_span: self.span,
             ..Event::new(events.len(), kind)
         };

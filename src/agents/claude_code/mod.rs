@@ -196,12 +196,12 @@ impl Reader {
         if line.is_sidechain == Some(Value::Bool(true)) {
             return;
         }
-        let info = record.origin(line.kind.0.unwrap_or_default(), line.timestamp.0);
+        let mut info = record.origin(line.kind.0.unwrap_or_default(), line.timestamp.0);
         let meta = line.is_meta == Some(Value::Bool(true));
         let (kind, source) = message_kind(&info.class, meta);
         match (info.class.as_str(), line.message.map(|m| m.content)) {
             ("user" | "assistant", Some(Content::Text(text))) => {
-                self.add(&info, kind, source).text = Some(text);
+                self.add(&mut info, kind, source).text = Some(text);
             }
             ("user" | "assistant", Some(Content::Blocks(blocks))) => {
                 // Consecutive text blocks make one message, in its place
@@ -217,32 +217,32 @@ impl Reader {
                         continue;
                     }
                     if !text.is_empty() {
-                        self.add(&info, kind, source).text = Some(text.join("\n"));
+                        self.add(&mut info, kind, source).text = Some(text.join("\n"));
                         text.clear();
                     }
                     if block_kind == Some("tool_use") {
-                        self.tool_use(&info, block);
+                        self.tool_use(&mut info, block);
                     } else {
-                        self.tool_result(&info, block);
+                        self.tool_result(&mut info, block);
                     }
                 }
                 if !text.is_empty() {
-                    self.add(&info, kind, source).text = Some(text.join("\n"));
+                    self.add(&mut info, kind, source).text = Some(text.join("\n"));
                 }
             }
-            ("system", _) => self.add(&info, EventKind::System, "system").text = line.content.0,
+            ("system", _) => self.add(&mut info, EventKind::System, "system").text = line.content.0,
             _ => {
-                self.add(&info, EventKind::Other, "system");
+                self.add(&mut info, EventKind::Other, "system");
             }
         }
     }
 
     /// A new event of `line`.
-    fn add(&mut self, line: &Origin, kind: EventKind, source: &str) -> &mut Event {
+    fn add(&mut self, line: &mut Origin, kind: EventKind, source: &str) -> &mut Event {
         line.push(&mut self.events, kind, source)
     }
 
-    fn tool_use(&mut self, line: &Origin, block: Block) {
+    fn tool_use(&mut self, line: &mut Origin, block: Block) {
         let name = block.name.0.unwrap_or_default();
         if let Some(id) = &block.id.0 {
             self.tools.insert(id.clone(), name.clone());
@@ -253,7 +253,7 @@ impl Reader {
         e.arguments = block.input;
     }
 
-    fn tool_result(&mut self, line: &Origin, block: Block) {
+    fn tool_result(&mut self, line: &mut Origin, block: Block) {
         let tool = block
             .tool_use_id
             .0

@@ -121,7 +121,7 @@ fn normalize(records: Records) -> Result<Vec<Event>, EventsError> {
         if line.agent_id.is_some() {
             continue;
         }
-        let origin = record.origin(line.kind.0.unwrap_or_default(), line.timestamp.0);
+        let mut origin = record.origin(line.kind.0.unwrap_or_default(), line.timestamp.0);
         let data = line.data;
         let events = &mut events;
         match origin.class.as_str() {

@@ -88,7 +88,7 @@ fn normalize(records: Records) -> Result<Vec<Event>, EventsError> {
                 continue;
             }
         };
-        let origin = record.origin(
+        let mut origin = record.origin(
             line.role
                 .0
                 .clone()

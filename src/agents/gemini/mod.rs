@@ -149,7 +149,7 @@ fn convert(events: &mut Vec<Event>, id: String, raw: Box<RawValue>) {
     let class = message.kind.clone().unwrap_or_default();
     // Messages are replaced in place, so none is a record of the file's:
     // each keeps its JSON.
-    let origin = Origin {
+    let mut origin = Origin {
         raw: Some(raw),
         span: None,
         class: class.clone(),

@@ -97,7 +97,7 @@ fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
     for raw in trajectory.messages {
         let m: Message = serde_json::from_str(raw.get()).unwrap_or_default();
         let role = m.role.clone().unwrap_or_default();
-        let origin = Origin {
+        let mut origin = Origin {
             raw: Some(raw),
             span: None,
             class: role.clone(),

@@ -93,7 +93,7 @@ fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
     });
     for (i, raw) in t.trajectory.into_iter().enumerate() {
         let step: Step = serde_json::from_str(raw.get()).unwrap_or_default();
-        let origin = Origin {
+        let mut origin = Origin {
             raw: Some(raw),
             span: None,
             class: "step".into(),
