@@ -146,8 +146,8 @@ pub struct Event {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<String>,
     /// The original JSON of the event. A WebAssembly detector gets `None`
-    /// here and [`Event::raw_value`] fetches it. The host keeps it here,
-    /// except for large transcripts, where it keeps only [`Event::raw_span`].
+    /// here and [`Event::raw_value`] fetches it. For events read from a
+    /// transcript file the host keeps only [`Event::raw_span`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<Box<RawValue>>,
     /// Where in its transcript file the host reads the original JSON when it

@@ -2,11 +2,12 @@
 //! large transcript is never held whole, or one JSON document (an array of
 //! events, or one object).
 //!
-//! A record knows its place in the file. Read for a check, a large file's
-//! events keep only that place ([`RawSpan`]) instead of their original
-//! JSON, and the host reads it back from the open file when a detector asks
+//! A record knows its place in the file. Read for a check, a file's events
+//! keep only that place ([`RawSpan`]) instead of their original JSON, and
+//! the host reads it back from the open file when a detector asks
 //! (`event-raw`): a 100 MB transcript's events then take the memory of what
-//! was extracted from them, about a tenth of the file.
+//! was extracted from them, about a tenth of the file, and the events of
+//! one record share its place.
 
 use super::{strip_position, EventsError, Origin, MAX_EVENTS_FILE_BYTES};
 use critic_sdk::{Event, EventKind, RawSpan};
