@@ -246,11 +246,14 @@ pub fn python_env() -> PathBuf {
 }
 
 /// [`python_env`] with `examples/openhands` (the `pluggable_critic`
-/// package) installed in it, as a user would install it.
+/// package) installed in it, as a user would install it. It is built from a
+/// copy: setuptools writes `build/` and `*.egg-info` beside the sources.
 pub fn python_with_package() -> PathBuf {
     let python = python_env();
     let lock = std::fs::File::create(install_dir().join(".package.lock")).unwrap();
     rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let copy = tempfile::tempdir().unwrap();
+    super::copy_tree(&super::root().join("examples/openhands"), copy.path());
     let out = Command::new(&python)
         .args([
             "-m",
@@ -260,7 +263,7 @@ pub fn python_with_package() -> PathBuf {
             "--disable-pip-version-check",
             "--no-deps",
         ])
-        .arg(super::root().join("examples/openhands"))
+        .arg(copy.path())
         .output()
         .unwrap();
     assert!(
