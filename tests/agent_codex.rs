@@ -4,7 +4,10 @@
 
 mod common;
 
-use common::agents::{events_of, files_under, harness_state, home, install_hook, npm_bin, Standin};
+use common::agents::{
+    assert_rejected_then_accepted, events_of, files_under, harness_state, home, install_hook,
+    npm_bin, Standin, RAN_TESTS_FOLLOWUP,
+};
 use common::{skill, Repo};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -83,27 +86,10 @@ fn a_rejected_stop_sends_the_followup_to_the_model_and_the_next_stop_is_accepted
     assert!(out.status.success(), "{log}");
 
     let turns = standin.turns();
-    assert_eq!(turns.len(), 4, "{log}");
-    let followup = "You did not run the tests after your last file edit";
-    assert!(!input_of(&turns[1]).contains(followup));
-    assert!(
-        input_of(&turns[2]).contains(followup),
-        "{}",
-        input_of(&turns[2])
-    );
-    assert_eq!(
-        std::fs::read_to_string(repo.path().join("calc.py")).unwrap(),
-        "def add(a, b):\n    return a + b\n"
-    );
-    let states = harness_state(&state, "ran-tests");
-    assert_eq!(states.len(), 1);
-    assert_eq!(
-        (
-            states[0]["iteration"].as_u64(),
-            states[0]["rejections"].as_u64()
-        ),
-        (Some(2), Some(1))
-    );
+    let inputs: Vec<String> = turns.iter().map(input_of).collect();
+    let calc = repo.path().join("calc.py");
+    assert_rejected_then_accepted(&inputs, Some(&calc), &state, &log);
+    let followup = RAN_TESTS_FOLLOWUP;
 
     // The reader on the rollout Codex just wrote.
     let rollouts = files_under(&dir.path().join("codex-home/sessions"), ".jsonl");

@@ -108,6 +108,19 @@ pub(super) fn decision_reply(answer: &Answer, block: &str) -> Reply {
     }
 }
 
+/// The hook input of Claude Code's `Stop` hook, whose field names Codex and
+/// Gemini CLI took over: `session_id`, `cwd`, `transcript_path` and (not
+/// from Gemini) `last_assistant_message`.
+pub(super) fn claude_style_input(input: &Value) -> HookInput {
+    HookInput {
+        session: string(input, "session_id"),
+        workspace: path(input, "cwd"),
+        transcript: path(input, "transcript_path"),
+        final_message: string(input, "last_assistant_message"),
+        ..HookInput::default()
+    }
+}
+
 /// The string at `key`, if it is a non-empty string.
 pub(super) fn string(input: &Value, key: &str) -> Option<String> {
     input

@@ -427,6 +427,33 @@ pub(crate) fn mark_turn_ends(events: &mut [Event]) {
     }
 }
 
+/// A message's text: a string, or the `text` of its parts, joined.
+pub(crate) fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// The one record of a format that is one JSON document (a trajectory).
+pub(crate) fn one_document(path: &Path, records: Records) -> Result<Record, EventsError> {
+    let records = records.collect::<Result<Vec<Record>, EventsError>>()?;
+    <[Record; 1]>::try_from(records)
+        .map(|[record]| record)
+        .map_err(|r| EventsError::Shape {
+            path: path.to_path_buf(),
+            message: format!(
+                "holds {} documents; a trajectory is one JSON document",
+                r.len()
+            ),
+        })
+}
+
 pub(crate) fn str_field(v: &Value, key: &str) -> Option<String> {
     v.get(key).and_then(Value::as_str).map(str::to_string)
 }

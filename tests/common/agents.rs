@@ -273,3 +273,37 @@ pub fn python_with_package() -> PathBuf {
     );
     python
 }
+
+/// The follow-up `ran-tests` gives a finish that edited and ran no tests.
+pub const RAN_TESTS_FOLLOWUP: &str = "You did not run the tests";
+
+/// What every agent's round of "edit, stop, rejected, run the tests, stop,
+/// accepted" must show: four model calls, `followup` in the input of the
+/// third and not of the second, `calc.py` of `repo` fixed (if given), and
+/// one session counted twice, rejected once. `inputs` are the model calls'
+/// inputs as text, `log` the agent's output for messages.
+pub fn assert_rejected_then_accepted(
+    inputs: &[String],
+    calc: Option<&Path>,
+    state: &Path,
+    log: &str,
+) {
+    assert_eq!(inputs.len(), 4, "{log}");
+    assert!(!inputs[1].contains(RAN_TESTS_FOLLOWUP), "{}", inputs[1]);
+    assert!(inputs[2].contains(RAN_TESTS_FOLLOWUP), "{}", inputs[2]);
+    if let Some(calc) = calc {
+        assert_eq!(
+            std::fs::read_to_string(calc).unwrap(),
+            "def add(a, b):\n    return a + b\n"
+        );
+    }
+    let states = harness_state(state, "ran-tests");
+    assert_eq!(states.len(), 1);
+    assert_eq!(
+        (
+            states[0]["iteration"].as_u64(),
+            states[0]["rejections"].as_u64()
+        ),
+        (Some(2), Some(1))
+    );
+}

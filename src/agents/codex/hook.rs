@@ -4,16 +4,15 @@
 //! `<hook_prompt>` user message). Codex rejects any output field outside its
 //! schema, and has no cap of its own on blocks.
 
-use crate::agents::hook::{decision_reply, path, string, Answer, HookInput, HookProtocol, Reply};
+use crate::agents::hook::{claude_style_input, decision_reply, Answer, HookProtocol, Reply};
 use crate::agents::install::{HookConfig, Shape};
-use serde_json::Value;
 use std::path::PathBuf;
 
 /// Codex's stop hook.
 pub(in crate::agents) static HOOK: HookProtocol = HookProtocol {
     agent: "codex",
     about: "Codex CLI (`hooks.Stop` in .codex/hooks.json)",
-    read_input,
+    read_input: claude_style_input,
     locate_events: None,
     reply,
     config: HookConfig {
@@ -39,17 +38,6 @@ fn codex_home_hooks() -> Option<PathBuf> {
             Some(PathBuf::from(home).join("hooks.json"))
         }
         _ => crate::agents::install::home_file(".codex/hooks.json"),
-    }
-}
-
-fn read_input(input: &Value) -> HookInput {
-    HookInput {
-        session: string(input, "session_id"),
-        workspace: path(input, "cwd"),
-        transcript: path(input, "transcript_path"),
-        final_message: string(input, "last_assistant_message"),
-        transcript_marker: None,
-        not_a_finish: None,
     }
 }
 

@@ -5,15 +5,14 @@
 //! than 0 or 1 as a block: the host always answers in JSON with exit 0.
 //! Gemini has no working cap of its own on blocks.
 
-use crate::agents::hook::{decision_reply, path, string, Answer, HookInput, HookProtocol, Reply};
+use crate::agents::hook::{claude_style_input, decision_reply, Answer, HookProtocol, Reply};
 use crate::agents::install::{home_file, HookConfig, Shape};
-use serde_json::Value;
 
 /// Gemini CLI's stop hook.
 pub(in crate::agents) static HOOK: HookProtocol = HookProtocol {
     agent: "gemini",
     about: "Gemini CLI (`hooks.AfterAgent` in .gemini/settings.json)",
-    read_input,
+    read_input: claude_style_input,
     locate_events: None,
     reply,
     config: HookConfig {
@@ -27,17 +26,6 @@ pub(in crate::agents) static HOOK: HookProtocol = HookProtocol {
         note: Some("Gemini CLI runs a project's hooks only in a folder it trusts"),
     },
 };
-
-fn read_input(input: &Value) -> HookInput {
-    HookInput {
-        session: string(input, "session_id"),
-        workspace: path(input, "cwd"),
-        transcript: path(input, "transcript_path"),
-        final_message: None,
-        transcript_marker: None,
-        not_a_finish: None,
-    }
-}
 
 fn reply(answer: &Answer) -> Reply {
     match answer {

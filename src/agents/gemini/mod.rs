@@ -155,7 +155,7 @@ fn convert(events: &mut Vec<Event>, id: String, raw: Box<RawValue>) {
         class: class.clone(),
         timestamp: message.timestamp,
     };
-    let text = text_of(&message.content);
+    let text = super::text_of(&message.content);
     match class.as_str() {
         "user" if id == SESSION_CONTEXT_ID || text.starts_with("<session_context>") => {
             origin.push(events, EventKind::System, "system").text = Some(text);
@@ -187,19 +187,6 @@ fn convert(events: &mut Vec<Event>, id: String, raw: Box<RawValue>) {
         }
         "error" => origin.push(events, EventKind::Error, "system").text = Some(text),
         _ => origin.push(events, EventKind::System, "system").text = Some(text),
-    }
-}
-
-/// A message's text: a string, or the `text` of its parts.
-fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
     }
 }
 

@@ -12,7 +12,7 @@
 //! before 2.0): that command is its finish. mini-swe-agent has no hooks;
 //! `examples/mini-swe-agent` runs the critic when the model submits.
 
-use super::{EventsError, Format, Origin, Record, Records};
+use super::{EventsError, Format, Origin, Records};
 use critic_sdk::{Event, EventKind};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -78,14 +78,7 @@ struct Action {
 }
 
 fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
-    let records = records.collect::<Result<Vec<Record>, EventsError>>()?;
-    let [record] = <[Record; 1]>::try_from(records).map_err(|r| EventsError::Shape {
-        path: path.to_path_buf(),
-        message: format!(
-            "holds {} documents; a trajectory is one JSON document",
-            r.len()
-        ),
-    })?;
+    let record = super::one_document(path, records)?;
     let trajectory: Trajectory =
         serde_json::from_str(record.raw.get()).map_err(|e| EventsError::Shape {
             path: path.to_path_buf(),
@@ -103,7 +96,7 @@ fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
             class: role.clone(),
             timestamp: m.extra.timestamp.map(|t| t.to_string()),
         };
-        let text = text_of(&m.content);
+        let text = super::text_of(&m.content);
         let is_result = role == "tool" || (role == "user" && m.extra.returncode.is_some());
         match role.as_str() {
             _ if is_result => {
@@ -147,17 +140,4 @@ fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
         }
     }
     Ok(events)
-}
-
-/// A message's text: a string, or the `text` of its parts.
-fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
 }

@@ -10,7 +10,7 @@
 //! (SWE-agent cannot run here: version 1.x is not on PyPI and needs Docker.
 //! This reader follows its source.)
 
-use super::{EventsError, Format, Origin, Record, Records};
+use super::{EventsError, Format, Origin, Records};
 use critic_sdk::{Event, EventKind};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -56,14 +56,7 @@ struct Step {
 }
 
 fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
-    let records = records.collect::<Result<Vec<Record>, EventsError>>()?;
-    let [record] = <[Record; 1]>::try_from(records).map_err(|r| EventsError::Shape {
-        path: path.to_path_buf(),
-        message: format!(
-            "holds {} documents; a trajectory is one JSON document",
-            r.len()
-        ),
-    })?;
+    let record = super::one_document(path, records)?;
     let t: Trajectory = serde_json::from_str(record.raw.get()).map_err(|e| EventsError::Shape {
         path: path.to_path_buf(),
         message: format!("`trajectory` is not a list of steps: {e}"),
@@ -74,7 +67,7 @@ fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
         .iter()
         .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
         .and_then(|m| m.get("content"))
-        .map(text_of);
+        .map(super::text_of);
     if let Some(task) = task {
         let mut e = Event::new(0, EventKind::Message);
         e.source = Some("user".into());
@@ -138,16 +131,4 @@ fn split_action(action: &str) -> (String, Value) {
         );
     }
     ("bash".into(), serde_json::json!({ "command": action }))
-}
-
-fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
 }

@@ -137,27 +137,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Call::try_parse_from(std::iter::once("critic hook".to_string()).chain(words.clone()));
     Ok(match call {
         Ok(call) => answer(call.agent, call.run),
-        Err(e) if !e.use_stderr() => {
-            let _ = e.print();
-            crate::EXIT_ACCEPT
-        }
-        Err(e) => {
-            let first = e.to_string();
-            let first = first.lines().next().unwrap_or("bad command line");
-            let why = first.trim_start_matches("error: ");
-            match words.first().and_then(|w| protocols::protocol(w)) {
-                Some(protocol) => refuse(protocol, why),
-                None => {
-                    let _ = writeln!(
-                        std::io::stderr(),
-                        "critic hook: {}",
-                        escape_terminal(why, true)
-                    );
-                    // Not 2, which some agents read as "block".
-                    crate::EXIT_REJECT
-                }
-            }
-        }
+        Err(e) => refused(e, &words),
     })
 }
 
@@ -199,19 +179,22 @@ fn answer(protocol: &'static HookProtocol, args: RunArgs) -> u8 {
 /// the agent is named, else exit 1: never clap's exit 2, which Claude Code,
 /// Codex and the OpenHands SDK read as "block".
 pub fn refused_command_line(e: clap::Error) -> u8 {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let verb = args.iter().find(|a| !a.starts_with('-'));
+    if e.use_stderr() && verb.map(String::as_str) != Some("hook") {
+        let _ = e.print();
+        return crate::EXIT_ERROR;
+    }
+    refused(e, &args)
+}
+
+/// The answer to a hook call clap refused: the agent's "stop" if one of
+/// `words` names the agent, else exit 1 (not 2, which some agents read as
+/// "block"); help and version go to stdout with exit 0.
+fn refused(e: clap::Error, words: &[String]) -> u8 {
     if !e.use_stderr() {
         let _ = e.print();
         return crate::EXIT_ACCEPT;
-    }
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args
-        .iter()
-        .find(|a| !a.starts_with('-'))
-        .map(String::as_str)
-        != Some("hook")
-    {
-        let _ = e.print();
-        return crate::EXIT_ERROR;
     }
     let message = e.to_string();
     let why = message
@@ -219,7 +202,7 @@ pub fn refused_command_line(e: clap::Error) -> u8 {
         .next()
         .unwrap_or("bad command line")
         .trim_start_matches("error: ");
-    match args.iter().find_map(|a| protocols::protocol(a)) {
+    match words.iter().find_map(|a| protocols::protocol(a)) {
         Some(protocol) => refuse(protocol, why),
         None => {
             let _ = writeln!(
