@@ -167,7 +167,7 @@ def main():
         ran_tests = ["--skill", str(ROOT / "skills/ran-tests"), "--state-dir", str(tmp / "state"),
                      "--cache-dir", str(tmp / "cache"), "--max-rejections", "1000"]
         walls, rss = [], []
-        for i in range(6):
+        for i in range(16):
             start = time.perf_counter()
             pid = spawn([str(CRITIC), "hook", "claude-code"] + ran_tests, big_input)
             _, status, usage = os.wait4(pid, 0)

@@ -23,6 +23,16 @@ pub(super) struct OptI64(pub Option<i64>);
 #[derive(Debug, Default, Clone, PartialEq)]
 pub(super) struct Text(pub Option<String>);
 
+/// An object read as a `T` (whose fields should be lenient themselves), or
+/// `None` for any other JSON value; read in the one pass that skips it.
+pub(super) struct Object<T>(pub Option<T>);
+
+impl<T> Default for Object<T> {
+    fn default() -> Self {
+        Object(None)
+    }
+}
+
 /// Consume a map or sequence the caller has no use for.
 fn skip_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
     while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
@@ -199,6 +209,36 @@ impl<'de> Visitor<'de> for TextVisitor {
 impl<'de> Deserialize<'de> for Text {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(TextVisitor)
+    }
+}
+
+struct ObjectVisitor<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
+    type Value = Object<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Object<T>, A::Error> {
+        T::deserialize(de::value::MapAccessDeserializer::new(map)).map(|t| Object(Some(t)))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Object<T>, A::Error> {
+        skip_seq(seq).map(|_| Object(None))
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Object<T>, E> {
+        Ok(Object(None))
+    }
+
+    ignore_others!(visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64);
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ObjectVisitor(std::marker::PhantomData))
     }
 }
 

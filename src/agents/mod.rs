@@ -36,7 +36,7 @@ pub struct Format {
     /// What it is, for help texts.
     pub about: &'static str,
     /// Whether a stream whose first record is this one is in this format.
-    sniff: fn(first: &RawValue) -> bool,
+    sniff: fn(first: &str) -> bool,
     /// Reads a directory the agent persists its events in, if it does.
     read_dir: Option<ReadDir>,
     /// Turns the records of a stream into normalized events.
@@ -358,7 +358,7 @@ fn detect(path: &Path, first: &Record) -> Result<&'static Format, EventsError> {
     FORMATS
         .iter()
         .copied()
-        .find(|f| (f.sniff)(&first.raw))
+        .find(|f| (f.sniff)(first.json()))
         .ok_or_else(|| EventsError::Unknown(path.to_path_buf()))
 }
 
@@ -546,6 +546,28 @@ mod tests {
         match e {
             EventsError::Malformed { line, column, .. } => assert_eq!((line, column), (2, 10)),
             other => panic!("{other}"),
+        }
+    }
+
+    #[test]
+    fn a_broken_line_read_for_a_check_is_malformed_in_every_format() {
+        // Lines read for a check are checked by their reader's parse: each
+        // must name the line, deep in a stream that parses in parallel too.
+        for (lines, broken) in [(1, "{\"type\": oops}"), (6000, "{\"type\":\"user\"} x")] {
+            let mut text = "{\"type\":\"user\",\"kind\":\"MessageEvent\"}\n".repeat(lines);
+            text.push_str(broken);
+            text.push('\n');
+            let f = write(&text);
+            for format in FORMATS.iter().filter(|f| !f.name.ends_with("swe-agent")) {
+                let e = load_transcript(f.path(), Some(EventsFormat(format)));
+                match e {
+                    Err(EventsError::Malformed { line, .. }) => {
+                        assert_eq!(line, lines + 1, "{}", format.name)
+                    }
+                    Err(other) => panic!("{}: {other}", format.name),
+                    Ok(_) => panic!("{}: a broken line was read", format.name),
+                }
+            }
         }
     }
 

@@ -7,10 +7,13 @@
 //! the host reads it back from the open file when a detector asks
 //! (`event-raw`): a 100 MB transcript's events then take the memory of what
 //! was extracted from them, about a tenth of the file, and the events of
-//! one record share its place.
+//! one record share its place. Such a line is parsed once, by its reader
+//! ([`Record::parse`]), and the records of a stream convert on every core
+//! ([`convert_each`]).
 
 use super::{strip_position, EventsError, Origin, MAX_EVENTS_FILE_BYTES};
 use critic_sdk::{Event, EventKind, RawSpan};
+use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -18,12 +21,20 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// One JSON record of a stream: its 1-based source line (0 inside a
-/// document), its JSON, and where it is in its file when it is a line of
-/// a file read for a check. Each adapter parses the fields it needs, once.
+/// document) and its JSON. Each reader parses the fields it needs, once
+/// ([`Record::parse`], or [`parsed`] for a whole stream).
 pub(crate) struct Record {
     pub(super) line: usize,
-    pub(super) raw: Box<RawValue>,
-    pub(super) span: Option<RawSpan>,
+    json: Json,
+}
+
+/// A record's JSON.
+enum Json {
+    /// Checked JSON held in memory; the events made from it keep a copy.
+    Inline(Box<RawValue>),
+    /// The text of a line of a file read for a check, not yet checked (its
+    /// reader's parse does that); events keep only its place.
+    Line(Box<str>, RawSpan),
 }
 
 impl Record {
@@ -31,30 +42,133 @@ impl Record {
     pub(super) fn inline(line: usize, raw: Box<RawValue>) -> Record {
         Record {
             line,
-            raw,
-            span: None,
+            json: Json::Inline(raw),
+        }
+    }
+
+    /// The record's JSON text (a line of a file may not be JSON: see
+    /// [`Record::parse`]).
+    pub(crate) fn json(&self) -> &str {
+        match &self.json {
+            Json::Inline(raw) => raw.get(),
+            Json::Line(text, _) => text,
+        }
+    }
+
+    /// A `T` parsed from the record: `Ok(Err(_))` when its JSON holds
+    /// something else, an error of the stream (at the record's line) when
+    /// it is not JSON at all.
+    pub(crate) fn parse<T: DeserializeOwned>(
+        &self,
+        path: &Path,
+    ) -> Result<Result<T, serde_json::Error>, EventsError> {
+        match serde_json::from_str(self.json()) {
+            Err(e) if e.is_syntax() || e.is_eof() => Err(self.malformed(path, &e)),
+            parsed => Ok(parsed),
+        }
+    }
+
+    /// The record's JSON as a value of its own.
+    pub(crate) fn into_raw(self, path: &Path) -> Result<Box<RawValue>, EventsError> {
+        match self.json {
+            Json::Inline(raw) => Ok(raw),
+            Json::Line(text, _) => {
+                RawValue::from_string(text.into()).map_err(|e| EventsError::Malformed {
+                    path: path.to_path_buf(),
+                    line: self.line,
+                    column: e.column(),
+                    message: strip_position(&e.to_string()),
+                })
+            }
+        }
+    }
+
+    fn malformed(&self, path: &Path, e: &serde_json::Error) -> EventsError {
+        EventsError::Malformed {
+            path: path.to_path_buf(),
+            line: self.line,
+            column: e.column(),
+            message: strip_position(&e.to_string()),
+        }
+    }
+
+    /// The record's JSON for an event: a copy, or only its place.
+    fn raw_and_span(&self) -> (Option<Box<RawValue>>, Option<RawSpan>) {
+        match &self.json {
+            Json::Inline(raw) => (Some(raw.clone()), None),
+            Json::Line(_, span) => (None, Some(*span)),
         }
     }
 
     /// A blank event of `kind` at `index` carrying this record's JSON, or
     /// only its place in the file.
     pub(crate) fn event(&self, index: usize, kind: EventKind) -> Event {
+        let (raw, raw_span) = self.raw_and_span();
         Event {
-            raw: self.span.is_none().then(|| self.raw.clone()),
-            raw_span: self.span,
+            raw,
+            raw_span,
             ..Event::new(index, kind)
         }
     }
 
     /// What the events of this record share, for readers that make several.
     pub(crate) fn origin(&self, class: String, timestamp: Option<String>) -> Origin {
+        let (raw, span) = self.raw_and_span();
         Origin {
-            raw: self.span.is_none().then(|| self.raw.clone()),
-            span: self.span,
+            raw,
+            span,
             class,
             timestamp,
         }
     }
+}
+
+/// Each record of `records` with a `T` parsed from it (as
+/// [`Record::parse`]), parsed in parallel (see [`convert_each`]).
+pub(crate) fn parsed<'a, T>(
+    path: &'a Path,
+    records: Records<'a>,
+) -> impl Iterator<Item = Result<(Record, Result<T, serde_json::Error>), EventsError>> + 'a
+where
+    T: DeserializeOwned + Send + 'a,
+{
+    convert_each(records, move |record| {
+        let parsed = record.parse(path)?;
+        Ok((record, parsed))
+    })
+}
+
+/// `convert` applied to each record of `records`, results in order, a
+/// chunk of records at a time on every core: for readers whose records
+/// convert independently of each other, which is most of the work of
+/// reading a large transcript. The first error ends the stream.
+pub(crate) fn convert_each<'a, U, F>(
+    mut records: Records<'a>,
+    convert: F,
+) -> impl Iterator<Item = Result<U, EventsError>> + 'a
+where
+    U: Send + 'a,
+    F: Fn(Record) -> Result<U, EventsError> + Sync + 'a,
+{
+    const CHUNK: usize = 4096;
+    let mut ready = Vec::new().into_iter();
+    std::iter::from_fn(move || loop {
+        if let Some(next) = ready.next() {
+            return Some(next);
+        }
+        let mut chunk = Vec::with_capacity(CHUNK);
+        for record in records.by_ref() {
+            let failed = record.is_err();
+            chunk.push(record);
+            if failed || chunk.len() == CHUNK {
+                break;
+            }
+        }
+        if chunk.is_empty() {
+            return None;
+        }
+        ready = super::parallel_map(chunk, |_, record| convert(record?)).into_iter();
+    })
 }
 
 /// A stream's records, in order, read as they are asked for.
@@ -169,7 +283,7 @@ pub(super) fn from_file(
     // The lines are read and their records parsed on a thread of their own,
     // a chunk ahead of the reader that converts them: the two halves of the
     // work overlap on two cores.
-    let (send, receive) = std::sync::mpsc::sync_channel::<Vec<Result<Record, EventsError>>>(2);
+    let (send, receive) = std::sync::mpsc::sync_channel::<Vec<Result<Record, EventsError>>>(6);
     std::thread::Builder::new()
         .name("events-reader".into())
         .spawn(move || {
@@ -287,7 +401,8 @@ impl Lines {
 }
 
 /// The record of line `line` of `path`, whose trimmed text is `text` and
-/// starts at `start`.
+/// starts at `start`. Its JSON is checked by the reader's parse, not here:
+/// checking it twice would double the work of reading a large transcript.
 fn record(
     path: &Path,
     spans: bool,
@@ -302,17 +417,23 @@ fn record(
             format!("line {line} is not UTF-8: {e}"),
         ),
     })?;
-    let raw: Box<RawValue> = serde_json::from_str(text).map_err(|e| EventsError::Malformed {
+    if spans {
+        let span = RawSpan {
+            offset: start,
+            len: text.len() as u32,
+        };
+        return Ok(Record {
+            line,
+            json: Json::Line(text.into(), span),
+        });
+    }
+    let raw = RawValue::from_string(text.to_string()).map_err(|e| EventsError::Malformed {
         path: path.to_path_buf(),
         line,
         column: e.column(),
         message: strip_position(&e.to_string()),
     })?;
-    let span = spans.then_some(RawSpan {
-        offset: start,
-        len: text.len() as u32,
-    });
-    Ok(Record { line, raw, span })
+    Ok(Record::inline(line, raw))
 }
 
 /// Reads of a shared file at a position of their own (the file stays open

@@ -16,15 +16,15 @@ pub(super) mod hook;
 
 pub(super) use hook::HOOK;
 
-use super::lenient::{OptStr, Text};
-use super::{EventsError, Format, Origin, Record, Records};
+use super::lenient::{Object, OptStr, Text};
+use super::{EventsError, Format, Record, Records};
 use critic_sdk::{Event, EventKind};
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt;
+use std::path::Path;
 
 /// Claude Code session transcripts.
 pub(super) static FORMAT: Format = Format {
@@ -32,13 +32,13 @@ pub(super) static FORMAT: Format = Format {
     about: "Claude Code session transcript (~/.claude/projects/*/<session>.jsonl)",
     sniff,
     read_dir: None,
-    normalize: |_, records| normalize(records),
+    normalize,
 };
 
 /// Every line of a transcript has a string `type`; the lines that open one
 /// carry a `sessionId` (messages), a `leafUuid` (summaries) or a `snapshot`
 /// (file history).
-fn sniff(first: &RawValue) -> bool {
+fn sniff(first: &str) -> bool {
     #[derive(Deserialize)]
     struct Probe {
         #[serde(rename = "type")]
@@ -49,7 +49,7 @@ fn sniff(first: &RawValue) -> bool {
         leaf_uuid: Option<de::IgnoredAny>,
         snapshot: Option<de::IgnoredAny>,
     }
-    serde_json::from_str::<Probe>(first.get()).is_ok_and(|p| {
+    serde_json::from_str::<Probe>(first).is_ok_and(|p| {
         p.kind.as_ref().is_some_and(Value::is_string)
             && (p.session_id.is_some() || p.leaf_uuid.is_some() || p.snapshot.is_some())
     })
@@ -119,7 +119,7 @@ impl<'de> Deserialize<'de> for Content {
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
                 let mut blocks = Vec::new();
                 // A block of an unexpected shape is skipped, not fatal.
-                while let Some(block) = seq.next_element::<Lenient<Block>>()? {
+                while let Some(block) = seq.next_element::<Object<Block>>()? {
                     blocks.extend(block.0);
                 }
                 Ok(Content::Blocks(blocks))
@@ -151,132 +151,105 @@ impl<'de> Deserialize<'de> for Content {
     }
 }
 
-/// `T` if the value deserializes as one, else `None`.
-struct Lenient<T>(Option<T>);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Lenient<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let raw = <&RawValue>::deserialize(d)?;
-        Ok(Lenient(serde_json::from_str(raw.get()).ok()))
-    }
-}
-
-/// Normalize a transcript's lines, in order: a tool result learns its tool's
-/// name from the call before it.
-fn normalize(records: Records) -> Result<Vec<Event>, EventsError> {
-    let mut reader = Reader::default();
-    for record in records {
-        reader.push(record?);
-    }
-    Ok(reader.finish())
-}
-
-/// Events of a transcript, line after line.
-#[derive(Default)]
-struct Reader {
-    events: Vec<Event>,
-    /// Tool names by call id, for the results.
-    tools: HashMap<String, String>,
-}
-
-impl Reader {
-    fn push(&mut self, record: Record) {
-        let line: Line = match serde_json::from_str(record.raw.get()) {
-            Ok(line) => line,
-            Err(e) => {
-                tracing::warn!(
-                    line = record.line,
-                    "not a Claude Code transcript line ({e}); kept as `other`"
-                );
-                let index = self.events.len();
-                self.events.push(record.event(index, EventKind::Other));
-                return;
+/// Normalize a transcript. Lines convert to events independently of each
+/// other, in parallel; then, in order, each event gets its index and a tool
+/// result learns its tool's name from the call before it.
+fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
+    let lines = super::records::convert_each(records, |record| {
+        let line = record.parse(path)?;
+        Ok(line_events(&record, line))
+    });
+    let mut events = Vec::new();
+    let mut tools: HashMap<String, String> = HashMap::new();
+    for line in lines {
+        for mut e in line? {
+            e.index = events.len();
+            match e.kind {
+                EventKind::Action => {
+                    if let (Some(id), Some(name)) = (&e.call_id, &e.tool) {
+                        tools.insert(id.clone(), name.clone());
+                    }
+                }
+                EventKind::Observation => {
+                    e.tool = e.call_id.as_ref().and_then(|id| tools.get(id).cloned());
+                    if e.tool.as_deref() != Some("Bash") {
+                        e.exit_code = None;
+                    }
+                }
+                _ => {}
             }
-        };
-        if line.is_sidechain == Some(Value::Bool(true)) {
-            return;
+            events.push(e);
         }
-        let mut info = record.origin(line.kind.0.unwrap_or_default(), line.timestamp.0);
-        let meta = line.is_meta == Some(Value::Bool(true));
-        let (kind, source) = message_kind(&info.class, meta);
-        match (info.class.as_str(), line.message.map(|m| m.content)) {
-            ("user" | "assistant", Some(Content::Text(text))) => {
-                self.add(&mut info, kind, source).text = Some(text);
-            }
-            ("user" | "assistant", Some(Content::Blocks(blocks))) => {
-                // Consecutive text blocks make one message, in its place
-                // among the calls.
-                let mut text: Vec<String> = Vec::new();
-                for block in blocks {
-                    let block_kind = block.kind.0.as_deref();
-                    if block_kind == Some("text") {
-                        text.extend(block.text.0);
-                        continue;
-                    }
-                    if !matches!(block_kind, Some("tool_use" | "tool_result")) {
-                        continue;
-                    }
-                    if !text.is_empty() {
-                        self.add(&mut info, kind, source).text = Some(text.join("\n"));
-                        text.clear();
-                    }
-                    if block_kind == Some("tool_use") {
-                        self.tool_use(&mut info, block);
-                    } else {
-                        self.tool_result(&mut info, block);
-                    }
+    }
+    super::mark_turn_ends(&mut events);
+    Ok(events)
+}
+
+/// The events of one transcript line, indexed from 0. A tool result's tool
+/// is left for [`normalize`] to find, and its exit code is read as `Bash`'s.
+fn line_events(record: &Record, line: Result<Line, serde_json::Error>) -> Vec<Event> {
+    let line = match line {
+        Ok(line) => line,
+        Err(e) => {
+            tracing::warn!(
+                line = record.line,
+                "not a Claude Code transcript line ({e}); kept as `other`"
+            );
+            return vec![record.event(0, EventKind::Other)];
+        }
+    };
+    let mut events = Vec::new();
+    if line.is_sidechain == Some(Value::Bool(true)) {
+        return events;
+    }
+    let mut info = record.origin(line.kind.0.unwrap_or_default(), line.timestamp.0);
+    let meta = line.is_meta == Some(Value::Bool(true));
+    let (kind, source) = message_kind(&info.class, meta);
+    match (info.class.as_str(), line.message.map(|m| m.content)) {
+        ("user" | "assistant", Some(Content::Text(text))) => {
+            info.push(&mut events, kind, source).text = Some(text);
+        }
+        ("user" | "assistant", Some(Content::Blocks(blocks))) => {
+            // Consecutive text blocks make one message, in its place among
+            // the calls.
+            let mut text: Vec<String> = Vec::new();
+            for block in blocks {
+                let block_kind = block.kind.0.as_deref();
+                if block_kind == Some("text") {
+                    text.extend(block.text.0);
+                    continue;
+                }
+                if !matches!(block_kind, Some("tool_use" | "tool_result")) {
+                    continue;
                 }
                 if !text.is_empty() {
-                    self.add(&mut info, kind, source).text = Some(text.join("\n"));
+                    info.push(&mut events, kind, source).text = Some(text.join("\n"));
+                    text.clear();
+                }
+                if block_kind == Some("tool_use") {
+                    let e = info.push(&mut events, EventKind::Action, "agent");
+                    e.tool = Some(block.name.0.unwrap_or_default());
+                    e.call_id = block.id.0;
+                    e.arguments = block.input;
+                } else {
+                    let failed = block.is_error == Some(Value::Bool(true));
+                    let output = block.content.0.unwrap_or_default();
+                    let e = info.push(&mut events, EventKind::Observation, "environment");
+                    e.exit_code = Some(bash_exit_code(failed, &output));
+                    e.call_id = block.tool_use_id.0;
+                    e.output = Some(output);
                 }
             }
-            ("system", _) => self.add(&mut info, EventKind::System, "system").text = line.content.0,
-            _ => {
-                self.add(&mut info, EventKind::Other, "system");
+            if !text.is_empty() {
+                info.push(&mut events, kind, source).text = Some(text.join("\n"));
             }
         }
-    }
-
-    /// A new event of `line`.
-    fn add(&mut self, line: &mut Origin, kind: EventKind, source: &str) -> &mut Event {
-        line.push(&mut self.events, kind, source)
-    }
-
-    fn tool_use(&mut self, line: &mut Origin, block: Block) {
-        let name = block.name.0.unwrap_or_default();
-        if let Some(id) = &block.id.0 {
-            self.tools.insert(id.clone(), name.clone());
+        ("system", _) => info.push(&mut events, EventKind::System, "system").text = line.content.0,
+        _ => {
+            info.push(&mut events, EventKind::Other, "system");
         }
-        let e = self.add(line, EventKind::Action, "agent");
-        e.tool = Some(name);
-        e.call_id = block.id.0;
-        e.arguments = block.input;
     }
-
-    fn tool_result(&mut self, line: &mut Origin, block: Block) {
-        let tool = block
-            .tool_use_id
-            .0
-            .as_ref()
-            .and_then(|id| self.tools.get(id).cloned());
-        let failed = block.is_error == Some(Value::Bool(true));
-        let output = block.content.0.unwrap_or_default();
-        let e = self.add(line, EventKind::Observation, "environment");
-        e.exit_code = match tool.as_deref() {
-            Some("Bash") => Some(bash_exit_code(failed, &output)),
-            _ => None,
-        };
-        e.tool = tool;
-        e.call_id = block.tool_use_id.0;
-        e.output = Some(output);
-    }
-
-    /// The events, each message that ended the agent's turn marked as a
-    /// finish.
-    fn finish(mut self) -> Vec<Event> {
-        super::mark_turn_ends(&mut self.events);
-        self.events
-    }
+    events
 }
 
 /// A user line's text is the user's, unless Claude Code wrote it (`isMeta`).

@@ -18,9 +18,9 @@ use super::lenient::OptStr;
 use super::{EventsError, Format, Records};
 use critic_sdk::{Event, EventKind};
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::Value;
 use std::collections::HashMap;
+use std::path::Path;
 
 /// Codex rollout transcripts.
 pub(super) static FORMAT: Format = Format {
@@ -28,18 +28,18 @@ pub(super) static FORMAT: Format = Format {
     about: "Codex CLI rollout ($CODEX_HOME/sessions/**/rollout-*.jsonl)",
     sniff,
     read_dir: None,
-    normalize: |_, records| normalize(records),
+    normalize,
 };
 
 /// Rollout lines are `{"type": <record type>, "payload": {...}}`.
-fn sniff(first: &RawValue) -> bool {
+fn sniff(first: &str) -> bool {
     #[derive(Deserialize)]
     struct Probe {
         #[serde(rename = "type")]
         kind: Option<Value>,
         payload: Option<Value>,
     }
-    serde_json::from_str::<Probe>(first.get()).is_ok_and(|p| {
+    serde_json::from_str::<Probe>(first).is_ok_and(|p| {
         p.payload.as_ref().is_some_and(Value::is_object)
             && p.kind.as_ref().and_then(Value::as_str).is_some_and(|k| {
                 matches!(
@@ -78,13 +78,13 @@ struct Payload {
     output: Option<Value>,
 }
 
-fn normalize(records: Records) -> Result<Vec<Event>, EventsError> {
+fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
     let mut events = Vec::new();
     let mut tools: HashMap<String, String> = HashMap::new();
-    for record in records {
-        let record = record?;
+    for parsed in super::records::parsed(path, records) {
+        let (record, line) = parsed?;
         let index = events.len();
-        let line: Line = match serde_json::from_str(record.raw.get()) {
+        let line: Line = match line {
             Ok(line) => line,
             Err(e) => {
                 tracing::warn!(

@@ -18,9 +18,9 @@ use super::lenient::OptStr;
 use super::{EventsError, Format, Records};
 use critic_sdk::{Event, EventKind};
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::Value;
 use std::collections::HashMap;
+use std::path::Path;
 
 /// Copilot CLI session logs.
 pub(super) static FORMAT: Format = Format {
@@ -28,11 +28,11 @@ pub(super) static FORMAT: Format = Format {
     about: "GitHub Copilot CLI session log (~/.copilot/session-state/<id>/events.jsonl)",
     sniff,
     read_dir: None,
-    normalize: |_, records| normalize(records),
+    normalize,
 };
 
 /// Each line is `{"type": "<area>.<event>", "data": {...}, "id": ...}`.
-fn sniff(first: &RawValue) -> bool {
+fn sniff(first: &str) -> bool {
     #[derive(Deserialize)]
     struct Probe {
         #[serde(rename = "type")]
@@ -40,7 +40,7 @@ fn sniff(first: &RawValue) -> bool {
         data: Option<Value>,
         id: Option<Value>,
     }
-    serde_json::from_str::<Probe>(first.get()).is_ok_and(|p| {
+    serde_json::from_str::<Probe>(first).is_ok_and(|p| {
         p.data.as_ref().is_some_and(Value::is_object)
             && p.id.is_some()
             && p.kind
@@ -99,15 +99,15 @@ struct ShellExecution {
     exit_code: super::lenient::OptI64,
 }
 
-fn normalize(records: Records) -> Result<Vec<Event>, EventsError> {
+fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
     let mut events: Vec<Event> = Vec::new();
     let mut tools: HashMap<String, String> = HashMap::new();
     // The reason of the last block a stop hook answered: the user message
     // that follows with this text is the hook's, not the user's.
     let mut blocked_with: Option<String> = None;
-    for record in records {
-        let record = record?;
-        let line: Line = match serde_json::from_str(record.raw.get()) {
+    for parsed in super::records::parsed(path, records) {
+        let (record, line) = parsed?;
+        let line: Line = match line {
             Ok(line) => line,
             Err(e) => {
                 tracing::warn!(

@@ -16,8 +16,8 @@ use super::lenient::OptStr;
 use super::{EventsError, Format, Records};
 use critic_sdk::{Event, EventKind};
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::Value;
+use std::path::Path;
 
 /// Cursor agent transcripts.
 pub(super) static FORMAT: Format = Format {
@@ -25,12 +25,12 @@ pub(super) static FORMAT: Format = Format {
     about: "Cursor agent transcript (~/.cursor/projects/*/agent-transcripts/<id>/<id>.jsonl)",
     sniff,
     read_dir: None,
-    normalize: |_, records| normalize(records),
+    normalize,
 };
 
 /// A message line has a `role` and a `message`; a transcript may open with
 /// `{"type": "metadata"}`.
-fn sniff(first: &RawValue) -> bool {
+fn sniff(first: &str) -> bool {
     #[derive(Deserialize)]
     struct Probe {
         role: Option<Value>,
@@ -39,7 +39,7 @@ fn sniff(first: &RawValue) -> bool {
         kind: Option<Value>,
         metadata: Option<Value>,
     }
-    serde_json::from_str::<Probe>(first.get()).is_ok_and(|p| {
+    serde_json::from_str::<Probe>(first).is_ok_and(|p| {
         let message = p.role.as_ref().is_some_and(Value::is_string)
             && p.message.as_ref().is_some_and(Value::is_object);
         let metadata =
@@ -73,11 +73,11 @@ struct Part {
     input: Option<Value>,
 }
 
-fn normalize(records: Records) -> Result<Vec<Event>, EventsError> {
+fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
     let mut events = Vec::new();
-    for record in records {
-        let record = record?;
-        let line: Line = match serde_json::from_str(record.raw.get()) {
+    for parsed in super::records::parsed(path, records) {
+        let (record, line) = parsed?;
+        let line: Line = match line {
             Ok(line) => line,
             Err(e) => {
                 tracing::warn!(

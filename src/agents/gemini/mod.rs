@@ -32,7 +32,7 @@ pub(super) static FORMAT: Format = Format {
 };
 
 /// A recording opens with its header, which names the project's hash.
-fn sniff(first: &RawValue) -> bool {
+fn sniff(first: &str) -> bool {
     #[derive(Deserialize)]
     struct Probe {
         #[serde(rename = "projectHash")]
@@ -40,7 +40,7 @@ fn sniff(first: &RawValue) -> bool {
         #[serde(rename = "sessionId")]
         session_id: Option<Value>,
     }
-    serde_json::from_str::<Probe>(first.get())
+    serde_json::from_str::<Probe>(first)
         .is_ok_and(|p| p.project_hash.is_some() && p.session_id.is_some())
 }
 
@@ -55,7 +55,8 @@ fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
     };
     for record in records {
         let record = record?;
-        let value: Value = serde_json::from_str(record.raw.get())
+        let value: Value = record
+            .parse(path)?
             .map_err(|e| shape(record.line, e.to_string()))?;
         let list = value
             .get("$set")
@@ -73,7 +74,7 @@ fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
         } else if let Some(id) = value.get("$rewindTo").and_then(Value::as_str) {
             messages.rewind_to(id);
         } else if let Some(id) = value.get("id").and_then(Value::as_str) {
-            messages.put(id.to_string(), record.raw);
+            messages.put(id.to_string(), record.into_raw(path)?);
         }
     }
     let mut events = Vec::new();

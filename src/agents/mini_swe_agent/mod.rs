@@ -28,12 +28,12 @@ pub(super) static FORMAT: Format = Format {
     normalize,
 };
 
-fn sniff(first: &RawValue) -> bool {
+fn sniff(first: &str) -> bool {
     #[derive(Deserialize)]
     struct Probe {
         trajectory_format: Option<String>,
     }
-    serde_json::from_str::<Probe>(first.get()).is_ok_and(|p| {
+    serde_json::from_str::<Probe>(first).is_ok_and(|p| {
         p.trajectory_format
             .is_some_and(|f| f.starts_with("mini-swe-agent"))
     })
@@ -79,11 +79,10 @@ struct Action {
 
 fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
     let record = super::one_document(path, records)?;
-    let trajectory: Trajectory =
-        serde_json::from_str(record.raw.get()).map_err(|e| EventsError::Shape {
-            path: path.to_path_buf(),
-            message: format!("`messages` is not a list of messages: {e}"),
-        })?;
+    let trajectory: Trajectory = record.parse(path)?.map_err(|e| EventsError::Shape {
+        path: path.to_path_buf(),
+        message: format!("`messages` is not a list of messages: {e}"),
+    })?;
     let mut events = Vec::new();
     // The calls waiting for their results, in order (text mode names none).
     let mut pending: std::collections::VecDeque<Option<String>> = Default::default();

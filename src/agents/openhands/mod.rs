@@ -25,18 +25,18 @@ pub(super) static FORMAT: Format = Format {
     about: "OpenHands SDK events: JSONL, a JSON array, or a persisted events/ directory",
     sniff,
     read_dir: Some(read_dir),
-    normalize: |_, records| normalize(records),
+    normalize,
 };
 
 /// An SDK event names its class (`MessageEvent`, ...) in a string `kind`;
 /// a V0 output record, which may also have one, carries a `history`.
-fn sniff(first: &RawValue) -> bool {
+fn sniff(first: &str) -> bool {
     #[derive(Deserialize)]
     struct Probe {
         history: Option<serde::de::IgnoredAny>,
         kind: Option<Value>,
     }
-    serde_json::from_str::<Probe>(first.get()).is_ok_and(|p| {
+    serde_json::from_str::<Probe>(first).is_ok_and(|p| {
         p.history.is_none()
             && p.kind
                 .as_ref()
@@ -96,23 +96,12 @@ fn read_dir(dir: &Path) -> Result<Vec<Record>, EventsError> {
         .collect()
 }
 
-/// Normalize SDK events: they convert independently, so chunks of them
-/// convert in parallel as they are read.
-fn normalize(records: Records) -> Result<Vec<Event>, EventsError> {
-    const CHUNK: usize = 8192;
-    let mut events = Vec::new();
-    let mut chunk = Vec::with_capacity(CHUNK);
-    let mut records = records.peekable();
-    while let Some(record) = records.next() {
-        chunk.push(record?);
-        if chunk.len() == CHUNK || records.peek().is_none() {
-            let base = events.len();
-            let batch =
-                super::parallel_map(std::mem::take(&mut chunk), |i, r| convert(base + i, r));
-            events.extend(batch);
-        }
-    }
-    Ok(events)
+/// Normalize SDK events: each converts on its own.
+fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
+    super::records::parsed(path, records)
+        .enumerate()
+        .map(|(index, parsed)| parsed.map(|(record, event)| convert(index, record, event)))
+        .collect()
 }
 
 /// The fields of an SDK event the normalized form uses.
@@ -166,10 +155,10 @@ struct ToolCall {
     arguments: OptStr,
 }
 
-fn convert(index: usize, record: Record) -> Event {
+fn convert(index: usize, record: Record, event: Result<SdkEvent, serde_json::Error>) -> Event {
     // Leaf fields tolerate any JSON type; only a structurally foreign event
     // (say, `observation` as a string) fails here, and it is kept as `other`.
-    let v: SdkEvent = match serde_json::from_str(record.raw.get()) {
+    let v = match event {
         Ok(v) => v,
         Err(e) => {
             tracing::warn!(

@@ -20,14 +20,14 @@ pub(in crate::agents) static FORMAT: Format = Format {
 
 /// A V0 stream starts with an output record (it has a `history`) or with a
 /// history entry, whose `action` or `observation` is a string.
-fn sniff(first: &RawValue) -> bool {
+fn sniff(first: &str) -> bool {
     #[derive(serde::Deserialize)]
     struct Probe {
         history: Option<serde::de::IgnoredAny>,
         action: Option<Value>,
         observation: Option<Value>,
     }
-    serde_json::from_str::<Probe>(first.get()).is_ok_and(|p| {
+    serde_json::from_str::<Probe>(first).is_ok_and(|p| {
         p.history.is_some()
             || p.action.as_ref().is_some_and(Value::is_string)
             || p.observation.as_ref().is_some_and(Value::is_string)
@@ -39,7 +39,7 @@ fn sniff(first: &RawValue) -> bool {
 fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
     let records = records.collect::<Result<Vec<Record>, EventsError>>()?;
     let entries: Vec<Box<RawValue>> = match records.first() {
-        Some(first) if first.raw.get().contains("\"history\"") && is_record(&first.raw) => {
+        Some(first) if first.json().contains("\"history\"") && is_record(first.json()) => {
             if records.len() > 1 {
                 return Err(EventsError::Shape {
                     path: path.to_path_buf(),
@@ -50,14 +50,18 @@ fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
                     ),
                 });
             }
-            serde_json::from_str::<HistoryRecord>(first.raw.get())
+            first
+                .parse::<HistoryRecord>(path)?
                 .map(|h| h.history)
                 .map_err(|e| EventsError::Shape {
                     path: path.to_path_buf(),
                     message: format!("`history` is not a list of events: {e}"),
                 })?
         }
-        _ => records.into_iter().map(|r| r.raw).collect(),
+        _ => records
+            .into_iter()
+            .map(|r| r.into_raw(path))
+            .collect::<Result<_, _>>()?,
     };
     Ok(entries
         .into_iter()
@@ -69,14 +73,14 @@ fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
         .collect())
 }
 
-/// Whether `raw` is an `output.jsonl` record (an object with a `history` key)
+/// Whether `json` is an `output.jsonl` record (an object with a `history` key)
 /// rather than a history entry; the history itself is skipped unparsed.
-fn is_record(raw: &RawValue) -> bool {
+fn is_record(json: &str) -> bool {
     #[derive(serde::Deserialize)]
     struct Probe {
         history: Option<serde::de::IgnoredAny>,
     }
-    serde_json::from_str::<Probe>(raw.get()).is_ok_and(|p| p.history.is_some())
+    serde_json::from_str::<Probe>(json).is_ok_and(|p| p.history.is_some())
 }
 
 #[derive(serde::Deserialize)]

@@ -26,7 +26,7 @@ pub(super) static FORMAT: Format = Format {
     normalize,
 };
 
-fn sniff(first: &RawValue) -> bool {
+fn sniff(first: &str) -> bool {
     #[derive(Deserialize)]
     struct Probe {
         trajectory: Option<Vec<de::IgnoredAny>>,
@@ -34,7 +34,7 @@ fn sniff(first: &RawValue) -> bool {
         info: Option<de::IgnoredAny>,
     }
     use serde::de;
-    serde_json::from_str::<Probe>(first.get())
+    serde_json::from_str::<Probe>(first)
         .is_ok_and(|p| p.trajectory.is_some() && (p.history.is_some() || p.info.is_some()))
 }
 
@@ -57,7 +57,7 @@ struct Step {
 
 fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
     let record = super::one_document(path, records)?;
-    let t: Trajectory = serde_json::from_str(record.raw.get()).map_err(|e| EventsError::Shape {
+    let t: Trajectory = record.parse(path)?.map_err(|e| EventsError::Shape {
         path: path.to_path_buf(),
         message: format!("`trajectory` is not a list of steps: {e}"),
     })?;
