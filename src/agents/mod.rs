@@ -470,6 +470,24 @@ mod tests {
     }
 
     #[test]
+    fn a_compressed_codex_rollout_reads_as_the_plain_one() {
+        let plain =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-corpus/events/codex.jsonl");
+        let text = std::fs::read(&plain).unwrap();
+        let compressed = tempfile::NamedTempFile::new().unwrap();
+        let level = ruzstd::encoding::CompressionLevel::Fastest;
+        std::fs::write(
+            compressed.path(),
+            ruzstd::encoding::compress_to_vec(&text[..], level),
+        )
+        .unwrap();
+        let json = |events: Vec<Event>| serde_json::to_string(&events).unwrap();
+        let read = load_transcript(compressed.path(), None).unwrap();
+        assert!(read.raw_file.is_none());
+        assert_eq!(json(read.events), json(load(&plain, None).unwrap()));
+    }
+
+    #[test]
     fn devices_and_fifos_are_refused_not_read_forever() {
         let dir = tempfile::tempdir().unwrap();
         let events = dir.path().join("events");

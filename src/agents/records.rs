@@ -228,6 +228,11 @@ pub(super) fn from_file(
     let (file, len) = open_regular(path).map_err(io)?;
     let file = Arc::new(file);
     let mut reader = BufReader::with_capacity(1 << 20, ReadAt::new(file.clone()));
+    if reader.fill_buf().map_err(io)?.starts_with(&ZSTD_MAGIC) {
+        let bytes = decompress(reader, MAX_EVENTS_FILE_BYTES).map_err(io)?;
+        let text = String::from_utf8(bytes).map_err(|e| io(not_utf8(e)))?;
+        return Ok((Box::new(from_text(path, &text)?.into_iter().map(Ok)), None));
+    }
     // What opens the file tells a document from JSONL.
     let mut leading = Vec::new();
     let first_byte = loop {
@@ -301,6 +306,38 @@ pub(super) fn from_file(
     let rest = receive.into_iter().flatten();
     let records: Records<'static> = Box::new(std::iter::once(Ok(first)).chain(rest));
     Ok((records, spans.then_some(file)))
+}
+
+/// What a Zstandard frame starts with: Codex compresses the rollouts of old
+/// sessions (`rollout-*.jsonl.zst`).
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
+/// The Zstandard frames of `source`, one after the other, decompressed to at
+/// most `limit` bytes (a small file must not expand into all of memory).
+/// Held whole: the places of a compressed file's records cannot be read
+/// back, so its events keep their JSON.
+fn decompress(mut source: impl BufRead, limit: u64) -> std::io::Result<Vec<u8>> {
+    let invalid = |e: ruzstd::decoding::errors::FrameDecoderError| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not a readable Zstandard file: {e}"),
+        )
+    };
+    let mut bytes = Vec::new();
+    while !source.fill_buf()?.is_empty() {
+        let room = limit.saturating_add(1).saturating_sub(bytes.len() as u64);
+        ruzstd::decoding::StreamingDecoder::new(&mut source)
+            .map_err(invalid)?
+            .take(room)
+            .read_to_end(&mut bytes)?;
+        if bytes.len() as u64 > limit {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("decompresses to more than {} MiB", limit >> 20),
+            ));
+        }
+    }
+    Ok(bytes)
 }
 
 /// JSONL records, one line at a time.
@@ -503,4 +540,40 @@ fn too_big() -> std::io::Error {
 
 fn not_utf8(e: std::string::FromUtf8Error) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidData, e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ruzstd::encoding::{compress_to_vec, CompressionLevel};
+
+    #[test]
+    fn frames_decompress_one_after_the_other() {
+        let mut file = compress_to_vec(&b"{\"a\":1}\n"[..], CompressionLevel::Fastest);
+        file.extend(compress_to_vec(
+            &b"{\"b\":2}\n"[..],
+            CompressionLevel::Fastest,
+        ));
+        let bytes = decompress(&file[..], 1 << 20).unwrap();
+        assert_eq!(bytes, b"{\"a\":1}\n{\"b\":2}\n");
+    }
+
+    #[test]
+    fn a_small_file_cannot_expand_past_the_limit() {
+        let zeros = vec![b' '; 1 << 20];
+        let file = compress_to_vec(&zeros[..], CompressionLevel::Fastest);
+        assert!(file.len() < 1 << 12, "{} bytes", file.len());
+        let e = decompress(&file[..], 1 << 16).unwrap_err();
+        assert!(e.to_string().contains("decompresses to more than"), "{e}");
+        assert_eq!(decompress(&file[..], 1 << 20).unwrap().len(), 1 << 20);
+    }
+
+    #[test]
+    fn a_broken_frame_is_an_error_not_a_panic() {
+        let mut file = compress_to_vec(&b"{\"a\":1}\n"[..], CompressionLevel::Fastest);
+        let e = decompress(&[0x28, 0xb5, 0x2f, 0xfd, 0xff, 0xff][..], 1 << 20).unwrap_err();
+        assert!(e.to_string().contains("Zstandard"), "{e}");
+        file.truncate(file.len() - 3);
+        assert!(decompress(&file[..], 1 << 20).is_err());
+    }
 }
