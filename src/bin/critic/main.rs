@@ -4,6 +4,7 @@ mod build;
 mod check;
 mod demo;
 mod doctor;
+mod eliminate;
 mod events;
 mod hook;
 mod new;
@@ -61,6 +62,8 @@ enum Command {
     Hook(Box<hook::Args>),
     /// Print an agent transcript's events as detectors see them.
     Events(events::Args),
+    /// Reduce a Python function to what its uncovered lines need (covered-code elimination).
+    Eliminate(eliminate::Args),
 }
 
 fn main() -> ExitCode {
@@ -83,6 +86,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(*args),
         Command::Hook(args) => hook::run(*args),
         Command::Events(args) => events::run(args),
+        Command::Eliminate(args) => eliminate::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

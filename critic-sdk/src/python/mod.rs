@@ -2,6 +2,11 @@
 //! that ignores what does not change behavior (comments, blank lines, spacing
 //! inside a line), built on Ruff's parser, which compiles for `wasm32-wasip2`.
 
+pub mod cfg;
+pub mod eliminate;
+
+pub use eliminate::{eliminate, EliminateError, Elimination};
+
 use ruff_python_ast::token::TokenKind;
 use ruff_python_parser::parse_module;
 use ruff_text_size::Ranged;

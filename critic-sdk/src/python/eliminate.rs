@@ -1,0 +1,903 @@
+//! Covered-code elimination (Algorithm 2 of the covered-code-elimination
+//! method): the part of a Python function that still matters for its
+//! uncovered lines.
+//!
+//! Every uncovered statement stays, and so does every statement on some
+//! path of the function's control-flow graph through it: a backward search
+//! from it to the entry and a forward search from it to the exit. The rest
+//! is removed, and the function rebuilt so that it parses and keeps its
+//! logic on every run that reaches an uncovered line:
+//!
+//! - an `if` (or `elif`) whose body is gone but a later clause stays is
+//!   merged into that clause's test as `not (...)`, so the tests are still
+//!   evaluated in their order (`if not (a) and (b):`); dead trailing
+//!   clauses go;
+//! - loops keep their headers, a `try` keeps a clause Python needs, a block
+//!   left empty gets `pass`;
+//! - the signature and decorators stay; the docstring and comments go.
+
+use super::cfg::{Cfg, Part, ENTRY, EXIT};
+use ruff_python_ast::token::{TokenKind, Tokens};
+use ruff_python_ast::{ExceptHandler, Expr, Stmt, StmtFunctionDef};
+use ruff_python_parser::parse_module;
+use ruff_text_size::{Ranged, TextLen, TextRange, TextSize};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeSet, VecDeque};
+use std::fmt;
+
+/// A function with its covered code eliminated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Elimination {
+    /// The function, as named (`func` or `Class.method`).
+    pub function: String,
+    /// The reduced function's source, dedented, from its first decorator
+    /// or its `def`.
+    pub slice: String,
+    /// `[slice line, file line]` for every line of the slice (1-based): the
+    /// file line each came from (a synthesized `pass` or merged test names
+    /// the line of the clause it stands for).
+    pub line_map: Vec<(usize, usize)>,
+    /// The first file line of every statement kept.
+    pub kept: Vec<usize>,
+    /// Statements in the function (clause headers count, the docstring
+    /// does not).
+    pub original_statements: usize,
+    /// Statements in the slice.
+    pub slice_statements: usize,
+}
+
+/// Why a function could not be reduced.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EliminateError {
+    /// The source does not parse.
+    Syntax(String),
+    /// No function of that name.
+    NotFound {
+        /// The name asked for.
+        name: String,
+        /// The functions and methods there are.
+        available: Vec<String>,
+    },
+    /// An uncovered line is not in the function.
+    Outside {
+        /// The line.
+        line: usize,
+        /// The function's first and last lines.
+        lines: (usize, usize),
+    },
+    /// An uncovered line holds no statement of the function.
+    NotAStatement {
+        /// The line.
+        line: usize,
+    },
+}
+
+impl fmt::Display for EliminateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EliminateError::Syntax(e) => write!(f, "the file does not parse: {e}"),
+            EliminateError::NotFound { name, available } if available.is_empty() => {
+                write!(f, "no function {name:?}: the file defines no function")
+            }
+            EliminateError::NotFound { name, available } => write!(
+                f,
+                "no function {name:?}; the file defines: {} (name a method `Class.method`)",
+                available.join(", ")
+            ),
+            EliminateError::Outside { line, lines } => write!(
+                f,
+                "line {line} is outside the function (lines {}-{})",
+                lines.0, lines.1
+            ),
+            EliminateError::NotAStatement { line } => write!(
+                f,
+                "line {line} holds no statement of the function (a blank line, a comment, the \
+                 signature, the docstring, or an `else:`/`finally:`); coverage names a statement \
+                 by its first line"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for EliminateError {}
+
+/// Reduce function `name` (`func` or `Class.method`) of `source` to what
+/// the lines `uncovered` (1-based line numbers of `source`) need. With no
+/// uncovered lines nothing is removed but the docstring and comments.
+pub fn eliminate(
+    source: &str,
+    name: &str,
+    uncovered: &[usize],
+) -> Result<Elimination, EliminateError> {
+    let parsed = parse_module(source).map_err(|e| {
+        EliminateError::Syntax(super::syntax_error(source).unwrap_or_else(|| e.error.to_string()))
+    })?;
+    let lines = Lines::new(source);
+    let def = find(&parsed.syntax().body, name).ok_or_else(|| EliminateError::NotFound {
+        name: name.to_string(),
+        available: functions(&parsed.syntax().body, ""),
+    })?;
+    let body = without_docstring(&def.body);
+    let cfg = Cfg::of(body);
+    let span = (
+        lines.of(def.start()),
+        lines.of(def.end() - TextSize::from(1)),
+    );
+    let mut targets = BTreeSet::new();
+    for &line in uncovered {
+        if line < span.0 || line > span.1 {
+            return Err(EliminateError::Outside { line, lines: span });
+        }
+        let mut found = false;
+        for (id, range) in cfg.ranges.iter().enumerate() {
+            let Some(range) = *range else { continue };
+            // A compound statement is a target by its header's lines.
+            let end = match cfg.compound[id] {
+                true => compound_body_start(parsed.tokens(), range).unwrap_or(range.end()),
+                false => range.end(),
+            };
+            if (lines.of(range.start())..=lines.of(end - TextSize::from(1))).contains(&line) {
+                targets.insert(id);
+                found = true;
+            }
+        }
+        if !found {
+            return Err(EliminateError::NotAStatement { line });
+        }
+    }
+    let keep = if uncovered.is_empty() {
+        (0..cfg.succ.len()).collect()
+    } else {
+        necessary(&cfg, &targets)
+    };
+    let mut out = Slice {
+        source,
+        tokens: parsed.tokens(),
+        lines: &lines,
+        cfg: &cfg,
+        keep: &keep,
+        text: Vec::new(),
+    };
+    out.function(def, body);
+    let slice: Vec<String> = out.text.iter().map(|(text, _)| text.clone()).collect();
+    let mut kept: Vec<usize> = keep
+        .iter()
+        .filter_map(|&id| cfg.ranges[id])
+        .map(|r| lines.of(r.start()))
+        .collect();
+    kept.sort_unstable();
+    kept.dedup();
+    Ok(Elimination {
+        function: name.to_string(),
+        slice: slice.join("\n") + "\n",
+        line_map: out
+            .text
+            .iter()
+            .enumerate()
+            .map(|(i, (_, line))| (i + 1, *line))
+            .collect(),
+        kept,
+        original_statements: cfg.succ.len() - 2,
+        slice_statements: keep.iter().filter(|&&id| id != ENTRY && id != EXIT).count(),
+    })
+}
+
+/// Where a compound statement's header ends (its colon), if the node at
+/// `range` has a body: the first `:` that ends a logical line's header is
+/// found as the colon followed by a newline or by the body on that line.
+fn compound_body_start(tokens: &Tokens, range: TextRange) -> Option<TextSize> {
+    let mut depth = 0i32;
+    for token in tokens.in_range(range) {
+        match token.kind() {
+            TokenKind::Lpar | TokenKind::Lsqb | TokenKind::Lbrace => depth += 1,
+            TokenKind::Rpar | TokenKind::Rsqb | TokenKind::Rbrace => depth -= 1,
+            TokenKind::Lambda if depth == 0 => depth += 1000,
+            TokenKind::Colon if depth >= 1000 => depth -= 1000,
+            TokenKind::Colon if depth == 0 => return Some(token.end()),
+            TokenKind::Newline => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The nodes that lie on a path from the entry through a target to the
+/// exit: what reaches a target, what a target reaches, and the targets.
+fn necessary(cfg: &Cfg, targets: &BTreeSet<usize>) -> BTreeSet<usize> {
+    let pred = cfg.predecessors();
+    let mut keep: BTreeSet<usize> = targets.clone();
+    for &target in targets {
+        for edges in [&cfg.succ, &pred] {
+            let mut seen = vec![false; edges.len()];
+            let mut queue = VecDeque::from([target]);
+            seen[target] = true;
+            while let Some(node) = queue.pop_front() {
+                keep.insert(node);
+                for &next in &edges[node] {
+                    if !seen[next] {
+                        seen[next] = true;
+                        queue.push_back(next);
+                    }
+                }
+            }
+        }
+    }
+    keep
+}
+
+/// The function `name` (`f`, `Class.f`, `Outer.Inner.f`) among `stmts`.
+fn find<'a>(stmts: &'a [Stmt], name: &str) -> Option<&'a StmtFunctionDef> {
+    let (head, rest) = match name.split_once('.') {
+        Some((head, rest)) => (head, Some(rest)),
+        None => (name, None),
+    };
+    stmts.iter().find_map(|stmt| match (stmt, rest) {
+        (Stmt::FunctionDef(f), None) if f.name.as_str() == head => Some(f),
+        (Stmt::ClassDef(c), Some(rest)) if c.name.as_str() == head => find(&c.body, rest),
+        _ => None,
+    })
+}
+
+/// Every function and method name among `stmts`, for messages.
+fn functions(stmts: &[Stmt], prefix: &str) -> Vec<String> {
+    stmts
+        .iter()
+        .flat_map(|stmt| match stmt {
+            Stmt::FunctionDef(f) => vec![format!("{prefix}{}", f.name)],
+            Stmt::ClassDef(c) => functions(&c.body, &format!("{prefix}{}.", c.name)),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+/// A body without its docstring.
+fn without_docstring(body: &[Stmt]) -> &[Stmt] {
+    match body.first() {
+        Some(Stmt::Expr(e)) if e.value.is_string_literal_expr() => &body[1..],
+        _ => body,
+    }
+}
+
+/// Line numbers of offsets.
+struct Lines {
+    starts: Vec<usize>,
+}
+
+impl Lines {
+    fn new(source: &str) -> Lines {
+        let starts = std::iter::once(0)
+            .chain(source.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        Lines { starts }
+    }
+
+    /// The 1-based line of `offset`.
+    fn of(&self, offset: TextSize) -> usize {
+        let offset = offset.to_usize();
+        match self.starts.binary_search(&offset) {
+            Ok(i) => i + 1,
+            Err(i) => i,
+        }
+    }
+}
+
+/// The slice being written: lines of text, each with its file line. Every
+/// line that starts a statement or clause is indented anew, four spaces a
+/// level from the `def` at column 0 (an `if not (...)` nests what follows
+/// it one level deeper); the continuation lines of a statement are copied
+/// as they are, since a string may span them.
+struct Slice<'a> {
+    source: &'a str,
+    tokens: &'a Tokens,
+    lines: &'a Lines,
+    cfg: &'a Cfg,
+    keep: &'a BTreeSet<usize>,
+    text: Vec<(String, usize)>,
+}
+
+/// One clause of an `if` chain.
+struct Branch<'b> {
+    start: TextSize,
+    test: Option<&'b Expr>,
+    body: &'b [Stmt],
+}
+
+/// One clause of a `try` or `match` that Python checks in order.
+struct Arm<'b> {
+    start: TextSize,
+    body: &'b [Stmt],
+}
+
+impl Slice<'_> {
+    fn kept(&self, start: TextSize, part: Part) -> bool {
+        self.cfg
+            .node(start, part)
+            .is_some_and(|id| self.keep.contains(&id))
+    }
+
+    /// Whether anything of `stmts` stays: a compound statement stays when
+    /// anything in it does, so their own nodes tell.
+    fn alive(&self, stmts: &[Stmt]) -> bool {
+        stmts.iter().any(|s| self.kept(s.start(), Part::Stmt))
+    }
+
+    /// Write `text` (which may span lines) at `depth`, its lines mapped from
+    /// `line` on.
+    fn push(&mut self, depth: usize, text: &str, line: usize) {
+        for (i, part) in text.split('\n').enumerate() {
+            let part = part.trim_end_matches('\r');
+            if i == 0 {
+                self.text
+                    .push((format!("{}{part}", "    ".repeat(depth)), line));
+            } else {
+                self.text.push((part.to_string(), line + i));
+            }
+        }
+    }
+
+    fn src(&self, range: TextRange) -> &str {
+        &self.source[range.start().to_usize()..range.end().to_usize()]
+    }
+
+    /// The header of a compound part from `start`: its text up to and
+    /// including the first colon that ends a header before `end`.
+    fn header(&self, start: TextSize, end: TextSize) -> String {
+        let colon = compound_body_start(self.tokens, TextRange::new(start, end)).unwrap_or(end);
+        self.source[start.to_usize()..colon.to_usize()].to_string()
+    }
+
+    /// A part with a header from `start` and a body, at `depth`.
+    fn compound(&mut self, start: TextSize, body: &[Stmt], depth: usize) {
+        let end = body.first().map_or(self.source.text_len(), Ranged::start);
+        let header = self.header(start, end);
+        let line = self.lines.of(start);
+        self.push(depth, &header, line);
+        self.body(body, depth + 1, line);
+    }
+
+    /// A block at `depth`, `pass` when nothing of it stays (`line`: the
+    /// header it belongs to).
+    fn body(&mut self, stmts: &[Stmt], depth: usize, line: usize) {
+        if !self.alive(stmts) {
+            self.push(depth, "pass", line);
+            return;
+        }
+        for stmt in stmts {
+            self.stmt(stmt, depth);
+        }
+    }
+
+    fn function(&mut self, def: &StmtFunctionDef, body: &[Stmt]) {
+        for decorator in &def.decorator_list {
+            let text = self.src(decorator.range()).to_string();
+            let text = match text.starts_with('@') {
+                true => text,
+                false => format!("@{text}"),
+            };
+            self.push(0, &text, self.lines.of(decorator.start()));
+        }
+        // The signature starts at `def` (or `async`) after the decorators.
+        let after = def.decorator_list.last().map_or(def.start(), Ranged::end);
+        let start = self
+            .tokens
+            .iter()
+            .find(|t| t.start() >= after && matches!(t.kind(), TokenKind::Def | TokenKind::Async))
+            .map_or(def.start(), Ranged::start);
+        self.compound(start, body, 0);
+    }
+
+    /// A loop's or `try`'s `else:` or `finally:` and its block: the keyword
+    /// is the last such token before the block.
+    fn clause(&mut self, keyword: TokenKind, block: &[Stmt], depth: usize) {
+        let at = block.first().map_or(self.source.text_len(), Ranged::start);
+        let start = self
+            .tokens
+            .iter()
+            .take_while(|t| t.start() < at)
+            .filter(|t| t.kind() == keyword)
+            .last()
+            .map_or(at, Ranged::start);
+        self.compound(start, block, depth);
+    }
+
+    fn stmt(&mut self, stmt: &Stmt, depth: usize) {
+        if !self.kept(stmt.start(), Part::Stmt) {
+            return;
+        }
+        match stmt {
+            Stmt::If(s) => {
+                let branches: Vec<Branch> = std::iter::once(Branch {
+                    start: s.start(),
+                    test: Some(&*s.test),
+                    body: &s.body,
+                })
+                .chain(s.elif_else_clauses.iter().map(|c| Branch {
+                    start: c.start(),
+                    test: c.test.as_ref(),
+                    body: &c.body,
+                }))
+                .collect();
+                self.if_chain(&branches, depth);
+            }
+            Stmt::For(_) | Stmt::While(_) => {
+                let (body, orelse) = match stmt {
+                    Stmt::For(s) => (&s.body, &s.orelse),
+                    Stmt::While(s) => (&s.body, &s.orelse),
+                    _ => unreachable!("matched above"),
+                };
+                self.compound(stmt.start(), body, depth);
+                if self.alive(orelse) {
+                    self.clause(TokenKind::Else, orelse, depth);
+                }
+            }
+            Stmt::With(s) => self.compound(s.start(), &s.body, depth),
+            Stmt::Try(s) => {
+                self.compound(s.start(), &s.body, depth);
+                let handlers: Vec<Arm> = s
+                    .handlers
+                    .iter()
+                    .map(|ExceptHandler::ExceptHandler(h)| Arm {
+                        start: h.start(),
+                        body: &h.body,
+                    })
+                    .collect();
+                let finally = self.alive(&s.finalbody);
+                let orelse = self.alive(&s.orelse);
+                // Python needs a handler after `try` unless a `finally`
+                // follows (and always before an `else`): without a live
+                // one, the first stays, doing nothing.
+                let required = usize::from((!finally || orelse) && !s.handlers.is_empty());
+                self.arms(&handlers, required, depth);
+                if !finally && s.handlers.is_empty() {
+                    self.clause(TokenKind::Finally, &s.finalbody, depth);
+                }
+                if orelse {
+                    self.clause(TokenKind::Else, &s.orelse, depth);
+                }
+                if finally {
+                    self.clause(TokenKind::Finally, &s.finalbody, depth);
+                }
+            }
+            Stmt::Match(s) => {
+                let end = s.cases.first().map_or(s.end(), Ranged::start);
+                let header = self.header(s.start(), end);
+                self.push(depth, &header, self.lines.of(s.start()));
+                let cases: Vec<Arm> = s
+                    .cases
+                    .iter()
+                    .map(|c| Arm {
+                        start: c.start(),
+                        body: &c.body,
+                    })
+                    .collect();
+                self.arms(&cases, 1, depth + 1);
+            }
+            _ => {
+                let text = self.src(stmt.range()).to_string();
+                self.push(depth, &text, self.lines.of(stmt.start()));
+            }
+        }
+    }
+
+    /// Clauses checked in order (handlers, cases): those up to the last
+    /// live one stay, a dead one doing nothing so the checks before a live
+    /// one are unchanged; at least the first `required` stay.
+    fn arms(&mut self, arms: &[Arm], required: usize, depth: usize) {
+        let last_live = arms.iter().rposition(|a| self.alive(a.body));
+        let upto = last_live.map_or(required.min(arms.len()), |i| i + 1);
+        for arm in &arms[..upto] {
+            self.compound(arm.start, arm.body, depth);
+        }
+    }
+
+    /// An `if` chain. The tests of the dead clauses before the first live
+    /// one become `if not (a) and not (b):`, and the rest of the chain
+    /// nests inside it, so every test is still evaluated in its order and
+    /// only when it was; after that, a dead clause before a live one keeps
+    /// its test and does nothing, and the dead clauses after the last live
+    /// one go.
+    fn if_chain(&mut self, branches: &[Branch], depth: usize) {
+        let Some(first_live) = branches.iter().position(|b| self.alive(b.body)) else {
+            // Only the first test is needed.
+            self.compound(branches[0].start, &[], depth);
+            return;
+        };
+        let mut depth = depth;
+        let live = &branches[first_live..];
+        if first_live > 0 {
+            let tests: Vec<String> = branches[..first_live]
+                .iter()
+                .filter_map(|b| b.test)
+                .map(|t| format!("not ({})", self.src(t.range())))
+                .collect();
+            let line = self.lines.of(branches[0].start);
+            self.push(depth, &format!("if {}:", tests.join(" and ")), line);
+            depth += 1;
+            if live[0].test.is_none() {
+                // The `else` alone is left: its body is the `if not`'s.
+                self.body(live[0].body, depth, self.lines.of(live[0].start));
+                return;
+            }
+        }
+        let last_live = live.iter().rposition(|b| self.alive(b.body)).unwrap_or(0);
+        for (i, branch) in live[..=last_live].iter().enumerate() {
+            let end = branch
+                .body
+                .first()
+                .map_or(self.source.text_len(), Ranged::start);
+            let mut header = self.header(branch.start, end);
+            if i == 0 && first_live > 0 {
+                // An `elif` that now opens the chain.
+                header = format!("if{}", header.strip_prefix("elif").unwrap_or(&header));
+            }
+            let line = self.lines.of(branch.start);
+            self.push(depth, &header, line);
+            self.body(branch.body, depth + 1, line);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The slice of `name` in `source` for `uncovered`, checked to parse
+    /// and to map every line.
+    fn slice(source: &str, name: &str, uncovered: &[usize]) -> String {
+        let e = eliminate(source, name, uncovered).unwrap();
+        assert!(
+            super::super::syntax_error(&e.slice).is_none(),
+            "the slice does not parse: {:?}\n{}",
+            super::super::syntax_error(&e.slice),
+            e.slice
+        );
+        assert_eq!(e.line_map.len(), e.slice.lines().count(), "{}", e.slice);
+        e.slice
+    }
+
+    const CHAIN: &str = "\
+def f(x):
+    if x == 1:
+        a = 1
+    elif x == 2:
+        a = 2
+    elif x == 3:
+        a = 3
+    else:
+        a = 4
+    return a
+";
+
+    #[test]
+    fn dead_clauses_before_a_live_one_become_if_not_and_the_rest_nests() {
+        assert_eq!(
+            slice(CHAIN, "f", &[7]),
+            "\
+def f(x):
+    if not (x == 1) and not (x == 2):
+        if x == 3:
+            a = 3
+    return a
+"
+        );
+        assert_eq!(
+            slice(CHAIN, "f", &[9]),
+            "\
+def f(x):
+    if not (x == 1) and not (x == 2) and not (x == 3):
+        a = 4
+    return a
+"
+        );
+        let e = eliminate(CHAIN, "f", &[7]).unwrap();
+        assert_eq!(e.line_map, vec![(1, 1), (2, 2), (3, 6), (4, 7), (5, 10)]);
+        assert_eq!(e.kept, vec![2, 4, 6, 7, 10]);
+        assert_eq!((e.original_statements, e.slice_statements), (8, 5));
+    }
+
+    #[test]
+    fn a_dead_clause_between_live_ones_keeps_its_test_and_trailing_ones_go() {
+        assert_eq!(
+            slice(CHAIN, "f", &[5, 9]),
+            "\
+def f(x):
+    if not (x == 1):
+        if x == 2:
+            a = 2
+        elif x == 3:
+            pass
+        else:
+            a = 4
+    return a
+"
+        );
+        assert_eq!(
+            slice(CHAIN, "f", &[3]),
+            "def f(x):\n    if x == 1:\n        a = 1\n    return a\n"
+        );
+        // A line after the chain needs every path through it.
+        let all = slice(CHAIN, "f", &[10]);
+        assert_eq!(all, CHAIN);
+        assert_eq!(slice(CHAIN, "f", &[]), CHAIN);
+    }
+
+    const LOOP: &str = "\
+def f(xs):
+    total = 0
+    for x in xs:
+        if x < 0:
+            continue
+        if x > 100:
+            break
+        total += x
+    else:
+        total = -1
+    return total
+";
+
+    #[test]
+    fn loops_keep_their_headers_back_edges_and_else() {
+        // Reaching the `else` means no `break`: the loop body stays (it is
+        // run again and again before), the `break` goes.
+        assert_eq!(
+            slice(LOOP, "f", &[10]),
+            "\
+def f(xs):
+    total = 0
+    for x in xs:
+        if x < 0:
+            continue
+        if x > 100:
+            pass
+        total += x
+    else:
+        total = -1
+    return total
+"
+        );
+        // Reaching the `break` never runs the `else`.
+        assert_eq!(
+            slice(LOOP, "f", &[7]),
+            "\
+def f(xs):
+    total = 0
+    for x in xs:
+        if x < 0:
+            continue
+        if x > 100:
+            break
+        total += x
+    return total
+"
+        );
+        let src = "\
+def g(n):
+    i = 0
+    while i < n:
+        i += 1
+        if i == 7:
+            return 'seven'
+    return 'done'
+";
+        assert_eq!(
+            slice(src, "g", &[6]),
+            "def g(n):\n    i = 0\n    while i < n:\n        i += 1\n        if i == 7:\n            return 'seven'\n"
+        );
+    }
+
+    const TRY: &str = "\
+def h(s):
+    try:
+        v = int(s)
+    except ValueError:
+        v = -1
+    except TypeError:
+        v = -2
+    else:
+        v += 1
+    finally:
+        done = True
+    return v
+";
+
+    #[test]
+    fn try_keeps_the_handlers_checked_before_a_live_one() {
+        assert_eq!(
+            slice(TRY, "h", &[7]),
+            "\
+def h(s):
+    try:
+        v = int(s)
+    except ValueError:
+        pass
+    except TypeError:
+        v = -2
+    finally:
+        done = True
+    return v
+"
+        );
+        assert_eq!(
+            slice(TRY, "h", &[5]),
+            "\
+def h(s):
+    try:
+        v = int(s)
+    except ValueError:
+        v = -1
+    finally:
+        done = True
+    return v
+"
+        );
+        // An `else` needs a handler before it.
+        assert_eq!(
+            slice(TRY, "h", &[9]),
+            "\
+def h(s):
+    try:
+        v = int(s)
+    except ValueError:
+        pass
+    else:
+        v += 1
+    finally:
+        done = True
+    return v
+"
+        );
+    }
+
+    #[test]
+    fn with_and_match() {
+        let src = "\
+def w(path):
+    with open(path) as f:
+        data = f.read()
+    if not data:
+        raise ValueError('empty')
+    return data
+";
+        assert_eq!(
+            slice(src, "w", &[5]),
+            "\
+def w(path):
+    with open(path) as f:
+        data = f.read()
+    if not data:
+        raise ValueError('empty')
+"
+        );
+        let src = "\
+def m(cmd):
+    match cmd:
+        case 'go':
+            r = 1
+        case ['stop', n]:
+            r = n
+        case _:
+            r = 0
+    return r
+";
+        assert_eq!(
+            slice(src, "m", &[6]),
+            "\
+def m(cmd):
+    match cmd:
+        case 'go':
+            pass
+        case ['stop', n]:
+            r = n
+    return r
+"
+        );
+    }
+
+    const METHOD: &str = "\
+class C:
+    @staticmethod
+    @other(
+        1)
+    def f(a, b):
+        \"\"\"Doc
+        string.\"\"\"
+        x = compute(a,
+                    b)  # trailing
+        if a: return x
+        if b: y = 1; z = 2
+        else: raise KeyError(
+            'no')
+        return y + z
+";
+
+    #[test]
+    fn methods_inline_bodies_multi_line_statements_and_decorators() {
+        assert_eq!(
+            slice(METHOD, "C.f", &[12]),
+            "\
+@staticmethod
+@other(
+        1)
+def f(a, b):
+    x = compute(a,
+                    b)
+    if a:
+        pass
+    if not (b):
+        raise KeyError(
+            'no')
+"
+        );
+        // A line names every statement on it: here the `if` test too, and
+        // what follows an unrun test is needed whichever way it goes.
+        assert_eq!(
+            slice(METHOD, "C.f", &[11]),
+            "\
+@staticmethod
+@other(
+        1)
+def f(a, b):
+    x = compute(a,
+                    b)
+    if a:
+        pass
+    if b:
+        y = 1
+        z = 2
+    else:
+        raise KeyError(
+            'no')
+    return y + z
+"
+        );
+        // The second line of a statement names it too.
+        assert_eq!(slice(METHOD, "C.f", &[9]), slice(METHOD, "C.f", &[8]));
+    }
+
+    #[test]
+    fn a_nested_definition_is_one_statement() {
+        let src = "\
+def outer(k):
+    def inner(v):
+        return v * k
+    if k:
+        return inner
+    return None
+";
+        assert_eq!(
+            slice(src, "outer", &[3]),
+            "def outer(k):\n    def inner(v):\n        return v * k\n    if k:\n        return inner\n    return None\n"
+        );
+        assert_eq!(
+            slice(src, "outer", &[6]),
+            "def outer(k):\n    def inner(v):\n        return v * k\n    if k:\n        pass\n    return None\n"
+        );
+    }
+
+    #[test]
+    fn bad_requests_say_what_is_wrong() {
+        let e = eliminate(METHOD, "f", &[12]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "no function \"f\"; the file defines: C.f (name a method `Class.method`)"
+        );
+        let e = eliminate(METHOD, "C.f", &[1]).unwrap_err();
+        assert_eq!(e.to_string(), "line 1 is outside the function (lines 2-14)");
+        for line in [5, 6, 7] {
+            let e = eliminate(METHOD, "C.f", &[line]).unwrap_err();
+            assert_eq!(e, EliminateError::NotAStatement { line }, "line {line}");
+        }
+        let e = eliminate(CHAIN, "f", &[8]).unwrap_err();
+        assert_eq!(e, EliminateError::NotAStatement { line: 8 });
+        let e = eliminate("def f(:\n", "f", &[1]).unwrap_err();
+        assert!(
+            e.to_string().starts_with("the file does not parse: line 1"),
+            "{e}"
+        );
+        let e = eliminate("x = 1\n", "f", &[]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "no function \"f\": the file defines no function"
+        );
+    }
+}

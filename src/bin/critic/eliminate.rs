@@ -1,0 +1,89 @@
+//! `critic eliminate`: a Python function reduced to what its uncovered lines
+//! need (covered-code elimination, `critic_sdk::python::eliminate`).
+
+use crate::Output;
+use anyhow::{bail, Context};
+use pluggable_critic::evaluate::verdict::escape_terminal;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// The largest source file read (a module this size is already unusual).
+const MAX_SOURCE_BYTES: u64 = 16 << 20;
+
+/// `critic eliminate`'s flags.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The Python file.
+    file: PathBuf,
+    /// The function: `name`, or `Class.method` for a method.
+    #[arg(long)]
+    function: String,
+    /// The function's uncovered lines (line numbers of FILE, as coverage
+    /// reports them), comma-separated.
+    #[arg(long, value_delimiter = ',', required = true, num_args = 1..)]
+    uncovered: Vec<usize>,
+    /// `json`: the slice, its line map and counts; `text`: the slice with
+    /// the file's line numbers in the margin.
+    #[arg(long, value_enum, default_value = "json")]
+    output: Output,
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let source = read_source(&args.file)?;
+    let e = critic_sdk::python::eliminate(&source, &args.function, &args.uncovered)
+        .map_err(|e| anyhow::anyhow!("{}: {}", args.file.display(), e))?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    match args.output {
+        Output::Json => {
+            serde_json::to_writer_pretty(&mut out, &e)?;
+            writeln!(out)?;
+        }
+        Output::Text => {
+            for ((_, line), text) in e.line_map.iter().zip(e.slice.lines()) {
+                writeln!(out, "{line:>5} | {}", escape_terminal(text, false))?;
+            }
+            writeln!(
+                out,
+                "{} of {} statements kept for uncovered lines {}",
+                e.slice_statements,
+                e.original_statements,
+                args.uncovered
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )?;
+        }
+    }
+    out.flush()?;
+    Ok(crate::EXIT_ACCEPT)
+}
+
+/// `path`'s text: a regular file (opening does not wait on a FIFO) of at
+/// most [`MAX_SOURCE_BYTES`], in UTF-8.
+fn read_source(path: &Path) -> anyhow::Result<String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .with_context(|| format!("{}: cannot read the source", path.display()))?;
+    let meta = file.metadata()?;
+    if !meta.is_file() || meta.len() > MAX_SOURCE_BYTES {
+        bail!(
+            "{}: not a regular file of at most {} MiB",
+            path.display(),
+            MAX_SOURCE_BYTES >> 20
+        );
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_SOURCE_BYTES {
+        bail!(
+            "{}: grew past {} MiB while read",
+            path.display(),
+            MAX_SOURCE_BYTES >> 20
+        );
+    }
+    String::from_utf8(bytes).with_context(|| format!("{}: not UTF-8 text", path.display()))
+}
