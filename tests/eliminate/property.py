@@ -284,6 +284,37 @@ def check(module_name, qualname, grid, caller, rng):
     return report, None
 
 
+def sweep(rng, budget=1500):
+    """Every function and method of both packages, a random statement line of
+    each at a time: the slice must come out and compile."""
+    import pathlib
+    calls, failures = 0, []
+    for package in ("flutils", "docstring_parser"):
+        root = pathlib.Path(importlib.import_module(package).__file__).parent
+        for path in sorted(root.rglob("*.py")):
+            tree = ast.parse(path.read_text())
+            scopes = [("", tree.body)] + [(c.name + ".", c.body) for c in tree.body if isinstance(c, ast.ClassDef)]
+            for prefix, body in scopes:
+                for fn in body:
+                    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        continue
+                    lines = sorted({n.lineno for n in ast.walk(fn) if isinstance(n, ast.stmt) and n is not fn
+                                    and not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))})
+                    for line in rng.sample(lines, min(3, len(lines))):
+                        calls += 1
+                        result, error = eliminate(str(path), prefix + fn.name, [line])
+                        if error:
+                            failures.append(f"{path.name} {prefix}{fn.name} [{line}]: {error}")
+                            continue
+                        try:
+                            compile(result["slice"], "<slice>", "exec")
+                        except SyntaxError as e:
+                            failures.append(f"{path.name} {prefix}{fn.name} [{line}]: {e}\n{result['slice']}")
+                    if calls >= budget:
+                        return calls, failures
+    return calls, failures
+
+
 def main():
     rng = random.Random(31)
     reports, failures = [], []
@@ -297,7 +328,9 @@ def main():
         reports.append(report)
         if failure:
             failures.append(failure)
-    print(json.dumps({"functions": reports, "failures": failures}, indent=2))
+    calls, swept = sweep(rng)
+    failures += swept
+    print(json.dumps({"functions": reports, "swept_slices": calls, "failures": failures}, indent=2))
     sys.exit(1 if failures else 0)
 
 

@@ -113,16 +113,30 @@ pub fn eliminate(
         EliminateError::Syntax(super::syntax_error(source).unwrap_or_else(|| e.error.to_string()))
     })?;
     let lines = Lines::new(source);
-    let def = find(&parsed.syntax().body, name).ok_or_else(|| EliminateError::NotFound {
-        name: name.to_string(),
-        available: functions(&parsed.syntax().body, ""),
-    })?;
+    let mut defs = Vec::new();
+    find(&parsed.syntax().body, name, &mut defs);
+    let span_of = |def: &StmtFunctionDef| {
+        (
+            lines.of(def.start()),
+            lines.of(def.end() - TextSize::from(1)),
+        )
+    };
+    // Of several definitions, the one holding the uncovered lines.
+    let def = defs
+        .iter()
+        .find(|d| {
+            let span = span_of(d);
+            uncovered.iter().all(|l| (span.0..=span.1).contains(l))
+        })
+        .or(defs.first())
+        .copied()
+        .ok_or_else(|| EliminateError::NotFound {
+            name: name.to_string(),
+            available: functions(&parsed.syntax().body, ""),
+        })?;
     let body = without_docstring(&def.body);
     let cfg = Cfg::of(body);
-    let span = (
-        lines.of(def.start()),
-        lines.of(def.end() - TextSize::from(1)),
-    );
+    let span = span_of(def);
     let mut targets = BTreeSet::new();
     for &line in uncovered {
         if line < span.0 || line > span.1 {
@@ -182,9 +196,9 @@ pub fn eliminate(
     })
 }
 
-/// Where a compound statement's header ends (its colon), if the node at
-/// `range` has a body: the first `:` that ends a logical line's header is
-/// found as the colon followed by a newline or by the body on that line.
+/// Where the header of the compound part at `range` ends: the end of its
+/// first colon outside brackets (and outside a lambda) before the logical
+/// line ends; `None` when there is none.
 fn compound_body_start(tokens: &Tokens, range: TextRange) -> Option<TextSize> {
     let mut depth = 0i32;
     for token in tokens.in_range(range) {
@@ -225,17 +239,23 @@ fn necessary(cfg: &Cfg, targets: &BTreeSet<usize>) -> BTreeSet<usize> {
     keep
 }
 
-/// The function `name` (`f`, `Class.f`, `Outer.Inner.f`) among `stmts`.
-fn find<'a>(stmts: &'a [Stmt], name: &str) -> Option<&'a StmtFunctionDef> {
+/// The functions named `name` (`f`, `Class.f`, `Outer.Inner.f`) among
+/// `stmts`, in order: a name may be defined more than once (a property's
+/// getter and setter, `singledispatch` registrations).
+fn find<'a>(stmts: &'a [Stmt], name: &str, found: &mut Vec<&'a StmtFunctionDef>) {
     let (head, rest) = match name.split_once('.') {
         Some((head, rest)) => (head, Some(rest)),
         None => (name, None),
     };
-    stmts.iter().find_map(|stmt| match (stmt, rest) {
-        (Stmt::FunctionDef(f), None) if f.name.as_str() == head => Some(f),
-        (Stmt::ClassDef(c), Some(rest)) if c.name.as_str() == head => find(&c.body, rest),
-        _ => None,
-    })
+    for stmt in stmts {
+        match (stmt, rest) {
+            (Stmt::FunctionDef(f), None) if f.name.as_str() == head => found.push(f),
+            (Stmt::ClassDef(c), Some(rest)) if c.name.as_str() == head => {
+                find(&c.body, rest, found)
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Every function and method name among `stmts`, for messages.
@@ -335,24 +355,65 @@ impl Slice<'_> {
         }
     }
 
+    /// Write the source from `start` to `end` at `depth`. Its other lines
+    /// move with its first (a nested `def`'s body must stay inside it),
+    /// except those that start inside a string, whose text is the string's.
+    fn push_source(&mut self, depth: usize, start: TextSize, end: TextSize) {
+        let line_start = self.lines.starts[self.lines.of(start) - 1];
+        let original: &str = {
+            let lead = &self.source[line_start..];
+            &lead[..lead.len() - lead.trim_start_matches([' ', '\t']).len()]
+        };
+        let indent = "    ".repeat(depth);
+        let mut offset = start.to_usize();
+        let first = self.lines.of(start);
+        for (i, part) in self.source[start.to_usize()..end.to_usize()]
+            .split('\n')
+            .enumerate()
+        {
+            let text = part.trim_end_matches('\r');
+            let shown = match part.strip_prefix(original) {
+                _ if i == 0 => format!("{indent}{text}"),
+                Some(rest) if !self.in_string(offset) => {
+                    format!("{indent}{}", rest.trim_end_matches('\r'))
+                }
+                _ => text.to_string(),
+            };
+            self.text.push((shown, first + i));
+            offset += part.len() + 1;
+        }
+    }
+
+    /// Whether `offset` lies inside a string token (past its first byte).
+    fn in_string(&self, offset: usize) -> bool {
+        let at = self
+            .tokens
+            .partition_point(|t| t.end().to_usize() <= offset);
+        self.tokens.get(at).is_some_and(|t| {
+            t.start().to_usize() < offset
+                && matches!(
+                    t.kind(),
+                    TokenKind::String | TokenKind::FStringMiddle | TokenKind::TStringMiddle
+                )
+        })
+    }
+
     fn src(&self, range: TextRange) -> &str {
         &self.source[range.start().to_usize()..range.end().to_usize()]
     }
 
     /// The header of a compound part from `start`: its text up to and
     /// including the first colon that ends a header before `end`.
-    fn header(&self, start: TextSize, end: TextSize) -> String {
-        let colon = compound_body_start(self.tokens, TextRange::new(start, end)).unwrap_or(end);
-        self.source[start.to_usize()..colon.to_usize()].to_string()
+    fn header(&self, start: TextSize, end: TextSize) -> TextSize {
+        compound_body_start(self.tokens, TextRange::new(start, end)).unwrap_or(end)
     }
 
     /// A part with a header from `start` and a body, at `depth`.
     fn compound(&mut self, start: TextSize, body: &[Stmt], depth: usize) {
         let end = body.first().map_or(self.source.text_len(), Ranged::start);
-        let header = self.header(start, end);
-        let line = self.lines.of(start);
-        self.push(depth, &header, line);
-        self.body(body, depth + 1, line);
+        let colon = self.header(start, end);
+        self.push_source(depth, start, colon);
+        self.body(body, depth + 1, self.lines.of(start));
     }
 
     /// A block at `depth`, `pass` when nothing of it stays (`line`: the
@@ -369,12 +430,7 @@ impl Slice<'_> {
 
     fn function(&mut self, def: &StmtFunctionDef, body: &[Stmt]) {
         for decorator in &def.decorator_list {
-            let text = self.src(decorator.range()).to_string();
-            let text = match text.starts_with('@') {
-                true => text,
-                false => format!("@{text}"),
-            };
-            self.push(0, &text, self.lines.of(decorator.start()));
+            self.push_source(0, decorator.start(), decorator.end());
         }
         // The signature starts at `def` (or `async`) after the decorators.
         let after = def.decorator_list.last().map_or(def.start(), Ranged::end);
@@ -460,8 +516,8 @@ impl Slice<'_> {
             }
             Stmt::Match(s) => {
                 let end = s.cases.first().map_or(s.end(), Ranged::start);
-                let header = self.header(s.start(), end);
-                self.push(depth, &header, self.lines.of(s.start()));
+                let colon = self.header(s.start(), end);
+                self.push_source(depth, s.start(), colon);
                 let cases: Vec<Arm> = s
                     .cases
                     .iter()
@@ -472,10 +528,7 @@ impl Slice<'_> {
                     .collect();
                 self.arms(&cases, 1, depth + 1);
             }
-            _ => {
-                let text = self.src(stmt.range()).to_string();
-                self.push(depth, &text, self.lines.of(stmt.start()));
-            }
+            _ => self.push_source(depth, stmt.start(), stmt.end()),
         }
     }
 
@@ -525,14 +578,15 @@ impl Slice<'_> {
                 .body
                 .first()
                 .map_or(self.source.text_len(), Ranged::start);
-            let mut header = self.header(branch.start, end);
+            let colon = self.header(branch.start, end);
+            let first_line = self.text.len();
+            self.push_source(depth, branch.start, colon);
             if i == 0 && first_live > 0 {
                 // An `elif` that now opens the chain.
-                header = format!("if{}", header.strip_prefix("elif").unwrap_or(&header));
+                let opened = &mut self.text[first_line].0;
+                *opened = opened.replacen("elif", "if", 1);
             }
-            let line = self.lines.of(branch.start);
-            self.push(depth, &header, line);
-            self.body(branch.body, depth + 1, line);
+            self.body(branch.body, depth + 1, self.lines.of(branch.start));
         }
     }
 }
@@ -817,10 +871,10 @@ class C:
             "\
 @staticmethod
 @other(
-        1)
+    1)
 def f(a, b):
     x = compute(a,
-                    b)
+                b)
     if a:
         pass
     if not (b):
@@ -835,10 +889,10 @@ def f(a, b):
             "\
 @staticmethod
 @other(
-        1)
+    1)
 def f(a, b):
     x = compute(a,
-                    b)
+                b)
     if a:
         pass
     if b:
@@ -872,6 +926,42 @@ def outer(k):
             slice(src, "outer", &[6]),
             "def outer(k):\n    def inner(v):\n        return v * k\n    if k:\n        pass\n    return None\n"
         );
+    }
+
+    #[test]
+    fn a_nested_definition_moves_with_its_first_line_but_strings_do_not() {
+        let src = "\
+class K:
+    def m(self, x):
+        if x:
+            @wraps(x)
+            def inner():
+                return '''a
+  b'''
+            return inner
+        return None
+";
+        assert_eq!(
+            slice(src, "K.m", &[8]),
+            "def m(self, x):\n    if x:\n        @wraps(x)\n        def inner():\n            return '''a\n  b'''\n        return inner\n"
+        );
+    }
+
+    #[test]
+    fn of_two_definitions_of_a_name_the_one_holding_the_lines_is_reduced() {
+        let src = "\
+class P:
+    @property
+    def v(self):
+        return self._v
+
+    @v.setter
+    def v(self, value):
+        if value:
+            self._v = value
+";
+        assert!(slice(src, "P.v", &[9]).contains("def v(self, value):"));
+        assert!(slice(src, "P.v", &[4]).contains("return self._v"));
     }
 
     #[test]
