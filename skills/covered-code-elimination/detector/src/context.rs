@@ -1,0 +1,294 @@
+//! What the target needs to be understood (the seed's Section 3.1): the
+//! module's own functions, classes and constants it uses, transitively,
+//! quoted whole (with the target, the code slice); and what it uses from
+//! other modules of the project, summarized to a signature and the first
+//! line of a docstring. Modules not in the work tree (third-party
+//! packages) are left to the model's own knowledge.
+
+use ruff_python_ast::visitor::{self, Visitor};
+use ruff_python_ast::{Expr, Stmt};
+use ruff_python_parser::parse_module;
+use ruff_text_size::Ranged;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The target's context.
+#[derive(Debug, Default, Serialize)]
+pub struct Context {
+    /// The module's definitions the target uses, transitively, in file order.
+    pub code: String,
+    /// Summaries of what it uses from the project's other modules.
+    pub summaries: Vec<Summary>,
+}
+
+/// One dependency from another module of the project.
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    /// Where it is defined (`package.module.name`).
+    pub name: String,
+    /// Its signature and the first line of its docstring.
+    pub text: String,
+}
+
+/// Names used in a part of the code: plain names, and `alias.attr` pairs.
+#[derive(Default)]
+struct Uses {
+    names: BTreeSet<String>,
+    attributes: BTreeSet<(String, String)>,
+}
+
+impl<'a> Visitor<'a> for Uses {
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        match expr {
+            Expr::Name(n) => {
+                self.names.insert(n.id.to_string());
+            }
+            Expr::Attribute(a) => {
+                if let Expr::Name(n) = &*a.value {
+                    self.attributes
+                        .insert((n.id.to_string(), a.attr.to_string()));
+                }
+            }
+            _ => {}
+        }
+        visitor::walk_expr(self, expr);
+    }
+}
+
+fn uses_of(stmt: &Stmt) -> Uses {
+    let mut uses = Uses::default();
+    uses.visit_stmt(stmt);
+    uses
+}
+
+/// An imported name: the module and, for `from m import x`, the name.
+struct Import {
+    module: String,
+    name: Option<String>,
+}
+
+/// The context of `function` (`f` or `Class.m`) in `source`, the module at
+/// `path`; `read` gives a work-tree file's text, `None` when there is none.
+pub fn retrieve(
+    source: &str,
+    path: &str,
+    function: &str,
+    read: impl Fn(&str) -> Option<String>,
+) -> Context {
+    let Ok(parsed) = parse_module(source) else {
+        return Context::default();
+    };
+    let body = &parsed.syntax().body;
+    let package: Vec<&str> = {
+        let mut parts: Vec<&str> = path.trim_end_matches(".py").split('/').collect();
+        parts.pop();
+        parts
+    };
+    // The module's top-level definitions and imports, by name.
+    let mut defined: BTreeMap<String, usize> = BTreeMap::new();
+    let mut imports: BTreeMap<String, Import> = BTreeMap::new();
+    for (i, stmt) in body.iter().enumerate() {
+        match stmt {
+            Stmt::FunctionDef(f) => {
+                defined.insert(f.name.to_string(), i);
+            }
+            Stmt::ClassDef(c) => {
+                defined.insert(c.name.to_string(), i);
+            }
+            Stmt::Assign(a) => {
+                for target in &a.targets {
+                    if let Expr::Name(n) = target {
+                        defined.insert(n.id.to_string(), i);
+                    }
+                }
+            }
+            Stmt::AnnAssign(a) => {
+                if let Expr::Name(n) = &*a.target {
+                    defined.insert(n.id.to_string(), i);
+                }
+            }
+            Stmt::Import(s) => {
+                for alias in &s.names {
+                    let local = alias.asname.as_ref().unwrap_or(&alias.name).to_string();
+                    imports.insert(
+                        local.split('.').next().unwrap_or_default().to_string(),
+                        Import {
+                            module: alias.name.to_string(),
+                            name: None,
+                        },
+                    );
+                }
+            }
+            Stmt::ImportFrom(s) => {
+                let base: Vec<&str> = match s.level {
+                    0 => Vec::new(),
+                    level => package[..package.len().saturating_sub(level as usize - 1)].to_vec(),
+                };
+                let mut module: Vec<String> = base.iter().map(|p| p.to_string()).collect();
+                module.extend(s.module.iter().map(|m| m.to_string()));
+                for alias in &s.names {
+                    let local = alias.asname.as_ref().unwrap_or(&alias.name).to_string();
+                    imports.insert(
+                        local,
+                        Import {
+                            module: module.join("."),
+                            name: Some(alias.name.to_string()),
+                        },
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    // The target, then what it uses, transitively.
+    let (class, method) = match function.split_once('.') {
+        Some((class, method)) => (Some(class), method),
+        None => (None, function),
+    };
+    let mut included: BTreeSet<usize> = BTreeSet::new();
+    let mut queue: Vec<Uses> = Vec::new();
+    let mut external: BTreeSet<(String, String)> = BTreeSet::new();
+    for stmt in body {
+        match (stmt, class) {
+            (Stmt::FunctionDef(f), None) if f.name.as_str() == method => queue.push(uses_of(stmt)),
+            (Stmt::ClassDef(c), Some(name)) if c.name.as_str() == name => {
+                queue.extend(c.body.iter().map(uses_of));
+                // The class and its bases are the method's context.
+                if let Some(arguments) = &c.arguments {
+                    let mut uses = Uses::default();
+                    for base in arguments.args.iter() {
+                        uses.visit_expr(base);
+                    }
+                    queue.push(uses);
+                }
+            }
+            _ => {}
+        }
+    }
+    while let Some(uses) = queue.pop() {
+        for name in &uses.names {
+            if let Some(&i) = defined.get(name) {
+                if class != Some(name.as_str()) && name != method && included.insert(i) {
+                    queue.push(uses_of(&body[i]));
+                }
+            } else if let Some(import) = imports.get(name) {
+                if let Some(imported) = &import.name {
+                    external.insert((import.module.clone(), imported.clone()));
+                }
+            }
+        }
+        for (alias, attr) in &uses.attributes {
+            if let Some(Import { module, name: None }) = imports.get(alias) {
+                external.insert((module.clone(), attr.clone()));
+            }
+        }
+    }
+    let code = included
+        .iter()
+        .map(|&i| &source[body[i].range().start().to_usize()..body[i].range().end().to_usize()])
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    let summaries = external
+        .into_iter()
+        .filter_map(|(module, name)| summarize(&module, &name, &read))
+        .collect();
+    Context { code, summaries }
+}
+
+/// `module.name` summarized, if `module` is a file of the work tree that
+/// defines `name` (a submodule imported by name is left out).
+fn summarize(module: &str, name: &str, read: &impl Fn(&str) -> Option<String>) -> Option<Summary> {
+    let base = module.replace('.', "/");
+    let source = [
+        format!("{base}.py"),
+        format!("{base}/__init__.py"),
+        format!("src/{base}.py"),
+        format!("src/{base}/__init__.py"),
+    ]
+    .iter()
+    .find_map(|p| read(p))?;
+    let parsed = parse_module(&source).ok()?;
+    parsed.syntax().body.iter().find_map(|stmt| {
+        let (header_end, body) = match stmt {
+            Stmt::FunctionDef(f) if f.name.as_str() == name => (f.body.first()?.start(), &f.body),
+            Stmt::ClassDef(c) if c.name.as_str() == name => (c.body.first()?.start(), &c.body),
+            _ => return None,
+        };
+        let start = match stmt {
+            Stmt::FunctionDef(f) => f.decorator_list.last().map_or(f.start(), |d| d.end()),
+            Stmt::ClassDef(c) => c.decorator_list.last().map_or(c.start(), |d| d.end()),
+            _ => stmt.start(),
+        };
+        let header = source[start.to_usize()..header_end.to_usize()]
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let header = header.trim_end_matches(|c: char| c != ':').to_string();
+        let doc = match body.first() {
+            Some(Stmt::Expr(e)) => e.value.as_string_literal_expr().map(|s| {
+                s.value
+                    .to_str()
+                    .trim()
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .to_string()
+            }),
+            _ => None,
+        };
+        Some(Summary {
+            name: format!("{module}.{name}"),
+            text: match doc {
+                Some(doc) if !doc.is_empty() => format!("{header}\n    \"\"\"{doc}\"\"\""),
+                _ => header,
+            },
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_definitions_are_quoted_and_project_imports_summarized() {
+        let source = "\
+import os
+from .helpers import scale, unused
+import pkg
+import pkg.other as other
+
+LIMIT = 10
+
+def helper(v):
+    return v * LIMIT
+
+def unrelated():
+    return 1
+
+def target(x):
+    if x > LIMIT:
+        return helper(x) + scale(x) + pkg.clamp(x) + other.go()
+    return os.sep
+";
+        let files: BTreeMap<&str, &str> = BTreeMap::from([
+            (
+                "pkg/helpers.py",
+                "def scale(v: int) -> int:\n    \"\"\"Scale v.\n\n    More.\"\"\"\n    return v\n",
+            ),
+            ("pkg/__init__.py", "def clamp(v):\n    return v\n"),
+            ("pkg/other.py", "class go:\n    \"\"\"Go.\"\"\"\n"),
+        ]);
+        let c = retrieve(source, "pkg/mod.py", "target", |p| {
+            files.get(p).map(|s| s.to_string())
+        });
+        assert_eq!(c.code, "LIMIT = 10\n\ndef helper(v):\n    return v * LIMIT");
+        let names: Vec<&str> = c.summaries.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["pkg.clamp", "pkg.helpers.scale", "pkg.other.go"]);
+        assert_eq!(
+            c.summaries[1].text,
+            "def scale(v: int) -> int:\n    \"\"\"Scale v.\"\"\""
+        );
+        assert_eq!(c.summaries[2].text, "class go:\n    \"\"\"Go.\"\"\"");
+    }
+}
