@@ -221,3 +221,51 @@ pub fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     }
     out
 }
+
+/// A virtual environment `target/<name>-venv` of the default `python3`
+/// holding the hash-pinned packages of `lock` (none when `lock` is `None`),
+/// made once per checkout (again when the lock changes); its Python.
+pub fn python_venv(name: &str, lock: Option<&Path>) -> PathBuf {
+    let venv = root().join(format!("target/{name}-venv"));
+    std::fs::create_dir_all(root().join("target")).unwrap();
+    let guard = std::fs::File::create(root().join(format!("target/.{name}-venv.lock"))).unwrap();
+    rustix::fs::flock(&guard, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let wanted = lock.map(|l| std::fs::read(l).unwrap()).unwrap_or_default();
+    let stamp = venv.join(".installed-lock");
+    if std::fs::read(&stamp).ok().as_deref() != Some(&wanted[..]) {
+        let _ = std::fs::remove_dir_all(&venv);
+        let mut make = Command::new("python3");
+        make.args(["-m", "venv"]);
+        if lock.is_none() {
+            make.arg("--without-pip");
+        }
+        let out = make.arg(&venv).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if let Some(lock) = lock {
+            let out = Command::new(venv.join("bin/pip"))
+                .args([
+                    "install",
+                    "-q",
+                    "--no-deps",
+                    "--disable-pip-version-check",
+                    "--require-hashes",
+                    "-r",
+                ])
+                .arg(lock)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "installing {}: {}",
+                lock.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::fs::write(&stamp, &wanted).unwrap();
+    }
+    venv.join("bin/python")
+}

@@ -1,0 +1,287 @@
+//! The covered-code-elimination skill end to end: a real git work tree, the
+//! agent's tests written between finishes, real pytest runs under real
+//! coverage.py through the host's `run`, and the seed's flags (1, 0, -1)
+//! with refinement in between.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+const TARGET: &str = "shipping/rates.py::quote";
+
+/// The Python with pytest and coverage.py.
+fn python() -> PathBuf {
+    python_venv(
+        "coverage",
+        Some(&root().join("tests/eliminate/coverage-requirements.lock")),
+    )
+}
+
+/// The skill, configured for `TARGET` with `python` and `limit`.
+fn skill(python: &Path, limit: u32) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let shipped = root().join("skills/covered-code-elimination");
+    std::fs::copy(
+        shipped.join("covered_code_elimination.wasm"),
+        dir.path().join("covered_code_elimination.wasm"),
+    )
+    .unwrap();
+    let manifest = std::fs::read_to_string(shipped.join("critic.yaml"))
+        .unwrap()
+        .replace("path/to/module.py::function", TARGET)
+        .replace(
+            "test_command: [python3, -m, pytest, -q]",
+            &format!("test_command: [{}, -m, pytest, -q]", python.display()),
+        )
+        .replace("limit: 5", &format!("limit: {limit}"));
+    std::fs::write(dir.path().join("critic.yaml"), manifest).unwrap();
+    dir
+}
+
+/// A work tree holding the shipping package.
+fn repo() -> Repo {
+    let read = |p: &str| {
+        std::fs::read_to_string(root().join("tests/fixtures/elimination").join(p)).unwrap()
+    };
+    Repo::new(&[
+        ("shipping/__init__.py", &read("shipping/__init__.py")),
+        ("shipping/rates.py", &read("shipping/rates.py")),
+        ("shipping/zones.py", &read("shipping/zones.py")),
+    ])
+}
+
+/// One finish: the check's exit code and verdict.
+fn finish(skill: &Path, repo: &Repo, state: &Path) -> (i32, Value) {
+    let events = root().join("examples/demo-run/finish-3.jsonl");
+    let out = run(&mut check(skill, repo.path(), &events, state));
+    let code = out.status.code().unwrap();
+    assert!(code == 0 || code == 1, "{}", stderr(&out));
+    (code, json_out(&out))
+}
+
+fn signal(v: &Value) -> &Value {
+    &v["signals"][0]["metadata"]
+}
+
+const FIRST_TESTS: &str = "\
+from shipping.rates import quote
+
+def test_local():
+    assert quote(1, 'local') == 530
+    assert quote(1, 'local', express=True) == 1060
+";
+
+const MORE_TESTS: &str = "\
+import pytest
+from shipping.rates import quote
+
+def test_national():
+    assert quote(30, 'national') == 900 + 1200 + 400
+    assert quote(1, 'national', coupon='HALF') == 470
+
+def test_bad():
+    with pytest.raises(ValueError):
+        quote(0, 'local')
+    with pytest.raises(KeyError):
+        quote(1, 'moon')
+";
+
+const LAST_TESTS: &str = "\
+import pytest
+from shipping.rates import quote
+
+def test_international():
+    assert quote(10, 'international') == 4300
+    assert quote(30, 'international') == 7000
+    assert quote(1, 'international', express=True) == 6780
+    assert quote(1, 'international', coupon='MINUS100') == 2790
+    assert quote(100, 'international') == 10_000
+    with pytest.raises(ValueError):
+        quote(1, 'international', coupon='FREE')
+";
+
+#[test]
+fn slices_shrink_as_coverage_grows_until_the_function_is_covered() {
+    let python = python();
+    let skill = skill(&python, 5);
+    let repo = repo();
+    let state = tempfile::tempdir().unwrap();
+
+    // No tests yet: the task, with the function and its context.
+    let (code, v) = finish(skill.path(), &repo, state.path());
+    assert_eq!(code, 1);
+    assert_eq!(signal(&v)["flag"], "no_tests", "{v}");
+    let task = v["followup"].as_str().unwrap();
+    assert!(task.contains("Write pytest tests for `quote`"), "{task}");
+    assert!(task.contains("FREE_LIMIT = 10_000"), "{task}");
+    assert!(task.contains("shipping.zones.surcharge"), "{task}");
+    assert!(
+        task.contains("The fuel surcharge of a zone, in cents."),
+        "{task}"
+    );
+
+    // Some coverage: flag 0 and the first slice.
+    repo.write("tests/test_first.py", FIRST_TESTS);
+    let (code, v) = finish(skill.path(), &repo, state.path());
+    assert_eq!(code, 1, "{v}");
+    let m = signal(&v);
+    assert_eq!(
+        (m["flag"].as_str(), m["seed_flag"].as_i64()),
+        (Some("progress"), Some(0)),
+        "{v}"
+    );
+    let first_slice = m["slice_statements"].as_u64().unwrap();
+    let total = m["statements"].as_u64().unwrap();
+    assert!(first_slice < total, "{v}");
+    // The local branch, covered, is gone; the rest nests under its test.
+    let text = v["followup"].as_str().unwrap();
+    assert!(!text.contains("price = 500"), "{text}");
+    assert!(
+        text.contains("   12 |     if not (zone == \"local\"):"),
+        "{text}"
+    );
+    assert!(text.contains(">>   18 |"), "{text}");
+    let feedback = repo
+        .path()
+        .join(".critic/feedback/covered-code-elimination");
+    assert!(
+        feedback.join("slice-1.py").is_file() && feedback.join("coverage-finish-2.md").is_file()
+    );
+
+    // More: flag 0 again, and a smaller slice.
+    repo.write("tests/test_more.py", MORE_TESTS);
+    let (code, v) = finish(skill.path(), &repo, state.path());
+    assert_eq!(code, 1, "{v}");
+    let m = signal(&v);
+    assert_eq!(m["flag"], "progress", "{v}");
+    assert_eq!(m["slice_round"], 2, "{v}");
+    assert!(m["slice_statements"].as_u64().unwrap() < first_slice, "{v}");
+    let text = v["followup"].as_str().unwrap();
+    assert!(
+        text.contains("if not (zone == \"local\") and not (zone == \"national\"):"),
+        "{text}"
+    );
+    assert!(!text.contains("KeyError"), "{text}");
+
+    // Everything: flag 1, accepted.
+    repo.write("tests/test_last.py", LAST_TESTS);
+    let (code, v) = finish(skill.path(), &repo, state.path());
+    assert_eq!(code, 0, "{v}");
+    let m = signal(&v);
+    assert_eq!(
+        (m["flag"].as_str(), m["seed_flag"].as_i64()),
+        (Some("covered"), Some(1)),
+        "{v}"
+    );
+    assert_eq!(m["covered"], m["statements"], "{v}");
+}
+
+#[test]
+fn no_progress_refines_until_the_limit_then_accepts_what_it_got() {
+    let python = python();
+    let skill = skill(&python, 2);
+    let repo = repo();
+    let state = tempfile::tempdir().unwrap();
+    repo.write("tests/test_first.py", FIRST_TESTS);
+    let (_, v) = finish(skill.path(), &repo, state.path());
+    assert_eq!(signal(&v)["flag"], "progress", "{v}");
+    // A failing test that covers nothing new: its error comes back.
+    repo.write(
+        "tests/test_wrong.py",
+        "from shipping.rates import quote\n\ndef test_wrong():\n    assert quote(2, 'local') == 1\n",
+    );
+    for attempt in 1..=2 {
+        let (code, v) = finish(skill.path(), &repo, state.path());
+        assert_eq!(code, 1, "{v}");
+        assert_eq!(signal(&v)["flag"], "refine", "{v}");
+        assert_eq!(signal(&v)["refinements"], attempt, "{v}");
+        let text = v["followup"].as_str().unwrap();
+        assert!(text.contains("ran no new line"), "{text}");
+        assert!(text.contains("assert 560 == 1"), "{text}");
+    }
+    let (code, v) = finish(skill.path(), &repo, state.path());
+    assert_eq!(code, 0, "{v}");
+    let m = signal(&v);
+    assert_eq!(
+        (m["flag"].as_str(), m["seed_flag"].as_i64()),
+        (Some("limit_reached"), Some(-1)),
+        "{v}"
+    );
+    assert!(
+        m["summary"]
+            .as_str()
+            .unwrap()
+            .contains("the refinement limit (2) was reached"),
+        "{v}"
+    );
+    // The session is over: later finishes are accepted as they are.
+    let (code, _) = finish(skill.path(), &repo, state.path());
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn tests_that_crash_on_import_come_back_with_their_error() {
+    let python = python();
+    let skill = skill(&python, 5);
+    let repo = repo();
+    let state = tempfile::tempdir().unwrap();
+    repo.write("tests/test_broken.py", "import shipping.nowhere\n");
+    let (code, v) = finish(skill.path(), &repo, state.path());
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(signal(&v)["flag"], "refine", "{v}");
+    let text = v["followup"].as_str().unwrap();
+    assert!(
+        text.contains("No module named 'shipping.nowhere'"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_python_without_coverage_is_named_with_how_to_install_it() {
+    let bare = python_venv("no-coverage", None);
+    let skill = skill(&bare, 5);
+    let repo = repo();
+    let state = tempfile::tempdir().unwrap();
+    repo.write("tests/test_first.py", FIRST_TESTS);
+    let out = run(&mut check(
+        skill.path(),
+        repo.path(),
+        &root().join("examples/demo-run/finish-3.jsonl"),
+        state.path(),
+    ));
+    let v = json_out(&out);
+    let error = v["signals"][0]["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        error.contains("coverage.py is not installed") && error.contains("-m pip install coverage"),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_target_that_is_not_there_is_an_error_naming_it() {
+    let python = python();
+    let skill = skill(&python, 5);
+    let manifest = std::fs::read_to_string(skill.path().join("critic.yaml"))
+        .unwrap()
+        .replace(TARGET, "shipping/rates.py::nope");
+    std::fs::write(skill.path().join("critic.yaml"), manifest).unwrap();
+    let repo = repo();
+    let state = tempfile::tempdir().unwrap();
+    let out = run(&mut check(
+        skill.path(),
+        repo.path(),
+        &root().join("examples/demo-run/finish-3.jsonl"),
+        state.path(),
+    ));
+    let v = json_out(&out);
+    let error = v["signals"][0]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("no function \"nope\"; the file defines: quote"),
+        "{v}"
+    );
+}
