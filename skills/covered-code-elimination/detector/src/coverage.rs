@@ -7,30 +7,42 @@ use critic_sdk::{RunRequest, RunResult};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
-/// Runs the test command under `coverage run` and prints the target's
-/// analysis on a marked last line; a Python without coverage.py says so on a
-/// marked line instead.
+/// Runs the test command under coverage.py, as `coverage run` would, and
+/// prints the target's analysis on a marked last line; a Python without
+/// coverage.py says so on a marked line instead.
 const DRIVER: &str = r#"
-import json, subprocess, sys
+import json, runpy, sys
 target, command = sys.argv[1], sys.argv[2:]
 try:
     import coverage
 except ImportError:
     print("CRITIC-COVERAGE-MISSING " + sys.executable, flush=True)
     sys.exit(97)
-data = ".critic-coverage"
-tests = subprocess.run([sys.executable, "-m", "coverage", "run", "--data-file=" + data,
-                        "--include=" + target] + command)
-statements, missing = [], []
+# What `coverage run` does, in this process: measure, then run the command
+# as `python` would (`-m module args` or `script args`).
+cov = coverage.Coverage(data_file=None, include=[target])
+if command[:1] == ["-m"]:
+    sys.argv = command[1:]
+    run = lambda: runpy.run_module(command[1], run_name="__main__", alter_sys=True)
+else:
+    sys.argv = command
+    run = lambda: runpy.run_path(command[0], run_name="__main__")
+cov.start()
 try:
-    cov = coverage.Coverage(data_file=data)
-    cov.load()
+    run()
+    code = 0
+except SystemExit as e:
+    code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+finally:
+    cov.stop()
+sys.stdout.flush()
+try:
     _, statements, _, missing, _ = cov.analysis2(target)
 except Exception as e:
-    print("CRITIC-COVERAGE-ERROR " + repr(e), flush=True)
+    print("\nCRITIC-COVERAGE-ERROR " + repr(e), flush=True)
     sys.exit(98)
-print("CRITIC-COVERAGE " + json.dumps({"exit": tests.returncode, "statements": statements,
-                                       "missing": missing}), flush=True)
+print("\nCRITIC-COVERAGE " + json.dumps({"exit": code, "statements": statements,
+                                         "missing": missing}), flush=True)
 "#;
 
 /// The driver's file in the scratch copy.
