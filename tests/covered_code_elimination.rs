@@ -58,6 +58,9 @@ fn finish(skill: &Path, repo: &Repo, state: &Path) -> (i32, Value) {
     let out = run(&mut check(skill, repo.path(), &events, state));
     let code = out.status.code().unwrap();
     assert!(code == 0 || code == 1, "{}", stderr(&out));
+    let stored = state.join("covered-code-elimination/default/signal-coverage.json");
+    let doc: Value = serde_json::from_slice(&std::fs::read(stored).unwrap()).unwrap();
+    assert_schema("elimination-state.schema.json", &doc["state"]);
     (code, json_out(&out))
 }
 
