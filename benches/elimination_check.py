@@ -43,7 +43,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         repo = tmp / "repo"
-        shutil.copytree(ROOT / "tests/fixtures/elimination", repo)
+        shutil.copytree(ROOT / "examples/elimination-repo", repo)
         git = ["git", "-c", "user.email=b@e", "-c", "user.name=bench"]
         subprocess.run(git + ["init", "-q"], cwd=repo, check=True)
         subprocess.run(git + ["add", "-A"], cwd=repo, check=True)

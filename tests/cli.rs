@@ -53,6 +53,45 @@ fn demo_coharden_replays_a_full_session_with_live_test_runs() {
 }
 
 #[test]
+fn demo_elimination_replays_a_test_writing_session_with_live_coverage_runs() {
+    // The skill runs `python3` from PATH: the one with pytest and coverage.py.
+    let python = python_venv(
+        "coverage",
+        Some(&root().join("tests/eliminate/coverage-requirements.lock")),
+    );
+    let path = format!(
+        "{}:{}",
+        python.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = run(critic().args(["demo", "elimination"]).env("PATH", path));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let verdicts: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("ACCEPT") || l.starts_with("REJECT"))
+        .collect();
+    assert_eq!(verdicts.len(), 3, "{text}");
+    assert!(
+        verdicts[0].starts_with("REJECT") && verdicts[1].starts_with("REJECT"),
+        "{text}"
+    );
+    assert!(verdicts[2].starts_with("ACCEPT"), "{text}");
+    assert!(
+        text.contains("slice 1 given (24 of 28 statements)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("slice 2 given (16 of 28 statements)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("all 28 statements of shipping/rates.py::quote covered"),
+        "{text}"
+    );
+}
+
+#[test]
 fn demo_with_an_unknown_name_lists_the_recorded_runs() {
     let out = run(critic().args(["demo", "nope"]));
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));

@@ -43,7 +43,7 @@ fn skill(python: &Path, limit: u32) -> tempfile::TempDir {
 /// A work tree holding the shipping package.
 fn repo() -> Repo {
     let read = |p: &str| {
-        std::fs::read_to_string(root().join("tests/fixtures/elimination").join(p)).unwrap()
+        std::fs::read_to_string(root().join("examples/elimination-repo").join(p)).unwrap()
     };
     Repo::new(&[
         ("shipping/__init__.py", &read("shipping/__init__.py")),

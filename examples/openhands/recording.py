@@ -47,17 +47,17 @@ def call(n, name, **args):
     )
 
 
-def new_workspace():
-    """A git repository holding the demo package as its base commit."""
+def new_workspace(source=ROOT / "examples" / "demo-repo"):
+    """A git repository holding `source` (the demo package) as its base commit."""
     ws = Path(tempfile.mkdtemp(prefix="critic-record-"))
-    shutil.copytree(ROOT / "examples" / "demo-repo", ws, dirs_exist_ok=True)
+    shutil.copytree(source, ws, dirs_exist_ok=True)
     git(ws, "init", "-q", "-b", "main")
     git(ws, "add", "-A")
     git(ws, "commit", "-q", "-m", "base")
     return ws
 
 
-def record(ws, script, task, skill, run_dir, titles, skill_rel):
+def record(ws, script, task, skill, run_dir, titles, skill_rel, repo_rel=None):
     """Run the scripted agent on `ws` with the critic in the loop; write each
     finish's events and patch plus run.json into `run_dir`. Returns the
     conversation and its persistence directory."""
@@ -96,5 +96,7 @@ def record(ws, script, task, skill, run_dir, titles, skill_rel):
             break
         conv.send_message(verdict["followup"])
     run = {"skill": skill_rel, "task": task, "session": "demo", "finishes": finishes}
+    if repo_rel:
+        run["repo"] = repo_rel
     (run_dir / "run.json").write_text(json.dumps(run, indent=2) + "\n")
     return conv, persist

@@ -28,6 +28,10 @@ pub struct Recording {
     pub task: String,
     /// Session id used for the replay.
     pub session: String,
+    /// The repository the run starts from, relative to the run directory
+    /// (default: `examples/demo-repo`).
+    #[serde(default)]
+    pub repo: Option<String>,
     /// The finishes, in order.
     pub finishes: Vec<RecordedFinish>,
 }
@@ -142,7 +146,11 @@ fn replay(examples: &Path, name: Option<&str>, out: &mut dyn Write) -> Result<()
         .tempdir()
         .map_err(|e| io_err(&std::env::temp_dir(), e))?;
     let repo = tmp.path().join("repo");
-    copy_tree(&examples.join("demo-repo"), &repo)?;
+    let source = match &rec.repo {
+        Some(rel) => run_dir.join(rel),
+        None => examples.join("demo-repo"),
+    };
+    copy_tree(&source, &repo)?;
     git_in(&repo, &["init", "-q", "-b", "main"])?;
     git_in(&repo, &["add", "-A"])?;
     git_in(&repo, &["commit", "-q", "-m", "base"])?;
@@ -193,7 +201,8 @@ fn replay(examples: &Path, name: Option<&str>, out: &mut dyn Write) -> Result<()
 #[derive(clap::Args)]
 pub struct Args {
     /// Which recorded run: none for the basic gates, `coharden` for a full
-    /// CoHarden session (examples/<name>-run).
+    /// CoHarden session, `elimination` for a covered-code-elimination
+    /// session (examples/<name>-run).
     name: Option<String>,
     /// The examples directory (default: the one this binary was built from).
     #[arg(long)]
