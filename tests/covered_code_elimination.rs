@@ -288,3 +288,64 @@ fn a_target_that_is_not_there_is_an_error_naming_it() {
         "{v}"
     );
 }
+
+#[test]
+fn with_the_model_granted_dependencies_are_summarized_once_per_session() {
+    use common::llm_stub::{completion, Stub};
+    let stub = Stub::start(std::time::Duration::ZERO, |_, _| {
+        (
+            200,
+            completion(
+                "def surcharge(zone: str) -> int\nThe stub's summary: 300 cents abroad, else 0.",
+            ),
+        )
+    });
+    let python = python();
+    let skill = skill(&python, 5);
+    let manifest = std::fs::read_to_string(skill.path().join("critic.yaml"))
+        .unwrap()
+        .replace(
+            "capabilities: [read-file, run]",
+            "capabilities: [read-file, run, llm-complete]",
+        );
+    std::fs::write(skill.path().join("critic.yaml"), manifest).unwrap();
+    let repo = repo();
+    let state = tempfile::tempdir().unwrap();
+    let judge = |repo: &Repo| {
+        let mut cmd = check(
+            skill.path(),
+            repo.path(),
+            &root().join("examples/demo-run/finish-3.jsonl"),
+            state.path(),
+        );
+        cmd.env("STUB_KEY", "sk-test")
+            .args(["--llm-api-key-env", "STUB_KEY", "--llm-model", "stub-model"])
+            .args(["--llm-base-url", &stub.url]);
+        json_out(&run(&mut cmd))
+    };
+    let v = judge(&repo);
+    let task = v["followup"].as_str().unwrap();
+    assert!(
+        task.contains("The stub's summary: 300 cents abroad, else 0."),
+        "{task}"
+    );
+    let seen = stub.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    let asked = seen[0].body["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        asked.contains("return 300 if zone == \"international\" else 0"),
+        "{asked}"
+    );
+    // The next finish reuses the summary from the state.
+    repo.write("tests/test_first.py", FIRST_TESTS);
+    let v = judge(&repo);
+    assert_eq!(signal(&v)["summaries"], "model", "{v}");
+    assert!(
+        v["followup"]
+            .as_str()
+            .unwrap()
+            .contains("The stub's summary"),
+        "{v}"
+    );
+    assert_eq!(stub.seen.lock().unwrap().len(), 1);
+}

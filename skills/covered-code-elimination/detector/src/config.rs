@@ -25,9 +25,26 @@ pub struct Config {
     /// Most characters of failing tests' errors quoted in a follow-up.
     #[serde(default = "default_error_chars")]
     pub error_chars: usize,
+    /// How dependencies from the project's other modules are summarized.
+    #[serde(default)]
+    pub summaries: Summaries,
     /// Replacement templates, by name (see `templates/`).
     #[serde(default)]
     pub templates: BTreeMap<String, String>,
+}
+
+/// Who summarizes the project's other modules' definitions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Summaries {
+    /// The model when the skill may use it and the host has one, else the
+    /// signature and the docstring's first line.
+    #[default]
+    Auto,
+    /// The signature and the docstring's first line.
+    Deterministic,
+    /// The model only: a check fails without one.
+    Llm,
 }
 
 fn default_test_command() -> Vec<String> {

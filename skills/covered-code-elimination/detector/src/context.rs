@@ -2,8 +2,9 @@
 //! module's own functions, classes and constants it uses, transitively,
 //! quoted whole (with the target, the code slice); and what it uses from
 //! other modules of the project, summarized to a signature and the first
-//! line of a docstring. Modules not in the work tree (third-party
-//! packages) are left to the model's own knowledge.
+//! line of a docstring (or, with the model, the seed's one-shot summary:
+//! see [`summarize_with_model`]). Modules not in the work tree
+//! (third-party packages) are left to the model's own knowledge.
 
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{Expr, Stmt};
@@ -26,8 +27,12 @@ pub struct Context {
 pub struct Summary {
     /// Where it is defined (`package.module.name`).
     pub name: String,
-    /// Its signature and the first line of its docstring.
+    /// Its signature and the first line of its docstring, or the model's
+    /// summary of its definition.
     pub text: String,
+    /// Its whole definition, for the model to summarize.
+    #[serde(skip)]
+    pub source: String,
 }
 
 /// Names used in a part of the code: plain names, and `alias.attr` pairs.
@@ -237,6 +242,7 @@ fn summarize(module: &str, name: &str, read: &impl Fn(&str) -> Option<String>) -
             _ => None,
         };
         Some(Summary {
+            source: source[stmt.start().to_usize()..stmt.end().to_usize()].to_string(),
             name: format!("{module}.{name}"),
             text: match doc {
                 Some(doc) if !doc.is_empty() => format!("{header}\n    \"\"\"{doc}\"\"\""),
@@ -244,6 +250,55 @@ fn summarize(module: &str, name: &str, read: &impl Fn(&str) -> Option<String>) -
             },
         })
     })
+}
+
+/// Replace each summary's text with the model's one-shot summary of the
+/// definition. `known` holds the model's earlier summaries by name (kept in
+/// the state, so a session asks once per definition; the host's
+/// record/replay cache, when on, keeps them across sessions). `Err` when the
+/// model cannot be used at all; the summaries then stay as they are.
+pub fn summarize_with_model(
+    summaries: &mut [Summary],
+    known: &mut BTreeMap<String, String>,
+    prompts: &crate::prompts::Prompts,
+) -> Result<(), String> {
+    let asked: Vec<usize> = (0..summaries.len())
+        .filter(|&i| !known.contains_key(&summaries[i].name))
+        .collect();
+    if !asked.is_empty() {
+        let requests = asked
+            .iter()
+            .map(|&i| {
+                let s = &summaries[i];
+                let prompt = prompts.render(
+                    "summary",
+                    serde_json::json!({"name": s.name, "source": s.source}),
+                )?;
+                Ok(critic_sdk::LlmRequest {
+                    messages: vec![critic_sdk::ChatMessage {
+                        role: "user".into(),
+                        content: prompt,
+                    }],
+                    temperature: Some(0.0),
+                    max_tokens: Some(400),
+                    sample: 0,
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        let answers = critic_sdk::host::llm_complete(&requests)?;
+        for (&i, answer) in asked.iter().zip(answers) {
+            if let Some(text) = answer.content.filter(|t| !t.trim().is_empty()) {
+                let text = text.trim().trim_matches('`').trim().to_string();
+                known.insert(summaries[i].name.clone(), text);
+            }
+        }
+    }
+    for summary in summaries.iter_mut() {
+        if let Some(text) = known.get(&summary.name) {
+            summary.text = text.clone();
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

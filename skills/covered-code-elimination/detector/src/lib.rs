@@ -13,7 +13,7 @@ pub mod coverage;
 pub mod prompts;
 pub mod state;
 
-use config::Config;
+use config::{Config, Summaries};
 use critic_sdk::python::{eliminate, Elimination};
 use critic_sdk::{DetectorInput, DetectorOutput, FileStatus};
 use prompts::Prompts;
@@ -32,16 +32,6 @@ pub fn detect(input: &DetectorInput) -> Result<DetectorOutput, String> {
     // The whole function, as the first slice: its statements and span.
     let whole =
         eliminate(&source, function, &[]).map_err(|e| format!("config.target: {path}: {e}"))?;
-    let context = context::retrieve(&source, path, function, |p| {
-        critic_sdk::host::read_file_string(p).ok()
-    });
-    let view = View {
-        config: &config,
-        prompts: &prompts,
-        path,
-        function,
-        context: &context,
-    };
     if let Some(flag) = state.done {
         return Ok(DetectorOutput::pass()
             .with_metadata(
@@ -49,6 +39,39 @@ pub fn detect(input: &DetectorInput) -> Result<DetectorOutput, String> {
             )
             .with_state(serde_json::to_value(&state).map_err(|e| e.to_string())?));
     }
+    let mut context = context::retrieve(&source, path, function, |p| {
+        critic_sdk::host::read_file_string(p).ok()
+    });
+    let summarized_by = match config.summaries {
+        _ if context.summaries.is_empty() => "none",
+        Summaries::Deterministic => "signature",
+        Summaries::Auto => {
+            match context::summarize_with_model(
+                &mut context.summaries,
+                &mut state.model_summaries,
+                &prompts,
+            ) {
+                Ok(()) => "model",
+                Err(_) => "signature",
+            }
+        }
+        Summaries::Llm => {
+            context::summarize_with_model(
+                &mut context.summaries,
+                &mut state.model_summaries,
+                &prompts,
+            )
+            .map_err(|e| format!("config.summaries is `llm`, but the model cannot be used: {e}"))?;
+            "model"
+        }
+    };
+    let view = View {
+        config: &config,
+        prompts: &prompts,
+        path,
+        function,
+        context: &context,
+    };
     let tests: Vec<String> = input
         .patch
         .test_files()
@@ -191,6 +214,7 @@ pub fn detect(input: &DetectorInput) -> Result<DetectorOutput, String> {
         "slice_statements": slice.slice_statements,
         "tests": tests,
         "test_exit": measured.exit,
+        "summaries": summarized_by,
         "state_reset": reset,
     });
     let mut out = match followup {

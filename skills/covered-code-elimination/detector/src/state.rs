@@ -1,6 +1,7 @@
 //! What the detector keeps between finishes (`schemas/elimination-state.schema.json`).
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// How the last finish ended, as the seed's Algorithm 1 flags it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,6 +64,10 @@ pub struct State {
     pub done: Option<Flag>,
     /// Every measured finish, in order.
     pub history: Vec<Measure>,
+    /// The model's summaries of the project's definitions the target uses,
+    /// by name (asked once per session).
+    #[serde(default)]
+    pub model_summaries: BTreeMap<String, String>,
 }
 
 impl State {
@@ -78,6 +83,7 @@ impl State {
             uncovered: None,
             done: None,
             history: Vec::new(),
+            model_summaries: BTreeMap::new(),
         };
         if value.is_null() {
             return (fresh, false);
