@@ -27,6 +27,8 @@ pub mod mutants;
 pub mod protocol;
 #[cfg(feature = "python")]
 pub mod python;
+#[cfg(feature = "templates")]
+pub mod templates;
 mod test_input;
 
 pub use helpers::*;

@@ -79,7 +79,7 @@ impl Step {
 pub fn detect(input: &DetectorInput) -> Result<DetectorOutput, String> {
     let config: Config = input.config_as()?;
     config.validate()?;
-    let prompts = Prompts::new(&config.templates)?;
+    let prompts = prompts::load(&config.templates)?;
     let (mut state, reset) = State::load(&input.state, &input.patch.base)?;
     let ctx = Ctx {
         input,

@@ -241,7 +241,7 @@ mod tests {
 
     #[test]
     fn prompts_carry_issue_files_operator_and_an_anonymous_pair() {
-        let prompts = Prompts::new(&BTreeMap::new()).unwrap();
+        let prompts = crate::prompts::load(&BTreeMap::new()).unwrap();
         let f = fix();
         let ops = [Operator::SymptomSuppression, Operator::InputShortcut];
         let (jobs, reqs) = requests(&prompts, &sampling(&f), &ops, 3, 0.7, 100).unwrap();

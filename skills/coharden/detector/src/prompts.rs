@@ -37,46 +37,12 @@ const SHIPPED: &[(&str, &str)] = &[
 ];
 
 /// The loaded templates.
-pub struct Prompts {
-    env: minijinja::Environment<'static>,
-}
+pub type Prompts = critic_sdk::templates::Templates;
 
-impl Prompts {
-    /// The shipped templates, with `overrides` in place of the ones they name.
-    pub fn new(overrides: &BTreeMap<String, String>) -> Result<Prompts, String> {
-        let mut env = minijinja::Environment::new();
-        env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-        for (name, source) in SHIPPED {
-            if !overrides.contains_key(*name) {
-                env.add_template(name, source)
-                    .map_err(|e| format!("shipped template `{name}`: {e}"))?;
-            }
-        }
-        for (name, source) in overrides {
-            if !SHIPPED.iter().any(|(n, _)| n == name) {
-                let known: Vec<&str> = SHIPPED.iter().map(|(n, _)| *n).collect();
-                return Err(format!(
-                    "config.templates.{name}: no such template; known: {}",
-                    known.join(", ")
-                ));
-            }
-            env.add_template_owned(name.clone(), source.clone())
-                .map_err(|e| format!("config.templates.{name}: {e}"))?;
-        }
-        Ok(Prompts { env })
-    }
-
-    /// Render template `name` with `context`.
-    pub fn render(&self, name: &str, context: impl Serialize) -> Result<String, String> {
-        let template = self
-            .env
-            .get_template(name)
-            .map_err(|e| format!("template `{name}`: {e}"))?;
-        template
-            .render(context)
-            .map(|s| s.trim().to_string() + "\n")
-            .map_err(|e| format!("template `{name}` failed to render: {e}"))
-    }
+/// The shipped templates, with `overrides` (`config.templates`) in place of
+/// the ones they name.
+pub fn load(overrides: &BTreeMap<String, String>) -> Result<Prompts, String> {
+    Prompts::new(SHIPPED, overrides)
 }
 
 /// A test file for a template: path and content ending in a newline.
@@ -112,7 +78,7 @@ mod tests {
 
     #[test]
     fn every_shipped_template_compiles_and_overrides_are_checked() {
-        let p = Prompts::new(&BTreeMap::new()).unwrap();
+        let p = load(&BTreeMap::new()).unwrap();
         let text = p
             .render(
                 "round0",
@@ -122,18 +88,15 @@ mod tests {
             .unwrap();
         assert!(text.contains("exits 0 on the unfixed code"), "{text}");
         let mine = BTreeMap::from([("bootstrap".to_string(), "Next: {{ round }}".to_string())]);
-        let p = Prompts::new(&mine).unwrap();
+        let p = load(&mine).unwrap();
         assert_eq!(
             p.render("bootstrap", json!({"round": 1})).unwrap(),
             "Next: 1\n"
         );
         let bad = BTreeMap::from([("bootstrp".to_string(), "x".to_string())]);
-        assert!(Prompts::new(&bad)
-            .err()
-            .unwrap()
-            .contains("no such template"));
+        assert!(load(&bad).err().unwrap().contains("no such template"));
         let broken = BTreeMap::from([("bootstrap".to_string(), "{% if %}".to_string())]);
-        assert!(Prompts::new(&broken)
+        assert!(load(&broken)
             .err()
             .unwrap()
             .starts_with("config.templates.bootstrap"));
@@ -141,7 +104,7 @@ mod tests {
 
     #[test]
     fn a_missing_variable_is_an_error_not_an_empty_string() {
-        let p = Prompts::new(&BTreeMap::new()).unwrap();
+        let p = load(&BTreeMap::new()).unwrap();
         let e = p.render("bootstrap", json!({})).unwrap_err();
         assert!(e.contains("bootstrap"), "{e}");
     }

@@ -24,7 +24,7 @@ use state::{Flag, Measure, State};
 pub fn detect(input: &DetectorInput) -> Result<DetectorOutput, String> {
     let config: Config = input.config_as()?;
     config.validate()?;
-    let prompts = Prompts::new(&config.templates)?;
+    let prompts = prompts::load(&config.templates)?;
     let (path, function) = config.target()?;
     let source = critic_sdk::host::read_file_string(path)
         .map_err(|e| format!("config.target: cannot read {path}: {e}"))?;
