@@ -4,7 +4,7 @@ process included (issue 14's target: <= 5 ms).
 The function is generated: 200 lines of nested `if`/`elif`/`else`, loops and
 `try` blocks; the uncovered lines are spread over it. Also reports the slice
 sizes of the seed's worked example's function (flutils' `bump_version`) if
-`target/eliminate-site` holds it (the test suite installs it).
+`target/eliminate-venv` holds it (the test suite installs it).
 
     cargo build --release && python3 benches/eliminate.py [RUNS]
 """
@@ -78,7 +78,7 @@ def main():
             "eliminate_ms_fastest": round(fastest, 2),
             "spawn_floor_ms": round(spawn, 2),
         }
-    site = ROOT / "target/eliminate-site/flutils/packages.py"
+    site = next((ROOT / "target/eliminate-venv/lib").glob("python3*/site-packages/flutils/packages.py"), ROOT / "none")
     if site.exists():
         # The function of the seed's Appendix A (lines of flutils 0.7).
         sizes = {}

@@ -4,7 +4,6 @@
 mod common;
 
 use common::*;
-use std::path::PathBuf;
 use std::process::Command;
 
 const SOURCE: &str = "\
@@ -118,46 +117,15 @@ fn bad_input_names_the_file_and_what_is_wrong() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-/// `tests/eliminate/requirements.lock` installed once per checkout into
-/// `target/eliminate-site` (a plain directory on `PYTHONPATH`).
-fn site_packages() -> PathBuf {
-    let site = root().join("target/eliminate-site");
-    let requirements = root().join("tests/eliminate/requirements.lock");
-    let wanted = std::fs::read(&requirements).unwrap();
-    let stamp = site.join(".installed-lock");
-    if std::fs::read(&stamp).ok().as_deref() != Some(&wanted[..]) {
-        let _ = std::fs::remove_dir_all(&site);
-        let out = Command::new("python3")
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "--no-deps",
-                "--disable-pip-version-check",
-            ])
-            .args(["--require-hashes", "--target"])
-            .arg(&site)
-            .arg("-r")
-            .arg(&requirements)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        std::fs::write(&stamp, &wanted).unwrap();
-    }
-    site
-}
-
 #[test]
 fn slices_of_real_functions_reach_uncovered_lines_with_the_same_values() {
-    let out = Command::new("python3")
+    let python = python_venv(
+        "eliminate",
+        Some(&root().join("tests/eliminate/requirements.lock")),
+    );
+    let out = Command::new(python)
         .arg(root().join("tests/eliminate/property.py"))
         .arg(env!("CARGO_BIN_EXE_critic"))
-        .env("PYTHONPATH", site_packages())
         .env("CRITIC_CACHE_DIR", cache_dir())
         .output()
         .unwrap();

@@ -199,50 +199,11 @@ pub fn events_of(file: &Path) -> Vec<Value> {
 /// (`tests/agents/python/requirements.lock`, installed once per checkout into
 /// `target/agents/python-venv` with the Python 3.12 pyenv provides).
 pub fn python_env() -> PathBuf {
-    let (name, python) = ("python", Some("3.12.1"));
-    let dir = install_dir();
-    std::fs::create_dir_all(&dir).unwrap();
-    let lock = std::fs::File::create(dir.join(format!(".{name}.lock"))).unwrap();
-    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
-    let requirements = super::root()
-        .join("tests/agents")
-        .join(name)
-        .join("requirements.lock");
-    let venv = dir.join(format!("{name}-venv"));
-    let stamp = venv.join(".installed-lock");
-    let wanted = std::fs::read(&requirements).unwrap();
-    if std::fs::read(&stamp).ok().as_deref() != Some(&wanted[..]) {
-        let _ = std::fs::remove_dir_all(&venv);
-        let mut make = Command::new("python3");
-        if let Some(version) = python {
-            make.env("PYENV_VERSION", version);
-        }
-        let out = make.args(["-m", "venv"]).arg(&venv).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let out = Command::new(venv.join("bin/pip"))
-            .args([
-                "install",
-                "-q",
-                "--no-deps",
-                "--disable-pip-version-check",
-                "-r",
-            ])
-            .arg(&requirements)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "installing {}: {}",
-            requirements.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        std::fs::write(&stamp, &wanted).unwrap();
-    }
-    venv.join("bin/python")
+    super::venv(
+        &install_dir().join("python-venv"),
+        Some("3.12.1"),
+        Some(&super::root().join("tests/agents/python/requirements.lock")),
+    )
 }
 
 /// [`python_env`] with `examples/openhands` (the `pluggable_critic`

@@ -223,36 +223,46 @@ pub fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 }
 
 /// A virtual environment `target/<name>-venv` of the default `python3`
-/// holding the hash-pinned packages of `lock` (none when `lock` is `None`),
-/// made once per checkout (again when the lock changes); its Python.
+/// holding the packages of `lock` (none when `lock` is `None`); its Python.
 pub fn python_venv(name: &str, lock: Option<&Path>) -> PathBuf {
-    let venv = root().join(format!("target/{name}-venv"));
-    std::fs::create_dir_all(root().join("target")).unwrap();
-    let guard = std::fs::File::create(root().join(format!("target/.{name}-venv.lock"))).unwrap();
+    venv(&root().join(format!("target/{name}-venv")), None, lock)
+}
+
+/// The virtual environment `dir`, of `python3` (the pyenv version
+/// `python`, if given), holding the pinned packages of `lock` (pip checks
+/// their hashes when the lock has them); made once per checkout, again
+/// when the lock changes, one process at a time. Its Python.
+pub fn venv(dir: &Path, python: Option<&str>, lock: Option<&Path>) -> PathBuf {
+    let parent = dir.parent().unwrap();
+    std::fs::create_dir_all(parent).unwrap();
+    let name = dir.file_name().unwrap().to_string_lossy();
+    let guard = std::fs::File::create(parent.join(format!(".{name}.lock"))).unwrap();
     rustix::fs::flock(&guard, rustix::fs::FlockOperation::LockExclusive).unwrap();
     let wanted = lock.map(|l| std::fs::read(l).unwrap()).unwrap_or_default();
-    let stamp = venv.join(".installed-lock");
+    let stamp = dir.join(".installed-lock");
     if std::fs::read(&stamp).ok().as_deref() != Some(&wanted[..]) {
-        let _ = std::fs::remove_dir_all(&venv);
+        let _ = std::fs::remove_dir_all(dir);
         let mut make = Command::new("python3");
+        if let Some(version) = python {
+            make.env("PYENV_VERSION", version);
+        }
         make.args(["-m", "venv"]);
         if lock.is_none() {
             make.arg("--without-pip");
         }
-        let out = make.arg(&venv).output().unwrap();
+        let out = make.arg(dir).output().unwrap();
         assert!(
             out.status.success(),
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
         if let Some(lock) = lock {
-            let out = Command::new(venv.join("bin/pip"))
+            let out = Command::new(dir.join("bin/pip"))
                 .args([
                     "install",
                     "-q",
                     "--no-deps",
                     "--disable-pip-version-check",
-                    "--require-hashes",
                     "-r",
                 ])
                 .arg(lock)
@@ -267,5 +277,5 @@ pub fn python_venv(name: &str, lock: Option<&Path>) -> PathBuf {
         }
         std::fs::write(&stamp, &wanted).unwrap();
     }
-    venv.join("bin/python")
+    dir.join("bin/python")
 }
