@@ -31,7 +31,7 @@ fn json_and_text_output() {
     let v = json_out(&out);
     assert_eq!(
         v["slice"],
-        "def f(x):\n    a = 1\n    if not (x > 0):\n        c = 3\n    return c\n"
+        "def f(x):\n    a = 1\n    if not (x > 0):\n        c = 3\n        return c\n"
     );
     assert_eq!(
         v["line_map"],

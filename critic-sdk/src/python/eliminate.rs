@@ -8,10 +8,12 @@
 //! is removed, and the function rebuilt so that it parses and keeps its
 //! logic on every run that reaches an uncovered line:
 //!
-//! - an `if` (or `elif`) whose body is gone but a later clause stays is
-//!   merged into that clause's test as `not (...)`, so the tests are still
-//!   evaluated in their order (`if not (a) and (b):`); dead trailing
-//!   clauses go;
+//! - the dead clauses of an `if` chain before its first live one become
+//!   `if not (a) and not (b):` with the rest of the chain nested inside, so
+//!   the tests are still evaluated in their order; when those clauses all
+//!   leave the block (a guard clause such as `if x: return`), what follows
+//!   the chain nests inside too; dead clauses between live ones keep their
+//!   tests, dead trailing ones go;
 //! - loops keep their headers, a `try` keeps a clause Python needs, a block
 //!   left empty gets `pass`;
 //! - the signature and decorators stay; the docstring and comments go.
@@ -423,8 +425,21 @@ impl Slice<'_> {
             self.push(depth, "pass", line);
             return;
         }
+        // A statement may open a block the rest of this one goes in (see
+        // `Slice::if_chain`): it gets `pass` if nothing else stays.
+        let mut at = depth;
+        let mut opened = Vec::new();
         for stmt in stmts {
-            self.stmt(stmt, depth);
+            let (next, empty) = self.stmt(stmt, at);
+            if next > at && empty {
+                opened.push((self.text.len(), next));
+            }
+            at = next;
+        }
+        for (len, inner) in opened.into_iter().rev() {
+            if self.text.len() == len {
+                self.push(inner, "pass", line);
+            }
         }
     }
 
@@ -456,9 +471,11 @@ impl Slice<'_> {
         self.compound(start, block, depth);
     }
 
-    fn stmt(&mut self, stmt: &Stmt, depth: usize) {
+    /// Write `stmt` at `depth`; the depth of what follows it in its block,
+    /// and whether the block it opened for that is still empty.
+    fn stmt(&mut self, stmt: &Stmt, depth: usize) -> (usize, bool) {
         if !self.kept(stmt.start(), Part::Stmt) {
-            return;
+            return (depth, false);
         }
         match stmt {
             Stmt::If(s) => {
@@ -473,7 +490,7 @@ impl Slice<'_> {
                     body: &c.body,
                 }))
                 .collect();
-                self.if_chain(&branches, depth);
+                return self.if_chain(&branches, depth);
             }
             Stmt::For(_) | Stmt::While(_) => {
                 let (body, orelse) = match stmt {
@@ -530,6 +547,7 @@ impl Slice<'_> {
             }
             _ => self.push_source(depth, stmt.start(), stmt.end()),
         }
+        (depth, false)
     }
 
     /// Clauses checked in order (handlers, cases): those up to the last
@@ -543,33 +561,39 @@ impl Slice<'_> {
         }
     }
 
-    /// An `if` chain. The tests of the dead clauses before the first live
-    /// one become `if not (a) and not (b):`, and the rest of the chain
-    /// nests inside it, so every test is still evaluated in its order and
-    /// only when it was; after that, a dead clause before a live one keeps
-    /// its test and does nothing, and the dead clauses after the last live
-    /// one go.
-    fn if_chain(&mut self, branches: &[Branch], depth: usize) {
-        let Some(first_live) = branches.iter().position(|b| self.alive(b.body)) else {
-            // Only the first test is needed.
-            self.compound(branches[0].start, &[], depth);
-            return;
+    /// An `if` chain; the depth of what follows it in its block, and
+    /// whether the block it opened for that is empty.
+    ///
+    /// The tests of the dead clauses before the first live one become
+    /// `if not (a) and not (b):`, and the rest of the chain nests inside it,
+    /// so every test is still evaluated in its order and only when it was.
+    /// When each of those dead clauses leaves the block (`return`, `raise`,
+    /// `break`, `continue`), what follows the chain was reached only past
+    /// them, so it nests inside too (a guard clause turned inside out). After
+    /// the first live clause, a dead clause before a live one keeps its test
+    /// and does nothing, and the dead clauses after the last live one go.
+    fn if_chain(&mut self, branches: &[Branch], depth: usize) -> (usize, bool) {
+        let first_live = branches.iter().position(|b| self.alive(b.body));
+        let dead = &branches[..first_live.unwrap_or(branches.len())];
+        let guards = dead.iter().all(|b| b.test.is_some() && leaves(b.body));
+        let Some(first_live) = first_live else {
+            if !guards {
+                // Only the first test is needed.
+                self.compound(branches[0].start, &[], depth);
+                return (depth, false);
+            }
+            self.push_not(dead, depth);
+            return (depth + 1, true);
         };
-        let mut depth = depth;
+        let mut inner = depth;
         let live = &branches[first_live..];
         if first_live > 0 {
-            let tests: Vec<String> = branches[..first_live]
-                .iter()
-                .filter_map(|b| b.test)
-                .map(|t| format!("not ({})", self.src(t.range())))
-                .collect();
-            let line = self.lines.of(branches[0].start);
-            self.push(depth, &format!("if {}:", tests.join(" and ")), line);
-            depth += 1;
+            self.push_not(dead, depth);
+            inner += 1;
             if live[0].test.is_none() {
                 // The `else` alone is left: its body is the `if not`'s.
-                self.body(live[0].body, depth, self.lines.of(live[0].start));
-                return;
+                self.body(live[0].body, inner, self.lines.of(live[0].start));
+                return (if guards { inner } else { depth }, false);
             }
         }
         let last_live = live.iter().rposition(|b| self.alive(b.body)).unwrap_or(0);
@@ -580,15 +604,43 @@ impl Slice<'_> {
                 .map_or(self.source.text_len(), Ranged::start);
             let colon = self.header(branch.start, end);
             let first_line = self.text.len();
-            self.push_source(depth, branch.start, colon);
+            self.push_source(inner, branch.start, colon);
             if i == 0 && first_live > 0 {
                 // An `elif` that now opens the chain.
                 let opened = &mut self.text[first_line].0;
                 *opened = opened.replacen("elif", "if", 1);
             }
-            self.body(branch.body, depth + 1, self.lines.of(branch.start));
+            self.body(branch.body, inner + 1, self.lines.of(branch.start));
         }
+        (
+            if first_live > 0 && guards {
+                inner
+            } else {
+                depth
+            },
+            false,
+        )
     }
+
+    /// `if not (a) and not (b):` for the dead clauses `dead`, at `depth`.
+    fn push_not(&mut self, dead: &[Branch], depth: usize) {
+        let tests: Vec<String> = dead
+            .iter()
+            .filter_map(|b| b.test)
+            .map(|t| format!("not ({})", self.src(t.range())))
+            .collect();
+        let line = self.lines.of(dead[0].start);
+        self.push(depth, &format!("if {}:", tests.join(" and ")), line);
+    }
+}
+
+/// Whether a block always leaves its enclosing block: its last statement
+/// returns, raises, breaks or continues.
+fn leaves(body: &[Stmt]) -> bool {
+    matches!(
+        body.last(),
+        Some(Stmt::Return(_) | Stmt::Raise(_) | Stmt::Break(_) | Stmt::Continue(_))
+    )
 }
 
 #[cfg(test)]
@@ -692,7 +744,8 @@ def f(xs):
     #[test]
     fn loops_keep_their_headers_back_edges_and_else() {
         // Reaching the `else` means no `break`: the loop body stays (it is
-        // run again and again before), the `break` goes.
+        // run again and again before), the `break` goes, and what followed
+        // its guard nests under the guard's negation.
         assert_eq!(
             slice(LOOP, "f", &[10]),
             "\
@@ -701,9 +754,8 @@ def f(xs):
     for x in xs:
         if x < 0:
             continue
-        if x > 100:
-            pass
-        total += x
+        if not (x > 100):
+            total += x
     else:
         total = -1
     return total
@@ -875,11 +927,10 @@ class C:
 def f(a, b):
     x = compute(a,
                 b)
-    if a:
-        pass
-    if not (b):
-        raise KeyError(
-            'no')
+    if not (a):
+        if not (b):
+            raise KeyError(
+                'no')
 "
         );
         // A line names every statement on it: here the `if` test too, and
@@ -893,15 +944,14 @@ def f(a, b):
 def f(a, b):
     x = compute(a,
                 b)
-    if a:
-        pass
-    if b:
-        y = 1
-        z = 2
-    else:
-        raise KeyError(
-            'no')
-    return y + z
+    if not (a):
+        if b:
+            y = 1
+            z = 2
+        else:
+            raise KeyError(
+                'no')
+        return y + z
 "
         );
         // The second line of a statement names it too.
@@ -924,7 +974,7 @@ def outer(k):
         );
         assert_eq!(
             slice(src, "outer", &[6]),
-            "def outer(k):\n    def inner(v):\n        return v * k\n    if k:\n        pass\n    return None\n"
+            "def outer(k):\n    def inner(v):\n        return v * k\n    if not (k):\n        return None\n"
         );
     }
 
@@ -962,6 +1012,33 @@ class P:
 ";
         assert!(slice(src, "P.v", &[9]).contains("def v(self, value):"));
         assert!(slice(src, "P.v", &[4]).contains("return self._v"));
+    }
+
+    #[test]
+    fn a_dead_guard_clause_takes_what_follows_it_under_its_negation() {
+        let src = "\
+def g(x):
+    if x:
+        return 1
+    y = 2
+    return y
+";
+        assert_eq!(
+            slice(src, "g", &[4]),
+            "def g(x):\n    if not (x):\n        y = 2\n        return y\n"
+        );
+        // Nothing follows the guard in its block: the block gets `pass`.
+        let src = "\
+def k(xs):
+    for x in xs:
+        if x:
+            return 1
+    done = True
+";
+        assert_eq!(
+            slice(src, "k", &[5]),
+            "def k(xs):\n    for x in xs:\n        if not (x):\n            pass\n    done = True\n"
+        );
     }
 
     #[test]
