@@ -153,12 +153,23 @@ pub fn retrieve(
     let mut included: BTreeSet<usize> = BTreeSet::new();
     let mut queue: Vec<Uses> = Vec::new();
     let mut external: BTreeSet<(String, String)> = BTreeSet::new();
+    // For a method: its class, and the class's methods by name; the
+    // methods it calls on `self` join the context, transitively.
+    let mut owner: Option<&ruff_python_ast::StmtClassDef> = None;
+    let mut methods: BTreeMap<&str, &Stmt> = BTreeMap::new();
+    let mut siblings: BTreeSet<&str> = BTreeSet::new();
     for stmt in body {
         match (stmt, class) {
             (Stmt::FunctionDef(f), None) if f.name.as_str() == method => queue.push(uses_of(stmt)),
             (Stmt::ClassDef(c), Some(name)) if c.name.as_str() == name => {
-                queue.extend(c.body.iter().map(uses_of));
-                // The class and its bases are the method's context.
+                owner = Some(c);
+                for member in &c.body {
+                    if let Stmt::FunctionDef(f) = member {
+                        methods.insert(f.name.as_str(), member);
+                    }
+                }
+                queue.extend(methods.get(method).map(|m| uses_of(m)));
+                // The class's bases are the method's context too.
                 if let Some(arguments) = &c.arguments {
                     let mut uses = Uses::default();
                     for base in arguments.args.iter() {
@@ -185,14 +196,37 @@ pub fn retrieve(
         for (alias, attr) in &uses.attributes {
             if let Some(Import { module, name: None }) = imports.get(alias) {
                 external.insert((module.clone(), attr.clone()));
+            } else if alias == "self" || alias == "cls" {
+                if let Some((name, member)) = methods.get_key_value(attr.as_str()) {
+                    if *name != method && siblings.insert(name) {
+                        queue.push(uses_of(member));
+                    }
+                }
             }
         }
     }
-    let code = included
+    let mut parts: Vec<String> = included
         .iter()
-        .map(|&i| &source[body[i].range().start().to_usize()..body[i].range().end().to_usize()])
-        .collect::<Vec<_>>()
-        .join("\n\n");
+        .map(|&i| {
+            source[body[i].range().start().to_usize()..body[i].range().end().to_usize()].to_string()
+        })
+        .collect();
+    if let (Some(c), false) = (owner, siblings.is_empty()) {
+        // The class's header, then the sibling methods as the file has them.
+        let header_end = c.body.first().map_or(c.end(), |b| b.start());
+        let header = source[c.start().to_usize()..header_end.to_usize()].trim_end();
+        let mut text = header.to_string();
+        for name in &siblings {
+            let m = methods[name];
+            let line_start = source[..m.start().to_usize()]
+                .rfind('\n')
+                .map_or(0, |i| i + 1);
+            text.push_str("\n    ...\n");
+            text.push_str(&source[line_start..m.end().to_usize()]);
+        }
+        parts.push(text);
+    }
+    let code = parts.join("\n\n");
     let summaries = external
         .into_iter()
         .filter_map(|(module, name)| summarize(&module, &name, &read))
@@ -304,6 +338,39 @@ pub fn summarize_with_model(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_methods_context_is_what_it_uses_and_the_methods_it_calls_on_self() {
+        let source = "\
+TAX = 2
+
+def unused():
+    return 0
+
+def helper(v):
+    return v * TAX
+
+class Cart:
+    \"\"\"A cart.\"\"\"
+
+    def total(self):
+        return self._sum() + 1
+
+    def _sum(self):
+        return helper(self._raw())
+
+    def _raw(self):
+        return 3
+
+    def other(self):
+        return unused()
+";
+        let c = retrieve(source, "shop.py", "Cart.total", |_| None);
+        assert_eq!(
+            c.code,
+            "TAX = 2\n\ndef helper(v):\n    return v * TAX\n\nclass Cart:\n    ...\n    def _raw(self):\n        return 3\n    ...\n    def _sum(self):\n        return helper(self._raw())"
+        );
+    }
 
     #[test]
     fn module_definitions_are_quoted_and_project_imports_summarized() {
