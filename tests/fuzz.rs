@@ -17,6 +17,10 @@
 //!   parsed hunks (onto the old text they describe, onto unrelated text, and
 //!   back again with [`Hunk::reversed`]), [`diff::unified`], the host's
 //!   [`patch::parse_patch`] and [`new_file_diff`]'s section splitting;
+//! * `fuzz_eliminate`: covered-code elimination
+//!   ([`critic_sdk::python::eliminate`]) of every function of a Python
+//!   source, for each statement line alone and all of them at once, lines
+//!   outside the function too; every slice must parse;
 //! * `fuzz_state`: random `harness.json` and `signal-a.json` bytes in the
 //!   layout [`StateStore`] uses, for an arbitrary session id, then
 //!   [`StateStore::open`], [`Session::signal_state`], saving, and reopening.
@@ -1346,6 +1350,76 @@ fn fuzz_patch() {
     });
 }
 
+const PYTHON_TOKENS: &[&[u8]] = &[
+    b"def f(x):\n",
+    b"class C:\n",
+    b"    @d\n",
+    b"    if x:\n",
+    b"    elif y:\n",
+    b"    else:\n",
+    b"        return 1\n",
+    b"        raise E\n",
+    b"        pass\n",
+    b"    for i in x:\n",
+    b"        break\n",
+    b"        continue\n",
+    b"    while x:\n",
+    b"    try:\n",
+    b"    except E as e:\n",
+    b"    except* E:\n",
+    b"    finally:\n",
+    b"    with a as b:\n",
+    b"    match x:\n",
+    b"        case [a, *b] if c:\n",
+    b"\"\"\"doc\"\"\"\n",
+    b"'''\nstring\n'''",
+    b"; ",
+    b": ",
+    b"lambda: 0",
+    b"(\n",
+    b")\n",
+    b"\\\n",
+    b"\t",
+];
+
+/// Every function of input 0 (as Python source), reduced for each of its
+/// statement lines alone, for all of them, and for lines outside it: every
+/// call returns, and every slice parses.
+fn check_eliminate(inputs: &[Vec<u8>]) {
+    use critic_sdk::python::{eliminate, syntax_error, EliminateError};
+    let Ok(source) = std::str::from_utf8(&inputs[0]) else {
+        return;
+    };
+    let names = match eliminate(source, "\u{0}", &[]) {
+        Err(EliminateError::NotFound { available, .. }) => available,
+        _ => return,
+    };
+    for name in names.iter().take(8) {
+        let Ok(whole) = eliminate(source, name, &[]) else {
+            continue;
+        };
+        let mut sets: Vec<Vec<usize>> = whole.kept.iter().take(24).map(|&l| vec![l]).collect();
+        sets.push(whole.kept.clone());
+        sets.push(vec![0, usize::MAX]);
+        for lines in sets {
+            if let Ok(e) = eliminate(source, name, &lines) {
+                if let Some(error) = syntax_error(&e.slice) {
+                    panic!(
+                        "the slice of {name} for {lines:?} does not parse ({error}):\n{}",
+                        e.slice
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn fuzz_eliminate() {
+    let material = Material::new("python", PYTHON_TOKENS);
+    fuzz("fuzz_eliminate", "python", material, 1..=1, check_eliminate);
+}
+
 const LOCK_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// `harness.json` = input 0 and `signal-a.json` = input 1 in the session
@@ -1426,6 +1500,7 @@ fn replay_check(kind: &str) -> Box<Check> {
         "events" => Box::new(move |inputs| check_events_file(inputs, scratch.path())),
         "events-dir" => Box::new(move |inputs| check_events_dir(inputs, scratch.path())),
         "hook-input" => Box::new(check_hook_input),
+        "python" => Box::new(check_eliminate),
         "patch" => {
             let classifier = default_classifier();
             Box::new(move |inputs| check_patch(inputs, &classifier))
@@ -1583,6 +1658,14 @@ fn replay_hook_input_corpus() {
     let mut replays = Replays::new("hook-input");
     for (name, path) in corpus_paths("hook-input") {
         replays.run(&format!("hook-input/{name}"), &[&path]);
+    }
+}
+
+#[test]
+fn replay_python_corpus() {
+    let mut replays = Replays::new("python");
+    for (name, path) in corpus_paths("python") {
+        replays.run(&format!("python/{name}"), &[&path]);
     }
 }
 

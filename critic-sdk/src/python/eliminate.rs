@@ -111,6 +111,14 @@ pub fn eliminate(
     name: &str,
     uncovered: &[usize],
 ) -> Result<Elimination, EliminateError> {
+    super::with_stack_for(source, || eliminate_here(source, name, uncovered))
+}
+
+fn eliminate_here(
+    source: &str,
+    name: &str,
+    uncovered: &[usize],
+) -> Result<Elimination, EliminateError> {
     let parsed = parse_module(source).map_err(|e| {
         EliminateError::Syntax(super::syntax_error(source).unwrap_or_else(|| e.error.to_string()))
     })?;

@@ -11,10 +11,24 @@ use ruff_python_ast::token::TokenKind;
 use ruff_python_parser::parse_module;
 use ruff_text_size::Ranged;
 
+/// Run `f`, which parses `source` and drops its syntax tree, on a stack deep
+/// enough for that tree. Ruff's parser grows its own stack as it nests, but
+/// dropping a tree nested thousands of levels deep (a long run of `~` or of
+/// `(`: every byte can open a level) recurses once per level.
+pub(crate) fn with_stack_for<R>(source: &str, f: impl FnOnce() -> R) -> R {
+    const PER_BYTE: usize = 512;
+    const ENOUGH_ANYWHERE: usize = 2 << 20;
+    let needed = source.len().saturating_mul(PER_BYTE);
+    if needed <= ENOUGH_ANYWHERE {
+        return f();
+    }
+    stacker::maybe_grow(needed, needed, f)
+}
+
 /// `None` when `source` parses as a Python module; otherwise where and why
 /// it does not (`line L, column C: message`).
 pub fn syntax_error(source: &str) -> Option<String> {
-    let err = parse_module(source).err()?;
+    let err = with_stack_for(source, || parse_module(source).err())?;
     let offset = err.location.start().to_usize().min(source.len());
     let before = &source[..offset];
     let line = before.matches('\n').count() + 1;
@@ -27,6 +41,10 @@ pub fn syntax_error(source: &str) -> Option<String> {
 /// all spacing between tokens; indentation survives as indent and dedent
 /// tokens. `Err` when the source does not parse.
 pub fn normalized(source: &str) -> Result<Vec<String>, String> {
+    with_stack_for(source, || normalized_here(source))
+}
+
+fn normalized_here(source: &str) -> Result<Vec<String>, String> {
     let parsed = parse_module(source).map_err(|e| e.error.to_string())?;
     Ok(parsed
         .tokens()

@@ -7,8 +7,9 @@ use pluggable_critic::evaluate::verdict::escape_terminal;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-/// The largest source file read (a module this size is already unusual).
-const MAX_SOURCE_BYTES: u64 = 16 << 20;
+/// The largest source file read: a module this size is already unusual,
+/// and the stack its syntax tree may need grows with it.
+const MAX_SOURCE_BYTES: u64 = 4 << 20;
 
 /// `critic eliminate`'s flags.
 #[derive(clap::Args)]
