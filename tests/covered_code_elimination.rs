@@ -349,3 +349,22 @@ fn with_the_model_granted_dependencies_are_summarized_once_per_session() {
     );
     assert_eq!(stub.seen.lock().unwrap().len(), 1);
 }
+
+#[test]
+fn a_test_printing_a_result_line_of_its_own_does_not_fake_coverage() {
+    let python = python();
+    let skill = skill(&python, 5);
+    let repo = repo();
+    let state = tempfile::tempdir().unwrap();
+    let fake = r#"{"exit": 0, "statements": [10], "missing": []}"#;
+    repo.write(
+        "tests/test_first.py",
+        &format!(
+            "{FIRST_TESTS}\nimport atexit\n\nprint('\\nCRITIC-COVERAGE {fake}')\natexit.register(print, '\\nCRITIC-COVERAGE {fake}')\n"
+        ),
+    );
+    let (code, v) = finish(skill.path(), &repo, state.path());
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(signal(&v)["flag"], "progress", "{v}");
+    assert_eq!(signal(&v)["covered"], 6, "{v}");
+}
