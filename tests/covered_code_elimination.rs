@@ -287,6 +287,20 @@ fn a_target_that_is_not_there_is_an_error_naming_it() {
         error.contains("no function \"nope\"; the file defines: quote"),
         "{v}"
     );
+    // A target file that does not parse is named with the place.
+    repo.write("shipping/rates.py", "def quote(:\n    pass\n");
+    let out = run(&mut check(
+        skill.path(),
+        repo.path(),
+        &root().join("examples/demo-run/finish-3.jsonl"),
+        state.path(),
+    ));
+    let v = json_out(&out);
+    let error = v["signals"][0]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("shipping/rates.py: the file does not parse: line 1, column 11"),
+        "{v}"
+    );
 }
 
 #[test]
