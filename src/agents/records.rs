@@ -408,32 +408,26 @@ impl Lines {
     fn fill(&mut self) {
         const LINES: usize = 1024;
         const BYTES: usize = 4 << 20;
-        let mut chunk = Vec::new();
-        let mut bytes = 0;
-        let mut failed = None;
-        while chunk.len() < LINES && bytes < BYTES {
+        let (mut lines, mut bytes) = (0, 0);
+        while lines < LINES && bytes < BYTES {
             match self.next_line() {
                 Ok(Some((line, range, start))) => {
+                    lines += 1;
                     bytes += range.len();
-                    chunk.push((line, self.buf[range].to_vec(), start));
+                    let text = &self.buf[range];
+                    self.ready
+                        .push(record(&self.path, self.spans, line, text, start));
                 }
                 Ok(None) => break,
                 Err(source) => {
-                    failed = Some(EventsError::Io {
+                    self.ready.push(Err(EventsError::Io {
                         path: self.path.clone(),
                         source,
-                    });
+                    }));
                     break;
                 }
             }
         }
-        let (path, spans) = (&self.path, self.spans);
-        self.ready.extend(
-            chunk
-                .into_iter()
-                .map(|(line, text, start)| record(path, spans, line, &text, start)),
-        );
-        self.ready.extend(failed.map(Err));
     }
 }
 
