@@ -57,6 +57,7 @@ pub use evaluate::{decide, Critic, Finish};
 pub use run::service::Service;
 pub use run::CheckRequest;
 pub use skill::Skill;
+pub use sys::bounded_read::read_regular_file;
 pub use sys::interrupt::cleanup_on_signals;
 
 use std::path::PathBuf;

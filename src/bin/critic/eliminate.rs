@@ -2,9 +2,9 @@
 //! need (covered-code elimination, `critic_sdk::python::eliminate`).
 
 use crate::Output;
-use anyhow::{bail, Context};
+use anyhow::anyhow;
 use pluggable_critic::evaluate::verdict::escape_terminal;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The largest source file read: a module this size is already unusual,
@@ -63,28 +63,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 /// `path`'s text: a regular file (opening does not wait on a FIFO) of at
 /// most [`MAX_SOURCE_BYTES`], in UTF-8.
 fn read_source(path: &Path) -> anyhow::Result<String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::File::options()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .with_context(|| format!("{}: cannot read the source", path.display()))?;
-    let meta = file.metadata()?;
-    if !meta.is_file() || meta.len() > MAX_SOURCE_BYTES {
-        bail!(
-            "{}: not a regular file of at most {} MiB",
-            path.display(),
-            MAX_SOURCE_BYTES >> 20
-        );
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_SOURCE_BYTES {
-        bail!(
-            "{}: grew past {} MiB while read",
-            path.display(),
-            MAX_SOURCE_BYTES >> 20
-        );
-    }
-    String::from_utf8(bytes).with_context(|| format!("{}: not UTF-8 text", path.display()))
+    let bytes = pluggable_critic::read_regular_file(path, MAX_SOURCE_BYTES)
+        .map_err(|e| anyhow!("{}: cannot read the source: {e}", path.display()))?;
+    String::from_utf8(bytes).map_err(|e| anyhow!("{}: not UTF-8 text: {e}", path.display()))
 }
