@@ -309,9 +309,11 @@ fn with_the_model_granted_dependencies_are_summarized_once_per_session() {
     let stub = Stub::start(std::time::Duration::ZERO, |_, _| {
         (
             200,
-            completion(
-                "def surcharge(zone: str) -> int\nThe stub's summary: 300 cents abroad, else 0.",
-            ),
+            // An answer far longer than asked for: the state keeps it bounded.
+            completion(&format!(
+                "def surcharge(zone: str) -> int\nThe stub's summary: 300 cents abroad, else 0.{}",
+                " and so on".repeat(1000)
+            )),
         )
     });
     let python = python();
@@ -362,6 +364,14 @@ fn with_the_model_granted_dependencies_are_summarized_once_per_session() {
         "{v}"
     );
     assert_eq!(stub.seen.lock().unwrap().len(), 1);
+    let stored = state
+        .path()
+        .join("covered-code-elimination/default/signal-coverage.json");
+    let doc: Value = serde_json::from_slice(&std::fs::read(stored).unwrap()).unwrap();
+    let kept = doc["state"]["model_summaries"]["shipping.zones.surcharge"]
+        .as_str()
+        .unwrap();
+    assert_eq!(kept.chars().count(), 800, "{kept}");
 }
 
 #[test]

@@ -35,6 +35,13 @@ pub struct Summary {
     pub source: String,
 }
 
+/// The most dependencies from other modules summarized (each may cost a
+/// model request): a target importing more is summarized in part.
+pub const MAX_SUMMARIES: usize = 32;
+
+/// The longest summary kept from the model, in characters.
+const MAX_SUMMARY_CHARS: usize = 800;
+
 /// Names used in a part of the code: plain names, and `alias.attr` pairs.
 #[derive(Default)]
 struct Uses {
@@ -230,6 +237,7 @@ pub fn retrieve(
     let summaries = external
         .into_iter()
         .filter_map(|(module, name)| summarize(&module, &name, &read))
+        .take(MAX_SUMMARIES)
         .collect();
     Context { code, summaries }
 }
@@ -322,7 +330,14 @@ pub fn summarize_with_model(
         let answers = critic_sdk::host::llm_complete(&requests)?;
         for (&i, answer) in asked.iter().zip(answers) {
             if let Some(text) = answer.content.filter(|t| !t.trim().is_empty()) {
-                let text = text.trim().trim_matches('`').trim().to_string();
+                // A model's answer is kept in the state: bounded.
+                let text: String = text
+                    .trim()
+                    .trim_matches('`')
+                    .trim()
+                    .chars()
+                    .take(MAX_SUMMARY_CHARS)
+                    .collect();
                 known.insert(summaries[i].name.clone(), text);
             }
         }
@@ -370,6 +385,22 @@ class Cart:
             c.code,
             "TAX = 2\n\ndef helper(v):\n    return v * TAX\n\nclass Cart:\n    ...\n    def _raw(self):\n        return 3\n    ...\n    def _sum(self):\n        return helper(self._raw())"
         );
+    }
+
+    #[test]
+    fn summaries_are_bounded_in_number() {
+        let imports: String = (0..100)
+            .map(|i| format!("from pkg.m import f{i}\n"))
+            .collect();
+        let calls: String = (0..100).map(|i| format!("    f{i}()\n")).collect();
+        let source = format!("{imports}\ndef target():\n{calls}");
+        let module: String = (0..100)
+            .map(|i| format!("def f{i}():\n    pass\n"))
+            .collect();
+        let c = retrieve(&source, "t.py", "target", |p| {
+            (p == "pkg/m.py").then(|| module.clone())
+        });
+        assert_eq!(c.summaries.len(), MAX_SUMMARIES);
     }
 
     #[test]
