@@ -64,6 +64,17 @@ fn finish(skill: &Path, repo: &Repo, state: &Path) -> (i32, Value) {
     (code, json_out(&out))
 }
 
+/// A finish whose check fails: the signal's error and the verdict.
+fn failing_finish(skill: &Path, repo: &Repo, state: &Path) -> (String, Value) {
+    let events = root().join("examples/demo-run/finish-3.jsonl");
+    let v = json_out(&run(&mut check(skill, repo.path(), &events, state)));
+    let error = v["signals"][0]["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    (error, v)
+}
+
 fn signal(v: &Value) -> &Value {
     &v["signals"][0]["metadata"]
 }
@@ -248,17 +259,7 @@ fn a_python_without_coverage_is_named_with_how_to_install_it() {
     let repo = repo();
     let state = tempfile::tempdir().unwrap();
     repo.write("tests/test_first.py", FIRST_TESTS);
-    let out = run(&mut check(
-        skill.path(),
-        repo.path(),
-        &root().join("examples/demo-run/finish-3.jsonl"),
-        state.path(),
-    ));
-    let v = json_out(&out);
-    let error = v["signals"][0]["error"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let (error, v) = failing_finish(skill.path(), &repo, state.path());
     assert!(
         error.contains("coverage.py is not installed") && error.contains("-m pip install coverage"),
         "{v}"
@@ -275,28 +276,14 @@ fn a_target_that_is_not_there_is_an_error_naming_it() {
     std::fs::write(skill.path().join("critic.yaml"), manifest).unwrap();
     let repo = repo();
     let state = tempfile::tempdir().unwrap();
-    let out = run(&mut check(
-        skill.path(),
-        repo.path(),
-        &root().join("examples/demo-run/finish-3.jsonl"),
-        state.path(),
-    ));
-    let v = json_out(&out);
-    let error = v["signals"][0]["error"].as_str().unwrap_or_default();
+    let (error, v) = failing_finish(skill.path(), &repo, state.path());
     assert!(
         error.contains("no function \"nope\"; the file defines: quote"),
         "{v}"
     );
     // A target file that does not parse is named with the place.
     repo.write("shipping/rates.py", "def quote(:\n    pass\n");
-    let out = run(&mut check(
-        skill.path(),
-        repo.path(),
-        &root().join("examples/demo-run/finish-3.jsonl"),
-        state.path(),
-    ));
-    let v = json_out(&out);
-    let error = v["signals"][0]["error"].as_str().unwrap_or_default();
+    let (error, v) = failing_finish(skill.path(), &repo, state.path());
     assert!(
         error.contains("shipping/rates.py: the file does not parse: line 1, column 11"),
         "{v}"
