@@ -17,7 +17,10 @@ one to hold against a target.
 
 The same check is also sent to a warm `critic serve` (`critic check
 --server`), blocked the same way: the client process, the request, and the
-server's check (its skill already loaded).
+server's check (its skill already loaded). Beside it, the least any such
+check can take while git runs as a process (`server_bound`): the baseline's
+two git processes started together, as the server starts its two, plus one
+`true` for the client process.
 
 Same inputs as benches/check.rs: the demo repository with the recorded
 finish-3 patch applied, the recorded OpenHands stream grown to 50+ events (and
@@ -97,6 +100,14 @@ def timed(*cmds):
         _, status = os.waitpid(spawn(cmd), 0)
         if os.waitstatus_to_exitcode(status) != 0:
             sys.exit(f"{cmd[0]} exited with {os.waitstatus_to_exitcode(status)}")
+    return (time.perf_counter() - start) * 1000
+
+
+def timed_together(*cmds):
+    """Wall time (ms) of `cmds` started at once and all waited for."""
+    start = time.perf_counter()
+    for pid in [spawn(cmd) for cmd in cmds]:
+        os.waitpid(pid, 0)
     return (time.perf_counter() - start) * 1000
 
 
@@ -183,12 +194,14 @@ def main():
             git_ms.append(timed(*baseline))
             true_ms.append(timed(["true"]))
         block = 10
-        small_blocked, git_blocked, served_blocked = [], [], []
+        small_blocked, git_blocked, served_blocked, bound_blocked = [], [], [], []
         served = check(small) + ["--server", str(socket)]
         for _ in range(max(runs // block, 1)):
             small_blocked += [timed(check(small)) for _ in range(block + 1)][1:]
             git_blocked += [timed(*baseline) for _ in range(block + 1)][1:]
             served_blocked += [timed(served) for _ in range(block + 1)][1:]
+            bound_blocked += [timed_together(*baseline) + timed(["true"])
+                              for _ in range(block + 1)][1:]
         server.terminate()
         server.wait()
         large_rss = []
@@ -210,6 +223,12 @@ def main():
             "blocked": versus(small_blocked, git_blocked),
             # `critic check --server` against a warm server, blocked.
             "server_blocked": versus(served_blocked, git_blocked),
+            # Git's two processes side by side and a `true`: no `--server`
+            # check that starts git can be faster.
+            "server_bound": {
+                "git_together_and_true_ms": round(med(bound_blocked), 2),
+                "ratio": round(med(bound_blocked) / med(git_blocked), 2),
+            },
             "interleaved": {
                 **versus(small_ms, git_ms),
                 # Each check against the baseline run right after it.
