@@ -149,11 +149,12 @@ pub enum EventsError {
     #[error("{0}: the events file is empty; pass the agent's event stream (JSONL, JSON array, or an events/ directory)")]
     Empty(PathBuf),
     /// Not JSON where JSON was expected.
-    #[error("{path}:{line}:{column}: malformed JSON: {message}")]
+    #[error("{}", malformed(path, *line, *column, message))]
     Malformed {
         /// The file.
         path: PathBuf,
-        /// 1-based line.
+        /// 1-based line; 0 for a record of a JSON document, whose place
+        /// in the file is not kept.
         line: usize,
         /// 1-based column.
         column: usize,
@@ -168,6 +169,16 @@ pub enum EventsError {
         /// What was expected.
         message: String,
     },
+    /// More records or events than the host reads from one stream.
+    #[error("{path}: {place}: more than {limit} {what}; the host reads at most {limit} from one stream (a day-long session holds tens of thousands)", limit = MAX_EVENTS)]
+    TooMany {
+        /// The file.
+        path: PathBuf,
+        /// Where the limit was passed.
+        place: String,
+        /// `records` or `events`.
+        what: &'static str,
+    },
     /// The format could not be detected.
     #[error("{0}: cannot tell the event format; pass --events-format, one of: {described}", described = EventsFormat::described())]
     Unknown(PathBuf),
@@ -176,6 +187,46 @@ pub enum EventsError {
 /// The largest events file the host reads (a 10 MB stream holds about
 /// 10,000 events; this leaves room for a day-long session).
 pub const MAX_EVENTS_FILE_BYTES: u64 = 1 << 30;
+
+/// [`EventsError::Malformed`]'s message.
+fn malformed(path: &Path, line: usize, column: usize, message: &str) -> String {
+    let path = path.display();
+    match line {
+        0 => format!(
+            "{path}: malformed JSON in a record of the document (its column {column}): {message}"
+        ),
+        _ => format!("{path}:{line}:{column}: malformed JSON: {message}"),
+    }
+}
+
+/// The most records (JSONL lines, array items, files of an events
+/// directory) the host reads from one stream, and the most events it makes
+/// of them. Every event costs a few hundred bytes of memory however small
+/// its record, so without a count a file of empty records (`{}` lines), or
+/// a small compressed one, would take hundreds of times its size.
+pub const MAX_EVENTS: usize = 500_000;
+
+/// The records of `records`, an error in place of the one past
+/// [`MAX_EVENTS`].
+fn capped<'a>(path: &'a Path, records: Records<'a>) -> Records<'a> {
+    Box::new(records.enumerate().map(move |(i, record)| match record {
+        Ok(r) if i >= MAX_EVENTS => Err(too_many(path, r.line, "records")),
+        other => other,
+    }))
+}
+
+/// [`EventsError::TooMany`] at `line` (0: the stream as a whole).
+pub(crate) fn too_many(path: &Path, line: usize, what: &'static str) -> EventsError {
+    EventsError::TooMany {
+        path: path.to_path_buf(),
+        place: if line == 0 {
+            "whole stream".into()
+        } else {
+            format!("line {line}")
+        },
+        what,
+    }
+}
 
 /// Read one events file: a regular file (not a FIFO or device the agent
 /// planted, which would block or never end) of at most
@@ -248,7 +299,10 @@ fn load_with(
         };
         let records = read_dir(path)?;
         return Ok(Transcript {
-            events: (format.normalize)(path, Box::new(records.into_iter().map(Ok)))?,
+            events: checked(
+                path,
+                (format.normalize)(path, capped(path, Box::new(records.into_iter().map(Ok))))?,
+            )?,
             raw_file: None,
         });
     }
@@ -290,7 +344,18 @@ fn normalize(
         },
     };
     tracing::debug!(format = format.name, "reading events");
-    (format.normalize)(path, Box::new(records))
+    checked(
+        path,
+        (format.normalize)(path, capped(path, Box::new(records)))?,
+    )
+}
+
+/// `events`, unless there are more than [`MAX_EVENTS`].
+fn checked(path: &Path, events: Vec<Event>) -> Result<Vec<Event>, EventsError> {
+    if events.len() > MAX_EVENTS {
+        return Err(too_many(path, 0, "events"));
+    }
+    Ok(events)
 }
 
 /// `convert(index, item)` for every item, on up to one thread per core (in
@@ -485,6 +550,76 @@ mod tests {
         let read = load_transcript(compressed.path(), None).unwrap();
         assert!(read.raw_file.is_none());
         assert_eq!(json(read.events), json(load(&plain, None).unwrap()));
+    }
+
+    #[test]
+    fn a_stream_of_too_many_records_is_refused_in_every_shape() {
+        let dir = tempfile::tempdir().unwrap();
+        let lines = "{}\n".repeat(MAX_EVENTS + 1);
+        let too_many = |e: EventsError| match e {
+            EventsError::TooMany { place, what, .. } => (place, what),
+            other => panic!("{other}"),
+        };
+        let jsonl = dir.path().join("many.jsonl");
+        std::fs::write(&jsonl, &lines).unwrap();
+        let at_the_last = ("line 500001".to_string(), "records");
+        for format in ["codex", "claude-code"] {
+            let Err(e) = load_transcript(&jsonl, Some(format.parse().unwrap())) else {
+                panic!("{format}: read");
+            };
+            assert_eq!(too_many(e), at_the_last, "{format}");
+        }
+        let compressed = dir.path().join("many.jsonl.zst");
+        let packed = ruzstd::encoding::compress_to_vec(
+            lines.as_bytes(),
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
+        assert!(packed.len() < 100_000, "{}", packed.len());
+        std::fs::write(&compressed, packed).unwrap();
+        let codex = Some("codex".parse().unwrap());
+        assert_eq!(too_many(load(&compressed, codex).unwrap_err()), at_the_last);
+        let array = format!("[{}{{}}]", "{},".repeat(MAX_EVENTS));
+        let e = parse(Path::new("inline"), &array, codex).unwrap_err();
+        assert_eq!(too_many(e), ("line 1".to_string(), "records"));
+        assert_eq!(
+            too_many(parse(Path::new("inline"), &lines, codex).unwrap_err()),
+            at_the_last
+        );
+        // At the limit, all is read.
+        let at_limit = "{}\n".repeat(MAX_EVENTS);
+        assert_eq!(
+            parse(Path::new("inline"), &at_limit, codex).unwrap().len(),
+            MAX_EVENTS
+        );
+        // Few records of many tiny blocks make no more events.
+        let calls = r#"{"type":"tool_use","id":"t","name":"Bash","input":{}},"#.repeat(9_000);
+        let line = format!(
+            r#"{{"type":"assistant","message":{{"role":"assistant","content":[{}{{"type":"text","text":"x"}}]}}}}"#,
+            calls
+        );
+        let e = parse(
+            Path::new("inline"),
+            &format!("{line}\n").repeat(MAX_EVENTS / 9_000 + 1),
+            Some("claude-code".parse().unwrap()),
+        )
+        .unwrap_err();
+        assert_eq!(too_many(e).1, "events");
+    }
+
+    #[test]
+    fn a_broken_record_of_a_document_is_not_placed_at_line_0() {
+        let deep = format!("[{}{}]", "[".repeat(200), "]".repeat(200));
+        let e = parse(
+            Path::new("doc.json"),
+            &deep,
+            Some("gemini".parse().unwrap()),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("doc.json: malformed JSON in a record of the document"),
+            "{e}"
+        );
     }
 
     #[test]

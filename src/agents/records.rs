@@ -11,7 +11,7 @@
 //! ([`Record::parse`]), and the records of a stream convert on every core
 //! ([`convert_each`]).
 
-use super::{strip_position, EventsError, Origin, MAX_EVENTS_FILE_BYTES};
+use super::{strip_position, EventsError, Origin, MAX_EVENTS, MAX_EVENTS_FILE_BYTES};
 use critic_sdk::{Event, EventKind, RawSpan};
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
@@ -188,8 +188,15 @@ pub(super) fn from_text(path: &Path, text: &str) -> Result<Vec<Record>, EventsEr
         message: strip_position(&e.to_string()),
     };
     if trimmed.starts_with('[') {
-        let items: Vec<Box<RawValue>> =
-            serde_json::from_str(trimmed).map_err(|e| malformed(e, offset_line))?;
+        let mut de = serde_json::Deserializer::from_str(trimmed);
+        let items = serde::de::DeserializeSeed::deserialize(CappedItems, &mut de)
+            .and_then(|items| de.end().map(|()| items))
+            .map_err(
+                |e| match e.is_data() && e.to_string().starts_with(TOO_MANY_ITEMS) {
+                    true => super::too_many(path, e.line() + offset_line, "records"),
+                    false => malformed(e, offset_line),
+                },
+            )?;
         return Ok(items
             .into_iter()
             .map(|raw| Record::inline(0, raw))
@@ -203,13 +210,51 @@ pub(super) fn from_text(path: &Path, text: &str) -> Result<Vec<Record>, EventsEr
         .lines()
         .enumerate()
         .filter(|(_, line)| !line.trim().is_empty())
+        .take(MAX_EVENTS + 1)
         .collect();
+    if let Some(&(i, _)) = lines.get(MAX_EVENTS) {
+        return Err(super::too_many(path, i + 1, "records"));
+    }
     super::parallel_map(lines, |_, (i, line)| {
         let raw: Box<RawValue> = serde_json::from_str(line).map_err(|e| malformed(e, i))?;
         Ok(Record::inline(i + 1, raw))
     })
     .into_iter()
     .collect()
+}
+
+/// The start of the error [`CappedItems`] stops at.
+const TOO_MANY_ITEMS: &str = "more than the most records a stream may hold";
+
+/// A JSON array's items, parsed one by one and stopped after
+/// [`MAX_EVENTS`] (an array of millions of `{}` must not be held first).
+struct CappedItems;
+
+impl<'de> serde::de::DeserializeSeed<'de> for CappedItems {
+    type Value = Vec<Box<RawValue>>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for CappedItems {
+    type Value = Vec<Box<RawValue>>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an array of events")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element()? {
+            if items.len() == MAX_EVENTS {
+                return Err(serde::de::Error::custom(TOO_MANY_ITEMS));
+            }
+            items.push(item);
+        }
+        Ok(items)
+    }
 }
 
 /// The records of the events file `path`, and the file itself when its

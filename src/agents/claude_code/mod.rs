@@ -25,6 +25,10 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The most content blocks one message may hold (real ones hold a few).
+const MAX_BLOCKS: usize = 10_000;
 
 /// Claude Code session transcripts.
 pub(super) static FORMAT: Format = Format {
@@ -120,6 +124,13 @@ impl<'de> Deserialize<'de> for Content {
                 let mut blocks = Vec::new();
                 // A block of an unexpected shape is skipped, not fatal.
                 while let Some(block) = seq.next_element::<Object<Block>>()? {
+                    // Each may become an event: a line of millions of tiny
+                    // blocks must not become millions of events.
+                    if blocks.len() == MAX_BLOCKS {
+                        return Err(de::Error::custom(format!(
+                            "more than {MAX_BLOCKS} content blocks in one message"
+                        )));
+                    }
                     blocks.extend(block.0);
                 }
                 Ok(Content::Blocks(blocks))
@@ -155,9 +166,16 @@ impl<'de> Deserialize<'de> for Content {
 /// other, in parallel; then, in order, each event gets its index and a tool
 /// result learns its tool's name from the call before it.
 fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
+    // Lines convert a chunk ahead on every core: the count is shared so that
+    // the stream stops at the limit, not a chunk later.
+    let made = AtomicUsize::new(0);
     let lines = super::records::convert_each(records, |record| {
         let line = record.parse(path)?;
-        Ok(line_events(&record, line))
+        let events = line_events(&record, line);
+        if made.fetch_add(events.len(), Ordering::Relaxed) + events.len() > super::MAX_EVENTS {
+            return Err(super::too_many(path, record.line, "events"));
+        }
+        Ok(events)
     });
     let mut events = Vec::new();
     let mut tools: HashMap<String, String> = HashMap::new();

@@ -65,6 +65,9 @@ fn read_dir(dir: &Path) -> Result<Vec<Record>, EventsError> {
     if files.is_empty() {
         return Err(EventsError::Empty(events_dir));
     }
+    if files.len() > super::MAX_EVENTS {
+        return Err(super::too_many(&events_dir, 0, "event files"));
+    }
     files.sort();
     // The whole directory gets the budget of one events file, checked
     // before any is read.
