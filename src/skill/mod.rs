@@ -588,6 +588,10 @@ fn check_detector_path(declared: &str, path: &Path) -> Result<(), String> {
     }
 }
 
+/// The most memory a skill's detectors may ask for together: a check may
+/// run them all at once, so each one's limit alone bounds nothing.
+pub const MAX_TOTAL_MEMORY_MB: u64 = 4096;
+
 fn semantic_issues(m: &Manifest, doc: &Located) -> Vec<Issue> {
     let mut issues = Vec::new();
     for (i, s) in m.signals.iter().enumerate() {
@@ -618,6 +622,16 @@ fn semantic_issues(m: &Manifest, doc: &Located) -> Vec<Issue> {
                 message: "timeout must be longer than zero".into(),
             });
         }
+    }
+    let memory: u64 = m.signals.iter().map(|s| s.memory_bytes >> 20).sum();
+    if memory > MAX_TOTAL_MEMORY_MB {
+        issues.push(Issue {
+            position: doc.position("/signals"),
+            field: "/signals".into(),
+            message: format!(
+                "the detectors together ask for {memory} MiB of memory, more than {MAX_TOTAL_MEMORY_MB}; they may run at once, so lower limits.memory_mb or a signal's memory_mb"
+            ),
+        });
     }
     for (i, p) in m.test_patterns.iter().enumerate() {
         if let Err(e) = globset::Glob::new(p) {
@@ -709,6 +723,24 @@ signals:
         let cap = found.iter().find(|i| i.field == "/capabilities/0").unwrap();
         assert_eq!(cap.position.line, 4);
         assert!(cap.message.contains("read-file"), "{}", cap.message);
+    }
+
+    #[test]
+    fn signals_and_their_memory_together_are_bounded() {
+        let signal = |i: usize, mb: u64| {
+            format!("  - {{name: s{i}, type: hard_gate, detector: d.wasm, memory_mb: {mb}}}\n")
+        };
+        let head = "name: demo\nversion: 0.1.0\nsignals:\n";
+        let many: String = (0..65).map(|i| signal(i, 64)).collect();
+        let found = issues(&format!("{head}{many}"));
+        assert_eq!(found[0].field, "/signals", "{found:?}");
+        let heavy: String = (0..3).map(|i| signal(i, 2048)).collect();
+        let found = issues(&format!("{head}{heavy}"));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].message.contains("6144 MiB"), "{found:?}");
+        let dir = skill_dir();
+        let fits: String = (0..2).map(|i| signal(i, 2048)).collect();
+        parse_in(dir.path(), &format!("{head}{fits}")).unwrap();
     }
 
     #[test]
