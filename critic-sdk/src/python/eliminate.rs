@@ -72,7 +72,18 @@ pub enum EliminateError {
         /// The line.
         line: usize,
     },
+    /// The slice would nest deeper than Python can parse (each dead guard
+    /// clause nests what follows it one level deeper).
+    TooDeep {
+        /// The first line that would be too deep.
+        line: usize,
+    },
 }
+
+/// The deepest a slice's statements may be indented: CPython's tokenizer
+/// refuses more than 100 levels of indentation, and a statement's own
+/// continuation lines may add one.
+const MAX_DEPTH: usize = 98;
 
 impl fmt::Display for EliminateError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -96,6 +107,12 @@ impl fmt::Display for EliminateError {
                 "line {line} holds no statement of the function (a blank line, a comment, the \
                  signature, the docstring, or an `else:`/`finally:`); coverage names a statement \
                  by its first line"
+            ),
+            EliminateError::TooDeep { line } => write!(
+                f,
+                "the slice would nest line {line} more than {MAX_DEPTH} levels deep, past what \
+                 Python parses (each removed guard clause nests what follows it); cover some of \
+                 the early guard clauses first"
             ),
         }
     }
@@ -181,8 +198,12 @@ fn eliminate_here(
         cfg: &cfg,
         keep: &keep,
         text: Vec::new(),
+        too_deep: None,
     };
     out.function(def, body);
+    if let Some(line) = out.too_deep {
+        return Err(EliminateError::TooDeep { line });
+    }
     let slice: Vec<String> = out.text.iter().map(|(text, _)| text.clone()).collect();
     let mut kept: Vec<usize> = keep
         .iter()
@@ -323,6 +344,9 @@ struct Slice<'a> {
     cfg: &'a Cfg,
     keep: &'a BTreeSet<usize>,
     text: Vec<(String, usize)>,
+    /// The first line that would go deeper than [`MAX_DEPTH`]; nothing is
+    /// written from there on.
+    too_deep: Option<usize>,
 }
 
 /// One clause of an `if` chain.
@@ -354,6 +378,9 @@ impl Slice<'_> {
     /// Write `text` (which may span lines) at `depth`, its lines mapped from
     /// `line` on.
     fn push(&mut self, depth: usize, text: &str, line: usize) {
+        if self.deeper_than_python_reads(depth, line) {
+            return;
+        }
         for (i, part) in text.split('\n').enumerate() {
             let part = part.trim_end_matches('\r');
             if i == 0 {
@@ -369,6 +396,9 @@ impl Slice<'_> {
     /// move with its first (a nested `def`'s body must stay inside it),
     /// except those that start inside a string, whose text is the string's.
     fn push_source(&mut self, depth: usize, start: TextSize, end: TextSize) {
+        if self.deeper_than_python_reads(depth, self.lines.of(start)) {
+            return;
+        }
         let line_start = self.lines.starts[self.lines.of(start) - 1];
         let original: &str = {
             let lead = &self.source[line_start..];
@@ -392,6 +422,15 @@ impl Slice<'_> {
             self.text.push((shown, first + i));
             offset += part.len() + 1;
         }
+    }
+
+    /// Whether a statement at `depth` (from `line`) would be too deep, or
+    /// one before it was: the slice is then refused.
+    fn deeper_than_python_reads(&mut self, depth: usize, line: usize) -> bool {
+        if depth > MAX_DEPTH && self.too_deep.is_none() {
+            self.too_deep = Some(line);
+        }
+        self.too_deep.is_some()
     }
 
     /// Whether `offset` lies inside a string token (past its first byte).
@@ -1020,6 +1059,32 @@ class P:
 ";
         assert!(slice(src, "P.v", &[9]).contains("def v(self, value):"));
         assert!(slice(src, "P.v", &[4]).contains("return self._v"));
+    }
+
+    #[test]
+    fn a_slice_deeper_than_python_parses_is_refused() {
+        let guards = |n: usize| {
+            let body: String = (0..n)
+                .map(|i| format!("    if x == {i}:\n        return {i}\n    y = x\n"))
+                .collect();
+            format!("def f(x):\n{body}    return -x\n")
+        };
+        let last = |n: usize| 2 + 3 * n;
+        let fits = eliminate(&guards(MAX_DEPTH - 1), "f", &[last(MAX_DEPTH - 1)]).unwrap();
+        assert!(fits
+            .slice
+            .contains(&format!("{}return -x", "    ".repeat(MAX_DEPTH))));
+        let err = eliminate(&guards(MAX_DEPTH), "f", &[last(MAX_DEPTH)]).unwrap_err();
+        assert_eq!(
+            err,
+            EliminateError::TooDeep {
+                line: last(MAX_DEPTH) - 1
+            }
+        );
+        // Thousands of guards stop at the limit instead of writing a
+        // slice the square of the source's size.
+        let err = eliminate(&guards(5_000), "f", &[last(5_000)]).unwrap_err();
+        assert!(matches!(err, EliminateError::TooDeep { .. }), "{err}");
     }
 
     #[test]
