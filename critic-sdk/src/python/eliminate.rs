@@ -250,24 +250,33 @@ fn compound_body_start(tokens: &Tokens, range: TextRange) -> Option<TextSize> {
 /// exit: what reaches a target, what a target reaches, and the targets.
 fn necessary(cfg: &Cfg, targets: &BTreeSet<usize>) -> BTreeSet<usize> {
     let pred = cfg.predecessors();
+    // Code no path from the entry reaches (after a `return` in its block)
+    // never runs: it stays only if it is a target itself.
+    let live = reached(&cfg.succ, ENTRY);
     let mut keep: BTreeSet<usize> = targets.clone();
     for &target in targets {
         for edges in [&cfg.succ, &pred] {
-            let mut seen = vec![false; edges.len()];
-            let mut queue = VecDeque::from([target]);
-            seen[target] = true;
-            while let Some(node) = queue.pop_front() {
-                keep.insert(node);
-                for &next in &edges[node] {
-                    if !seen[next] {
-                        seen[next] = true;
-                        queue.push_back(next);
-                    }
-                }
-            }
+            let seen = reached(edges, target);
+            keep.extend((0..seen.len()).filter(|&n| seen[n] && live[n]));
         }
     }
     keep
+}
+
+/// Which nodes a walk along `edges` from `start` reaches, `start` included.
+fn reached(edges: &[Vec<usize>], start: usize) -> Vec<bool> {
+    let mut seen = vec![false; edges.len()];
+    let mut queue = VecDeque::from([start]);
+    seen[start] = true;
+    while let Some(node) = queue.pop_front() {
+        for &next in &edges[node] {
+            if !seen[next] {
+                seen[next] = true;
+                queue.push_back(next);
+            }
+        }
+    }
+    seen
 }
 
 /// The functions named `name` (`f`, `Class.f`, `Outer.Inner.f`) among
@@ -681,13 +690,16 @@ impl Slice<'_> {
     }
 }
 
-/// Whether a block always leaves its enclosing block: its last statement
-/// returns, raises, breaks or continues.
+/// Whether a block always leaves its enclosing block: one of its own
+/// statements returns, raises, breaks or continues (what follows that one
+/// never runs).
 fn leaves(body: &[Stmt]) -> bool {
-    matches!(
-        body.last(),
-        Some(Stmt::Return(_) | Stmt::Raise(_) | Stmt::Break(_) | Stmt::Continue(_))
-    )
+    body.iter().any(|s| {
+        matches!(
+            s,
+            Stmt::Return(_) | Stmt::Raise(_) | Stmt::Break(_) | Stmt::Continue(_)
+        )
+    })
 }
 
 #[cfg(test)]
@@ -1059,6 +1071,19 @@ class P:
 ";
         assert!(slice(src, "P.v", &[9]).contains("def v(self, value):"));
         assert!(slice(src, "P.v", &[4]).contains("return self._v"));
+    }
+
+    #[test]
+    fn code_after_a_return_in_its_block_goes_with_the_return() {
+        let source = "def g(x):\n    if x:\n        return 1\n        x = 5\n    return x * 2\n";
+        let e = eliminate(source, "g", &[5]).unwrap();
+        assert_eq!(
+            e.slice,
+            "def g(x):\n    if not (x):\n        return x * 2\n"
+        );
+        let inline = "def g(x):\n    if x: return 1; x = 5\n    return x * 2\n";
+        let e = eliminate(inline, "g", &[3]).unwrap();
+        assert!(!e.slice.contains("x = 5"), "{}", e.slice);
     }
 
     #[test]
