@@ -362,7 +362,8 @@ const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 /// Held whole: the places of a compressed file's records cannot be read
 /// back, so its events keep their JSON.
 fn decompress(mut source: impl BufRead, limit: u64) -> std::io::Result<Vec<u8>> {
-    let invalid = |e: ruzstd::decoding::errors::FrameDecoderError| {
+    use ruzstd::decoding::errors::{FrameDecoderError, ReadFrameHeaderError};
+    let invalid = |e: FrameDecoderError| {
         std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             format!("not a readable Zstandard file: {e}"),
@@ -371,10 +372,26 @@ fn decompress(mut source: impl BufRead, limit: u64) -> std::io::Result<Vec<u8>> 
     let mut bytes = Vec::new();
     while !source.fill_buf()?.is_empty() {
         let room = limit.saturating_add(1).saturating_sub(bytes.len() as u64);
-        ruzstd::decoding::StreamingDecoder::new(&mut source)
-            .map_err(invalid)?
-            .take(room)
-            .read_to_end(&mut bytes)?;
+        let frame = match ruzstd::decoding::StreamingDecoder::new(&mut source) {
+            Ok(frame) => frame,
+            // A skippable frame holds metadata, no data: its header is read,
+            // its content passed over.
+            Err(FrameDecoderError::ReadFrameHeaderError(ReadFrameHeaderError::SkipFrame {
+                length,
+                ..
+            })) => {
+                let length = u64::from(length);
+                if std::io::copy(&mut (&mut source).take(length), &mut std::io::sink())? < length {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        "not a readable Zstandard file: a skippable frame is cut short",
+                    ));
+                }
+                continue;
+            }
+            Err(e) => return Err(invalid(e)),
+        };
+        frame.take(room).read_to_end(&mut bytes)?;
         if bytes.len() as u64 > limit {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
@@ -595,6 +612,18 @@ mod tests {
         ));
         let bytes = decompress(&file[..], 1 << 20).unwrap();
         assert_eq!(bytes, b"{\"a\":1}\n{\"b\":2}\n");
+    }
+
+    #[test]
+    fn skippable_frames_are_passed_over_and_a_cut_one_is_an_error() {
+        // Magic 0x184D2A50 (little-endian), length 3, content, then a frame.
+        let skippable = [0x50, 0x2a, 0x4d, 0x18, 3, 0, 0, 0, b'x', b'y', b'z'];
+        let frame = compress_to_vec(&b"{\"a\":1}\n"[..], CompressionLevel::Fastest);
+        let file = [&skippable[..], &frame, &skippable].concat();
+        assert_eq!(decompress(&file[..], 1 << 20).unwrap(), b"{\"a\":1}\n");
+        let cut = [&frame[..], &skippable[..9]].concat();
+        let e = decompress(&cut[..], 1 << 20).unwrap_err();
+        assert!(e.to_string().contains("cut short"), "{e}");
     }
 
     #[test]
