@@ -188,15 +188,11 @@ pub(super) fn from_text(path: &Path, text: &str) -> Result<Vec<Record>, EventsEr
         message: strip_position(&e.to_string()),
     };
     if trimmed.starts_with('[') {
-        let mut de = serde_json::Deserializer::from_str(trimmed);
-        let items = serde::de::DeserializeSeed::deserialize(CappedItems, &mut de)
-            .and_then(|items| de.end().map(|()| items))
-            .map_err(
-                |e| match e.is_data() && e.to_string().starts_with(TOO_MANY_ITEMS) {
-                    true => super::too_many(path, e.line() + offset_line, "records"),
-                    false => malformed(e, offset_line),
-                },
-            )?;
+        let CappedItems(items) =
+            serde_json::from_str(trimmed).map_err(|e| malformed(e, offset_line))?;
+        if items.len() > MAX_EVENTS {
+            return Err(super::too_many(path, offset_line + 1, "records"));
+        }
         return Ok(items
             .into_iter()
             .map(|raw| Record::inline(0, raw))
@@ -223,37 +219,37 @@ pub(super) fn from_text(path: &Path, text: &str) -> Result<Vec<Record>, EventsEr
     .collect()
 }
 
-/// The start of the error [`CappedItems`] stops at.
-const TOO_MANY_ITEMS: &str = "more than the most records a stream may hold";
+/// A JSON array's items, at most one past [`MAX_EVENTS`] of them (the
+/// rest are only checked): an array of millions of `{}` must not be held
+/// to be counted.
+struct CappedItems(Vec<Box<RawValue>>);
 
-/// A JSON array's items, parsed one by one and stopped after
-/// [`MAX_EVENTS`] (an array of millions of `{}` must not be held first).
-struct CappedItems;
+impl<'de> serde::Deserialize<'de> for CappedItems {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Items;
+        impl<'de> serde::de::Visitor<'de> for Items {
+            type Value = CappedItems;
 
-impl<'de> serde::de::DeserializeSeed<'de> for CappedItems {
-    type Value = Vec<Box<RawValue>>;
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for CappedItems {
-    type Value = Vec<Box<RawValue>>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("an array of events")
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element()? {
-            if items.len() == MAX_EVENTS {
-                return Err(serde::de::Error::custom(TOO_MANY_ITEMS));
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an array of events")
             }
-            items.push(item);
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<CappedItems, A::Error> {
+                let mut items = Vec::new();
+                while items.len() <= MAX_EVENTS {
+                    match seq.next_element()? {
+                        Some(item) => items.push(item),
+                        None => return Ok(CappedItems(items)),
+                    }
+                }
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(CappedItems(items))
+            }
         }
-        Ok(items)
+        d.deserialize_seq(Items)
     }
 }
 
@@ -274,7 +270,10 @@ pub(super) fn from_file(
     let file = Arc::new(file);
     let mut reader = BufReader::with_capacity(1 << 20, ReadAt::new(file.clone()));
     if reader.fill_buf().map_err(io)?.starts_with(&ZSTD_MAGIC) {
-        let bytes = decompress(reader, MAX_EVENTS_FILE_BYTES).map_err(io)?;
+        // The file may grow while it is read: its compressed bytes are
+        // bounded too, or a stream of empty frames would never end.
+        let bytes =
+            decompress(reader.take(MAX_EVENTS_FILE_BYTES), MAX_EVENTS_FILE_BYTES).map_err(io)?;
         let text = String::from_utf8(bytes).map_err(|e| io(not_utf8(e)))?;
         return Ok((Box::new(from_text(path, &text)?.into_iter().map(Ok)), None));
     }

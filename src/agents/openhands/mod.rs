@@ -61,6 +61,7 @@ fn read_dir(dir: &Path) -> Result<Vec<Record>, EventsError> {
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .take(super::MAX_EVENTS + 1)
         .collect();
     if files.is_empty() {
         return Err(EventsError::Empty(events_dir));
