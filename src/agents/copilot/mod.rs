@@ -139,6 +139,10 @@ fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
                     origin.push(events, EventKind::Message, "agent").text = Some(text);
                 }
                 for request in data.tool_requests {
+                    // Past the limit the stream is refused: stop making events.
+                    if events.len() > super::MAX_EVENTS {
+                        break;
+                    }
                     let name = request.name.0.unwrap_or_default();
                     if let Some(id) = &request.tool_call_id.0 {
                         tools.insert(id.clone(), name.clone());

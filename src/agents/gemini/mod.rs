@@ -79,6 +79,10 @@ fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
     }
     let mut events = Vec::new();
     for (id, raw) in messages.list {
+        // Past the limit the stream is refused (`checked`): stop making events.
+        if events.len() > super::MAX_EVENTS {
+            break;
+        }
         convert(&mut events, id, raw);
     }
     super::mark_turn_ends(&mut events);
@@ -169,6 +173,9 @@ fn convert(events: &mut Vec<Event>, id: String, raw: Box<RawValue>) {
                 origin.push(events, EventKind::Message, "agent").text = Some(text);
             }
             for call in message.tool_calls {
+                if events.len() > super::MAX_EVENTS {
+                    break;
+                }
                 let name = call.name.unwrap_or_default();
                 let action = origin.push(events, EventKind::Action, "agent");
                 action.tool = Some(name.clone());
