@@ -465,7 +465,14 @@ except OSError as e: print('parent hidden', e.errno)
     let r = &v["signals"][0]["metadata"]["results"][0];
     let out = r["stdout"].as_str().unwrap();
     assert!(out.contains("secret: []"), "{r:#}");
-    assert!(!out.contains("wrote"), "{r:#}");
+    // The workspace and the host's directories stay closed; /tmp and HOME
+    // are the run's own, so writes there land in private places.
+    for closed in [repo.path(), outside.path()] {
+        assert!(
+            !out.contains(&format!("wrote {}", closed.display())),
+            "{r:#}"
+        );
+    }
     assert!(out.contains("tmp ok") && out.contains("copy ok"), "{r:#}");
     assert!(out.contains("pool mode: 0o700"), "{r:#}");
     // Inside, its own loopback answers (nothing listens there); the host's
@@ -480,6 +487,10 @@ except OSError as e: print('parent hidden', e.errno)
     assert_eq!(snapshot(repo.path()), before);
     assert!(listing(outside.path()).is_empty());
     assert!(!Path::new(&format!("/tmp/critic-pwned-{}", std::process::id())).exists());
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap();
+    assert!(!home
+        .join(format!("critic-pwned-{}", std::process::id()))
+        .exists());
 }
 
 // 9a. Landlock governs contents, not metadata: a run must not change the
@@ -998,12 +1009,21 @@ fn runs_cannot_reach_the_users_service_sockets() {
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
     let tag = format!("critic-test-{}", std::process::id());
+    let elsewhere = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let listeners: Vec<Listener> = [
         (format!("/run/user/{uid}"), "/run/user"),
         ("/run/systemd".to_string(), "/run"),
         ("/run/libvirt".to_string(), "/run"),
         ("/run/critic-test-service".to_string(), "/run"),
         ("/tmp/.X11-unix".to_string(), "/tmp"),
+        // Where ssh-agent, screen and tmux put theirs (see also the tmux
+        // test below), and any other place the user can reach (here:
+        // outside /tmp, /run and the home).
+        (format!("/tmp/ssh-critic-{}", std::process::id()), "/tmp"),
+        (
+            elsewhere.path().join("sockets").display().to_string(),
+            elsewhere.path().to_str().unwrap(),
+        ),
     ]
     .into_iter()
     .map(|(dir, parent)| {
@@ -1058,6 +1078,172 @@ for path in sys.argv[1:]:
         );
         // Armed: the host itself can connect.
         std::os::unix::net::UnixStream::connect(&l.path).unwrap();
+    }
+}
+
+// 9f. The attack as it was found: a run asking the user's tmux server to
+// run a command for it, outside the confinement (tmux's default socket in
+// /tmp, and one elsewhere).
+#[test]
+fn a_run_cannot_drive_the_users_tmux_server() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let name = format!("critic-test-{}", std::process::id());
+    let elsewhere = dir.path().join("tmux.sock");
+    let tmux = |args: &[&str]| {
+        let out = std::process::Command::new("tmux")
+            .args(args)
+            .env_remove("TMUX")
+            .output()
+            .expect("tmux is installed (.ci/run installs it)");
+        assert!(out.status.success(), "tmux {args:?}: {}", stderr(&out));
+    };
+    let sock = elsewhere.to_str().unwrap();
+    tmux(&["-L", &name, "new-session", "-d", "sleep 120"]);
+    tmux(&["-S", sock, "new-session", "-d", "sleep 120"]);
+    struct Servers<'a>(&'a str, &'a str);
+    impl Drop for Servers<'_> {
+        fn drop(&mut self) {
+            for args in [["-L", self.0], ["-S", self.1]] {
+                let _ = std::process::Command::new("tmux")
+                    .args(args)
+                    .arg("kill-server")
+                    .output();
+            }
+        }
+    }
+    let _servers = Servers(&name, sock);
+    let escaped = |n: u8| dir.path().join(format!("escaped-{n}"));
+    let requests = json!([
+        {"argv": ["tmux", "-L", &name, "run-shell", format!("touch {}", escaped(1).display())]},
+        {"argv": ["tmux", "-S", sock, "run-shell", format!("touch {}", escaped(2).display())]},
+    ]);
+    let repo = Repo::demo();
+    let results = run_results(&repo, requests, &[]);
+    for r in &results {
+        assert_ne!(r["exit_code"], 0, "{r:#}");
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!escaped(1).exists() && !escaped(2).exists(), "{results:#?}");
+    // Armed: from the host, the same request runs.
+    tmux(&[
+        "-S",
+        sock,
+        "run-shell",
+        &format!("touch {}", escaped(3).display()),
+    ]);
+    assert!(escaped(3).exists());
+}
+
+// 9i. A run has its own empty /tmp, /var/tmp, /dev/shm and HOME and a
+// fresh /proc: it sees neither what the host's users keep in those places
+// nor the host's processes (whose command lines may hold secrets), and the
+// usual credential places of the user's home are empty even when it names
+// them by their full path.
+#[test]
+fn runs_see_private_tmp_home_proc_and_no_credentials() {
+    let pid = std::process::id();
+    let marker = format!("critic-private-{pid}");
+    // The host's own /tmp and /dev/shm hold something of the user's.
+    let planted: Vec<PathBuf> = ["/tmp", "/dev/shm"]
+        .iter()
+        .map(|d| Path::new(d).join(&marker))
+        .collect();
+    for p in &planted {
+        std::fs::write(p, "host file").unwrap();
+    }
+    // A home outside /tmp (so that only its cover hides it) with keys.
+    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let secrets = [
+        (
+            ".ssh/id_rsa",
+            "-----BEGIN OPENSSH PRIVATE KEY-----\nSSH-SECRET\n",
+        ),
+        (".aws/credentials", "aws_secret_access_key = AWS-SECRET\n"),
+        (".netrc", "machine x login y password NETRC-SECRET\n"),
+        (".config/gh/hosts.yml", "oauth_token: GH-SECRET\n"),
+        (".docker/config.json", "{\"auths\": \"DOCKER-SECRET\"}\n"),
+        (".kube/config", "token: KUBE-SECRET\n"),
+        (".gnupg/private-keys-v1.d/k.key", "GPG-SECRET\n"),
+    ];
+    for (rel, content) in secrets {
+        let path = home.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+    // A host process whose command line carries a secret.
+    let mut holder = std::process::Command::new("sh")
+        .args(["-c", "sleep 60", &format!("{marker}-ARGV-SECRET")])
+        .spawn()
+        .unwrap();
+    let script = format!(
+        r#"
+import glob, os, sys
+home = sys.argv[1]
+for rel in {rels:?}:
+    try: print('read', rel, open(os.path.join(home, rel)).read())
+    except OSError as e: print('closed', rel, e.errno)
+print('HOME', os.environ['HOME'], os.listdir(os.environ['HOME']))
+for d in ['/tmp', '/var/tmp', '/dev/shm']:
+    print('planted', d, os.path.exists(os.path.join(d, '{marker}')))
+    open(os.path.join(d, 'mine-{marker}'), 'w').write('x')
+    print('writable', d)
+cmdlines = []
+for p in glob.glob('/proc/[0-9]*/cmdline'):
+    try: cmdlines.append(open(p, 'rb').read())
+    except OSError: pass
+print('processes', len(cmdlines))
+print('argv secret', any(b'ARGV-' + b'SECRET' in c for c in cmdlines))
+print('pid', os.getpid())
+"#,
+        rels = secrets.iter().map(|(r, _)| *r).collect::<Vec<_>>(),
+    );
+    let skill = skill_with(
+        json!({"mode": "run", "requests": [{"argv": ["python3", "-c", script, home.path()]}]}),
+        "",
+    );
+    let repo = Repo::demo();
+    let state = tempfile::tempdir().unwrap();
+    let mut cmd = check(skill.path(), repo.path(), &demo_events(3), state.path());
+    cmd.env("HOME", home.path());
+    let (code, v, err, _) = verdict_of(&mut cmd);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    for p in &planted {
+        let _ = std::fs::remove_file(p);
+    }
+    assert_eq!(code, 0, "{err}");
+    let r = &v["signals"][0]["metadata"]["results"][0];
+    let out = r["stdout"].as_str().unwrap();
+    assert!(!out.contains("SECRET"), "{r:#}");
+    // Directories are empty, files read as empty.
+    for (rel, _) in secrets {
+        assert!(
+            out.contains(&format!("closed {rel} 2\n")) || out.contains(&format!("read {rel} \n")),
+            "{rel}: {r:#}"
+        );
+    }
+    assert!(out.contains("[]\n"), "HOME is empty: {r:#}");
+    assert!(
+        !out.contains(&format!("HOME {} ", home.path().display())),
+        "{r:#}"
+    );
+    assert_eq!(out.matches("planted").count(), 3, "{r:#}");
+    assert!(!out.contains("True"), "{r:#}");
+    assert_eq!(out.matches("writable").count(), 3, "{r:#}");
+    // Only the run's own processes: the command is the first of them.
+    assert!(out.contains("pid 1\n"), "{r:#}");
+    let count: usize = out
+        .lines()
+        .find_map(|l| l.strip_prefix("processes "))
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!(count <= 3, "{r:#}");
+    // Nothing the run wrote reached the host's directories.
+    for d in ["/tmp", "/var/tmp", "/dev/shm"] {
+        assert!(!Path::new(d).join(format!("mine-{marker}")).exists());
+    }
+    for secret in secrets {
+        assert!(home.path().join(secret.0).exists());
     }
 }
 

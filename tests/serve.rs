@@ -783,3 +783,186 @@ fn a_socket_another_user_serves_is_not_trusted() {
     assert!(out.status.code().unwrap() < 2, "{err}");
     assert_eq!(json_out(&out)["signals"].as_array().unwrap().len(), 4);
 }
+
+/// A server with its socket and TCP port: `(server, port, token)`.
+fn tcp_server() -> (Server, u16, &'static str) {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let token = "a-token-only-the-test-knows-0123";
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("critic.sock");
+    let mut cmd = critic();
+    cmd.args([
+        "serve",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--socket",
+    ])
+    .arg(&socket)
+    .env("CRITIC_SERVER_TOKEN", token)
+    .stderr(Stdio::piped());
+    (Server::spawn(cmd, socket, dir), port, token)
+}
+
+/// Opens `n` connections to `port` that send half a request line and
+/// stall, in a process of user `uid` (the test's own when `None`); ready
+/// when this returns.
+fn stall_connections(port: u16, n: usize, uid: Option<u32>) -> Child {
+    use std::os::unix::process::CommandExt;
+    let script = "import socket,sys,time\nconns=[]\nfor _ in range(int(sys.argv[2])):\n    try:\n        s=socket.create_connection(('127.0.0.1',int(sys.argv[1])),timeout=2)\n        s.sendall(b'POST /v1/check HTT')\n        conns.append(s)\n    except OSError:\n        pass\nprint('ready',len(conns),flush=True)\ntime.sleep(60)\n";
+    let mut cmd = std::process::Command::new("python3");
+    cmd.args(["-c", script, &port.to_string(), &n.to_string()])
+        .stdout(Stdio::piped());
+    if let Some(uid) = uid {
+        cmd.uid(uid).gid(uid);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut ready = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    assert!(ready.starts_with("ready"), "{ready}");
+    child
+}
+
+#[test]
+fn stalled_connections_cost_a_client_seconds_not_minutes() {
+    let (server, port, token) = tcp_server();
+    let ws = demo_workspace();
+    let state = tempfile::tempdir().unwrap();
+    let skill = root().join("examples/demo-skill");
+    let ask = || {
+        let started = Instant::now();
+        let out = run(check(&skill, ws.path(), &demo_events(3), state.path())
+            .env("CRITIC_SERVER", format!("http://127.0.0.1:{port}"))
+            .env("CRITIC_SERVER_TOKEN", token));
+        assert!(out.status.code().unwrap() < 2, "{}", stderr(&out));
+        assert_eq!(json_out(&out)["signals"].as_array().unwrap().len(), 4);
+        (started.elapsed(), stderr(&out))
+    };
+    // 600 connections of the client's own user, stalled in their first
+    // line: the client gives up on the server within seconds and checks
+    // in process.
+    let mut stalled = stall_connections(port, 600, None);
+    let (took, err) = ask();
+    assert!(took < Duration::from_secs(8), "{took:?}: {err}");
+    // Connections without their headers are closed after 2 s: the server
+    // answers again.
+    std::thread::sleep(Duration::from_millis(2500));
+    let (took, err) = ask();
+    let _ = stalled.kill();
+    let _ = stalled.wait();
+    assert!(!err.contains("in process"), "{took:?}: {err}");
+    drop(server);
+}
+
+#[test]
+fn another_users_stalled_connections_do_not_hold_up_the_token_holder() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to connect as another user");
+        return;
+    }
+    let (server, port, token) = tcp_server();
+    let mut stalled = stall_connections(port, 600, Some(65534));
+    let ws = demo_workspace();
+    let state = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let out = run(check(
+        &root().join("examples/demo-skill"),
+        ws.path(),
+        &demo_events(3),
+        state.path(),
+    )
+    .env("CRITIC_SERVER", format!("http://127.0.0.1:{port}"))
+    .env("CRITIC_SERVER_TOKEN", token));
+    let took = started.elapsed();
+    let _ = stalled.kill();
+    let _ = stalled.wait();
+    // Answered by the server itself, at once: the other user holds only a
+    // few places.
+    assert!(!stderr(&out).contains("in process"), "{}", stderr(&out));
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    assert_eq!(json_out(&out)["iteration"], 1);
+    drop(server);
+}
+
+#[test]
+fn a_peer_in_another_user_or_network_namespace_is_refused() {
+    let server = Server::start(&[]);
+    let script = "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\ntry:\n    s.sendall(b'GET /v1/health HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n')\n    print(s.recv(100))\nexcept (ConnectionResetError, BrokenPipeError):\n    print(b'')\n";
+    for namespaces in ["--user", "--net"] {
+        // The same user, the same files: only the namespaces differ.
+        let out = std::process::Command::new("unshare")
+            .args(["--map-current-user", namespaces, "python3", "-c", script])
+            .arg(&server.socket)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(text.trim(), "b''", "{namespaces}: got an answer: {text}");
+    }
+    assert_eq!(server.call("GET", "/v1/health", b"").0, 200);
+}
+
+#[test]
+fn a_confined_run_cannot_reach_a_server_of_the_host() {
+    // One server with its socket in /tmp (as `critic serve` is often
+    // started), one elsewhere.
+    let in_tmp = Server::start(&[]);
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let socket = dir.path().join("c.sock");
+    let mut cmd = critic();
+    cmd.arg("serve")
+        .arg("--socket")
+        .arg(&socket)
+        .stderr(Stdio::piped());
+    let elsewhere = Server::spawn(cmd, socket, dir);
+    let ws = demo_workspace();
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let request = |n: usize| {
+        json!({
+            "skill": root().join("examples/demo-skill"), "workspace": ws.path(),
+            "events": demo_events(3), "state_dir": outside.path().join(n.to_string()),
+        })
+        .to_string()
+    };
+    let script = "import socket,sys\nfor path,body in zip(sys.argv[1::2],sys.argv[2::2]):\n    s=socket.socket(socket.AF_UNIX)\n    try:\n        s.connect(path)\n        s.sendall(b'POST /v1/check HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\nContent-Length: %d\\r\\n\\r\\n' % len(body) + body.encode())\n        print('answer', s.recv(200))\n    except OSError as e:\n        print('refused', e.errno)\n";
+    let skill = temp_skill(&format!(
+        "name: t\nversion: 0.1.0\ncapabilities: [run, run-matrix]\nsignals:\n  - {{name: s, type: hard_gate, detector: {{misbehave}}, timeout: 20s, config: {}}}\n",
+        json!({"mode": "run", "requests": [{"argv": [
+            "python3", "-c", script,
+            in_tmp.socket.display().to_string(), request(1),
+            elsewhere.socket.display().to_string(), request(2),
+        ]}]})
+    ));
+    let state = tempfile::tempdir().unwrap();
+    let out = run(&mut check(
+        skill.path(),
+        ws.path(),
+        &demo_events(3),
+        state.path(),
+    ));
+    let v = json_out(&out);
+    let stdout = v["signals"][0]["metadata"]["results"][0]["stdout"]
+        .as_str()
+        .unwrap_or_default();
+    assert_eq!(stdout.matches("refused").count(), 2, "{v:#}");
+    assert!(
+        listing_is_empty(outside.path()),
+        "a server wrote state for the run"
+    );
+    // Armed: both serve the host.
+    assert_eq!(in_tmp.call("GET", "/v1/health", b"").0, 200);
+    assert_eq!(elsewhere.call("GET", "/v1/health", b"").0, 200);
+}
+
+fn listing_is_empty(dir: &Path) -> bool {
+    std::fs::read_dir(dir).unwrap().next().is_none()
+}

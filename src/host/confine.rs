@@ -15,14 +15,18 @@
 //!   bind mounts of the scratch copy and its temporary directory: Landlock
 //!   governs file *contents* and names, not metadata, so this is what stops
 //!   `chmod`, `chown`, `setcap`, `touch -d` and `setfattr` on the user's
-//!   files; the directories of the user's service sockets are hidden in it;
+//!   files. In it the command gets its own empty `/tmp`, `/var/tmp` and
+//!   `/dev/shm` and a fresh `/proc` showing only its own processes; the
+//!   user's service sockets, the Unix sockets the host has bound and the
+//!   usual places of credentials in the home directory are hidden;
 //! - a new, empty **session keyring** (the keys of the user's login session
 //!   stay out of reach);
 //! - a **Landlock** domain: read and execute everywhere, write only to the
-//!   scratch copy, its private temporary directory and the harmless devices
-//!   (`/dev/null`...); processes outside the domain (the host among them)
+//!   scratch copy, its private temporary directories and the harmless
+//!   devices (`/dev/null`...); from ABI 9 on, no connecting to a Unix socket
+//!   outside them either; processes outside the domain (the host among them)
 //!   cannot be traced, so `/proc/<host>/environ`, `cwd` and `mem` are closed
-//!   (and the waiter, a copy of the host inside the domain, is not dumpable);
+//!   (and the waiter, a copy of the host, is not dumpable);
 //! - **resource limits**: no core files, a ceiling on file size and on
 //!   processes;
 //!
@@ -32,8 +36,9 @@
 //! The environment is built from scratch by the caller (see [`crate::host::scratch`]).
 //!
 //! What is *not* confined: reads. A run can read what the user can read
-//! (toolchains, the system, and also the user's files); it has no network to
-//! send them anywhere, but its output goes back to the detector.
+//! (toolchains, the system, and also the user's files, but for the hidden
+//! credential places); it has no network to send them anywhere, but its
+//! output goes back to the detector.
 //!
 //! The setup runs in the forked child before `exec`, where only
 //! async-signal-safe calls are allowed: everything that allocates (the
@@ -43,7 +48,7 @@ use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
@@ -83,58 +88,200 @@ const RUN_KEPT: &[&str] = &[
     "lock",
 ];
 
-/// Socket directories outside `/run`, hidden the same way.
-const SOCKET_DIRS: &[&str] = &[
-    "/tmp/.X11-unix",
-    "/tmp/.ICE-unix",
-    "/var/snap/lxd/common/lxd",
+/// Socket directories outside `/run` and the private directories, hidden
+/// the same way.
+const SOCKET_DIRS: &[&str] = &["/var/snap/lxd/common/lxd"];
+
+/// Directories each command gets empty and its own (a fresh tmpfs each):
+/// whatever the host's users keep there (a tmux or `critic serve` socket, an
+/// ssh-agent's, a lock, a cache) is out of sight.
+const PRIVATE_DIRS: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
+
+/// Where credentials usually live in a home directory; each that exists is
+/// covered (a directory by an empty tmpfs, a file by `/dev/null`) in the
+/// user's home and in the one `HOME` names, since a run can read what the
+/// user can and what it prints may reach the agent and its model.
+pub const SECRET_PLACES: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".netrc",
+    ".kube",
+    ".config/gh",
+    ".docker",
+    ".git-credentials",
+    ".config/git/credentials",
+    ".config/gcloud",
+    ".azure",
+    ".npmrc",
+    ".pypirc",
+    ".pgpass",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".password-store",
+    ".local/share/keyrings",
+    ".config/hub",
+    ".bash_history",
+    ".zsh_history",
+    ".python_history",
 ];
 
-/// What of the service directories to hide, as C strings ready for the
-/// forked child: directories (`.0`) and socket files (`.1`). A directory
-/// holding one of `writable` (a scratch place in the runtime dir, say) stays.
-fn service_sockets(writable: &[&Path]) -> Result<(Vec<CString>, Vec<CString>), String> {
-    use std::os::unix::fs::FileTypeExt;
-    let mut dirs: Vec<std::path::PathBuf> = SOCKET_DIRS.iter().map(Into::into).collect();
-    let mut sockets = Vec::new();
-    for run in ["/run", "/var/run"] {
-        let run = Path::new(run);
-        if run == Path::new("/var/run")
-            && std::fs::canonicalize(run).ok().as_deref() == Some(Path::new("/run"))
-        {
-            continue;
-        }
-        for entry in std::fs::read_dir(run).into_iter().flatten().flatten() {
-            let Ok(kind) = entry.file_type() else {
+/// The Landlock ABI that governs connecting to pathname Unix sockets
+/// (`LANDLOCK_ACCESS_FS_RESOLVE_UNIX`, Linux 7.1). Below it, the sockets a
+/// command could reach are hidden by mounts instead (see [`Hidden`]).
+pub const UNIX_SOCKET_ABI: u32 = 9;
+
+/// The Landlock ABI whose file system rights this build asks for.
+const ABI_WANTED: landlock::ABI = landlock::ABI::V9;
+
+/// What of the host a command must not see, as C strings ready for the
+/// forked child: directories covered by an empty tmpfs, files (sockets,
+/// credentials) covered by `/dev/null`.
+#[derive(Debug, Default)]
+struct Hidden {
+    dirs: Vec<CString>,
+    files: Vec<CString>,
+}
+
+impl Hidden {
+    /// Everything to hide from a command writing to `writable` (canonical
+    /// paths): the service socket directories and sockets (see
+    /// [`RUN_KEPT`]), the credential places of the user's homes, and, where
+    /// Landlock does not govern Unix sockets, every pathname socket the
+    /// host's network namespace has bound outside the places already
+    /// covered. A place holding one of `writable` (a scratch copy in the
+    /// runtime dir, say) stays.
+    fn collect(writable: &[PathBuf], unix_by_landlock: bool) -> Result<Hidden, String> {
+        use std::os::unix::fs::FileTypeExt;
+        let mut dirs: Vec<PathBuf> = SOCKET_DIRS.iter().map(Into::into).collect();
+        let mut files = Vec::new();
+        // Sorted by what covers them; what does not exist needs no cover.
+        let add = |dirs: &mut Vec<PathBuf>, files: &mut Vec<PathBuf>, path: PathBuf| {
+            match std::fs::metadata(&path) {
+                Ok(meta) if meta.is_dir() => dirs.push(path),
+                Ok(_) => files.push(path),
+                Err(_) => {}
+            }
+        };
+        for run in ["/run", "/var/run"] {
+            let run = Path::new(run);
+            if run == Path::new("/var/run")
+                && std::fs::canonicalize(run).ok().as_deref() == Some(Path::new("/run"))
+            {
                 continue;
-            };
-            let kept = run == Path::new("/run")
-                && RUN_KEPT
-                    .iter()
-                    .any(|k| entry.file_name() == std::ffi::OsStr::new(k));
-            if kind.is_dir() && !kept {
-                dirs.push(entry.path());
-            } else if kind.is_socket() {
-                sockets.push(entry.path());
+            }
+            for entry in std::fs::read_dir(run).into_iter().flatten().flatten() {
+                let kept = run == Path::new("/run")
+                    && RUN_KEPT
+                        .iter()
+                        .any(|k| entry.file_name() == std::ffi::OsStr::new(k));
+                match entry.file_type() {
+                    Ok(kind) if (kind.is_dir() && !kept) || kind.is_socket() => {
+                        add(&mut dirs, &mut files, entry.path())
+                    }
+                    _ => {}
+                }
             }
         }
+        for home in homes() {
+            for place in SECRET_PLACES {
+                add(&mut dirs, &mut files, home.join(place));
+            }
+        }
+        // Compared as the kernel will resolve them (`/var/run` is often a link).
+        let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        if !unix_by_landlock {
+            // Out of sight already: a socket in a private or hidden
+            // directory needs no mount of its own.
+            let covered: Vec<PathBuf> = PRIVATE_DIRS
+                .iter()
+                .map(|d| real(Path::new(d)))
+                .chain(dirs.iter().map(|d| real(d)))
+                .collect();
+            for socket in bound_unix_sockets() {
+                let socket = real(&socket);
+                if !covered.iter().any(|c| socket.starts_with(c)) {
+                    add(&mut dirs, &mut files, socket);
+                }
+            }
+        }
+        let c = |p: &PathBuf| {
+            CString::new(p.as_os_str().as_bytes())
+                .map_err(|_| format!("{} contains a NUL byte", p.display()))
+        };
+        let dirs = dirs
+            .iter()
+            .filter(|d| !writable.iter().any(|w| w.starts_with(real(d))))
+            .map(c)
+            .collect::<Result<_, _>>()?;
+        let files = files
+            .iter()
+            .filter(|f| !writable.iter().any(|w| real(f).starts_with(w)))
+            .map(c)
+            .collect::<Result<_, _>>()?;
+        Ok(Hidden { dirs, files })
     }
-    let c = |p: &Path| {
-        CString::new(p.as_os_str().as_bytes())
-            .map_err(|_| format!("{} contains a NUL byte", p.display()))
-    };
-    // Compared as the kernel will resolve them (`/var/run` is often a link).
-    let writable: Vec<std::path::PathBuf> = writable
-        .iter()
-        .map(|w| std::fs::canonicalize(w).unwrap_or_else(|_| w.to_path_buf()))
+}
+
+/// The user's home directories: the one `HOME` names and the password
+/// database's, when they differ.
+fn homes() -> Vec<PathBuf> {
+    let mut homes: Vec<PathBuf> = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .into_iter()
         .collect();
-    let dirs = dirs
-        .iter()
-        .filter(|d| !writable.iter().any(|w| w.starts_with(d)))
-        .map(|d| c(d))
-        .collect::<Result<_, _>>()?;
-    let sockets = sockets.iter().map(|f| c(f)).collect::<Result<_, _>>()?;
-    Ok((dirs, sockets))
+    let mut buf = vec![0 as libc::c_char; 16 << 10];
+    // SAFETY: getpwuid_r fills `entry` from `buf`, both live and sized here;
+    // `pw_dir` points into `buf`, read before it is dropped.
+    unsafe {
+        let mut entry: libc::passwd = std::mem::zeroed();
+        let mut found = std::ptr::null_mut();
+        if libc::getpwuid_r(
+            libc::getuid(),
+            &mut entry,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut found,
+        ) == 0
+            && !found.is_null()
+            && !entry.pw_dir.is_null()
+        {
+            let dir = std::ffi::CStr::from_ptr(entry.pw_dir).to_bytes();
+            homes.push(PathBuf::from(std::ffi::OsStr::from_bytes(dir)));
+        }
+    }
+    homes.retain(|h| h.is_absolute() && h != Path::new("/"));
+    homes.dedup();
+    homes
+}
+
+/// The pathname Unix sockets bound in this network namespace, from
+/// `/proc/net/unix`.
+fn bound_unix_sockets() -> Vec<PathBuf> {
+    let Ok(table) = std::fs::read("/proc/net/unix") else {
+        return Vec::new();
+    };
+    table
+        .split(|&b| b == b'\n')
+        .skip(1)
+        .filter_map(socket_path)
+        .map(|path| PathBuf::from(std::ffi::OsStr::from_bytes(path)))
+        .collect()
+}
+
+/// The path of a line of `/proc/net/unix` (`Num RefCount Protocol Flags Type
+/// St Inode Path`, the inode padded with spaces), when it is an absolute
+/// one: abstract sockets (`@...`) and unnamed ones have none, and a relative
+/// one was bound relative to a directory no longer known.
+fn socket_path(line: &[u8]) -> Option<&[u8]> {
+    let mut rest = line;
+    for _ in 0..7 {
+        rest = rest.trim_ascii_start();
+        let end = rest.iter().position(|&b| b == b' ')?;
+        rest = &rest[end..];
+    }
+    let path = rest.strip_prefix(b" ")?;
+    path.starts_with(b"/").then_some(path)
 }
 
 /// `KEYCTL_JOIN_SESSION_KEYRING` of `<linux/keyctl.h>`.
@@ -206,9 +353,14 @@ fn landlock_abi() -> Option<u32> {
     u32::try_from(v).ok().filter(|&v| v > 0)
 }
 
-/// Whether a child can enter the namespaces a confined command gets.
+/// Whether a child can enter the namespaces a confined command gets and
+/// mount a fresh `/proc` there (a container that covers parts of its
+/// `/proc` forbids that).
 fn probe_namespaces() -> Result<(), String> {
     let maps = IdMaps::current()?;
+    // Exit codes of the probe beyond errno values.
+    const NO_MAPS: i32 = 201;
+    const NO_PROC: i32 = 202;
     // SAFETY: the child makes only async-signal-safe calls and `_exit`s.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
@@ -221,22 +373,52 @@ fn probe_namespaces() -> Result<(), String> {
                 libc::_exit(errno().clamp(1, 200));
             }
             if maps.write().is_err() {
-                libc::_exit(201);
+                libc::_exit(NO_MAPS);
             }
-            libc::_exit(0);
+            if mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE, None).is_err() {
+                libc::_exit(errno().clamp(1, 200));
+            }
+            // The first process of the new PID namespace mounts its /proc.
+            let first = libc::fork();
+            if first == 0 {
+                libc::_exit(if mount_proc().is_ok() { 0 } else { NO_PROC });
+            }
+            libc::_exit(exit_code_of(first));
         }
     }
-    let mut status = 0;
-    // SAFETY: waiting for the child just forked.
-    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 && errno() == libc::EINTR {}
-    match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
-        Some(0) => Ok(()),
-        Some(201) => Err("cannot map the user's ids in a new user namespace".into()),
-        Some(code) => Err(format!(
+    match exit_code_of(pid) {
+        0 => Ok(()),
+        NO_MAPS => Err("cannot map the user's ids in a new user namespace".into()),
+        NO_PROC => Err(
+            "cannot mount a fresh /proc in a new PID namespace (parts of /proc are covered, \
+             as in some containers)"
+                .into(),
+        ),
+        code if (1..=200).contains(&code) => Err(format!(
             "unshare(user, mount, network, PID, IPC namespaces): {}",
             std::io::Error::from_raw_os_error(code)
         )),
-        None => Err("the namespace probe died".into()),
+        _ => Err("the namespace probe died".into()),
+    }
+}
+
+/// Wait for child `pid`; its exit code, or -1 when it failed to start or
+/// died of a signal (async-signal-safe).
+fn exit_code_of(pid: libc::pid_t) -> i32 {
+    if pid < 0 {
+        return -1;
+    }
+    let mut status = 0;
+    // SAFETY: waiting for our own child.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
+        if errno() != libc::EINTR {
+            return -1;
+        }
+    }
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
     }
 }
 
@@ -287,12 +469,29 @@ fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> Result<(), i32> {
     }
 }
 
+/// How pathname Unix sockets outside the copy are kept from a command on
+/// this machine.
+pub fn unix_sockets(support: &Support) -> &'static str {
+    if support.landlock_abi >= Some(UNIX_SOCKET_ABI) {
+        "denied by Landlock outside the scratch copy and its private directories"
+    } else {
+        "hidden when the run starts (private /tmp, /var/tmp and /dev/shm, /run, and every socket \
+         the host has bound); a socket bound later elsewhere stays reachable: Landlock ABI 9 \
+         (Linux 7.1) denies them all"
+    }
+}
+
 /// `critic doctor`'s report as JSON: each feature, and whether runs can be
 /// confined.
 pub fn report(support: &Support) -> serde_json::Value {
     serde_json::json!({
         "landlock_abi": support.landlock_abi,
         "namespaces": support.namespaces.as_ref().map(|()| "available").map_err(Clone::clone),
+        "private_dirs": PRIVATE_DIRS,
+        "private_home": true,
+        "fresh_proc": support.namespaces.is_ok(),
+        "unix_sockets": unix_sockets(support),
+        "seccomp": "not used: a filter cannot see the path a socket connects to; the network namespace closes the network",
         "confined_runs": support.missing().map_or_else(
             || "available".to_string(),
             |m| format!("refused: this machine lacks {m}; --unconfined-runs opts out")
@@ -306,7 +505,7 @@ pub fn report_text(support: &Support) -> String {
     let mut out = String::new();
     match support.landlock_abi {
         Some(abi) => out.push_str(&format!(
-            "{} Landlock ABI {abi}: writes confined to the scratch copy and its tmp{}\n",
+            "{} Landlock ABI {abi}: writes confined to the scratch copy and its private dirs{}\n",
             yes_no(true),
             if abi >= 6 { "; signals scoped" } else { "" }
         )),
@@ -315,11 +514,19 @@ pub fn report_text(support: &Support) -> String {
     match &support.namespaces {
         Ok(()) => out.push_str(&format!(
             "{} user, mount, network, PID and IPC namespaces: read-only system, no network, \
-             process tree killed whole\n",
-            yes_no(true)
+             process tree killed whole, a fresh /proc, private {}, an empty HOME, credential \
+             places hidden\n",
+            yes_no(true),
+            PRIVATE_DIRS.join(", ")
         )),
         Err(e) => out.push_str(&format!("{} namespaces: {e}\n", yes_no(false))),
     }
+    out.push_str(&format!(
+        "{} Unix sockets: {}\n",
+        yes_no(support.landlock_abi >= Some(UNIX_SOCKET_ABI)),
+        unix_sockets(support)
+    ));
+    out.push_str("    seccomp: not used (a filter cannot see the path a socket connects to)\n");
     match support.missing() {
         None => out.push_str("run/run-matrix commands run confined.\n"),
         Some(m) => out.push_str(&format!(
@@ -339,21 +546,39 @@ pub struct Confinement {
     mounts: Mounts,
 }
 
+/// Most writable directories a command may have (their mounts are cloned
+/// into a fixed array in the forked child, which cannot allocate).
+const MAX_WRITABLE: usize = 4;
+
 /// What the command's mount namespace changes.
 #[derive(Debug)]
 struct Mounts {
-    /// The directories left writable.
+    /// The directories left writable (canonical paths).
     writable: Vec<CString>,
-    /// Service socket directories to hide (see [`RUN_KEPT`]).
-    hidden_dirs: Vec<CString>,
-    /// Service socket files to hide.
-    hidden_sockets: Vec<CString>,
+    /// Fresh, empty, writable tmpfs mounts (see [`PRIVATE_DIRS`]).
+    private: Vec<CString>,
+    /// Directories to make in the private mounts, parents first, for the
+    /// writable directories that lie in them to be mounted back at their
+    /// paths.
+    mountpoints: Vec<CString>,
+    /// What to hide.
+    hidden: Hidden,
+    /// The Landlock rights the private mounts get (every handled one).
+    private_access: u64,
+}
+
+/// `struct landlock_path_beneath_attr` of `<linux/landlock.h>` (packed).
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
 }
 
 impl Confinement {
     /// A confinement letting the command write only under `writable` (the
-    /// scratch copy and its private temporary directory). Fails with what is
-    /// missing when this machine cannot confine.
+    /// scratch copy and its private temporary directory) and its private
+    /// directories. Fails with what is missing when this machine cannot
+    /// confine.
     pub fn new(writable: &[&Path]) -> Result<Confinement, String> {
         use landlock::{
             path_beneath_rules, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr,
@@ -363,43 +588,75 @@ impl Confinement {
         if let Some(missing) = support.missing() {
             return Err(format!("this machine lacks {missing}"));
         }
+        if writable.len() > MAX_WRITABLE {
+            return Err(format!(
+                "at most {MAX_WRITABLE} writable directories (internal error)"
+            ));
+        }
         // The newest rights this build knows; the kernel's own ABI decides
         // how many of them are enforced (writes are denied from ABI 1 on).
-        let abi = ABI::V6;
         let fail = |e: landlock::RulesetError| format!("cannot build the Landlock ruleset: {e}");
         let ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::BestEffort)
-            .handle_access(AccessFs::from_all(abi))
+            .handle_access(AccessFs::from_all(ABI_WANTED))
             .map_err(fail)?
-            .scope(Scope::from_all(abi))
+            .scope(Scope::from_all(ABI_WANTED))
             .map_err(fail)?
             .create()
             .map_err(fail)?
-            .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi)))
+            .add_rules(path_beneath_rules(["/"], AccessFs::from_read(ABI_WANTED)))
             .map_err(fail)?
-            .add_rules(path_beneath_rules(writable, AccessFs::from_all(abi)))
+            .add_rules(path_beneath_rules(writable, AccessFs::from_all(ABI_WANTED)))
             .map_err(fail)?
             .add_rules(path_beneath_rules(
                 WRITABLE_DEVICES.iter().filter(|d| Path::new(d).exists()),
-                AccessFs::from_read(abi) | AccessFs::WriteFile,
+                AccessFs::from_read(ABI_WANTED) | AccessFs::WriteFile,
             ))
             .map_err(fail)?;
         let ruleset: Option<OwnedFd> = ruleset.into();
-        let (hidden_dirs, hidden_sockets) = service_sockets(writable)?;
-        let writable = writable
+        // What best effort handled on this kernel: the private mounts, made
+        // in the child, get all of it.
+        let kernel = ABI::from(support.landlock_abi.map_or(0, |v| v as i32));
+        let private_access = AccessFs::from_all(kernel.min(ABI_WANTED)).bits();
+        let c = |p: &Path| {
+            CString::new(p.as_os_str().as_bytes())
+                .map_err(|_| format!("{} contains a NUL byte", p.display()))
+        };
+        let real = |p: &Path| std::fs::canonicalize(p).map_err(|e| format!("{}: {e}", p.display()));
+        let writable: Vec<PathBuf> = writable.iter().map(|w| real(w)).collect::<Result<_, _>>()?;
+        // A private directory is not covered where a writable one holds it
+        // (a scratch place of `/`, say): that would hide part of the copy.
+        let private: Vec<PathBuf> = PRIVATE_DIRS
             .iter()
-            .map(|dir| {
-                CString::new(dir.as_os_str().as_bytes())
-                    .map_err(|_| format!("{} contains a NUL byte", dir.display()))
-            })
-            .collect::<Result<_, _>>()?;
+            .map(Path::new)
+            .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()))
+            .filter(|p| !writable.iter().any(|w| p.starts_with(w)))
+            .map(Path::to_path_buf)
+            .collect();
+        let mut mountpoints: Vec<PathBuf> = Vec::new();
+        for w in &writable {
+            if let Some(p) = private.iter().find(|p| w.starts_with(p) && w != *p) {
+                let mut chain: Vec<&Path> = w.ancestors().take_while(|a| a != p).collect();
+                chain.reverse();
+                for dir in chain {
+                    if !mountpoints.iter().any(|m| m == dir) {
+                        mountpoints.push(dir.to_path_buf());
+                    }
+                }
+            }
+        }
+        let unix_by_landlock = support.landlock_abi >= Some(UNIX_SOCKET_ABI);
+        let hidden = Hidden::collect(&writable, unix_by_landlock)?;
+        let cs = |paths: &[PathBuf]| paths.iter().map(|p| c(p)).collect::<Result<Vec<_>, _>>();
         Ok(Confinement {
             ruleset: ruleset.ok_or("Landlock is not enforced on this machine")?,
             maps: IdMaps::current()?,
             mounts: Mounts {
-                writable,
-                hidden_dirs,
-                hidden_sockets,
+                writable: cs(&writable)?,
+                private: cs(&private)?,
+                mountpoints: cs(&mountpoints)?,
+                hidden,
+                private_access,
             },
         })
     }
@@ -438,9 +695,11 @@ pub fn apply_unconfined(cmd: &mut Command) {
     }
 }
 
-/// In the forked child: enter the confinement, then fork the command as the
-/// first process of the new PID namespace while this process stays behind
-/// to wait for it and pass its status on.
+/// In the forked child: enter the namespaces and build the command's mounts,
+/// then fork the command as the first process of the new PID namespace
+/// (which mounts its `/proc`, then takes on the Landlock domain and drops
+/// its capabilities) while this process stays behind, confined the same
+/// way, to wait for it and pass its status on.
 fn enter(
     host: libc::pid_t,
     ruleset: libc::c_int,
@@ -487,18 +746,11 @@ fn enter(
             return Err(os());
         }
         loopback_up();
-        read_only_but(mounts)?;
-        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-            return Err(os());
-        }
-        if libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0) != 0 {
-            return Err(os());
-        }
-        drop_capabilities()?;
+        build_mounts(mounts, ruleset)?;
         // This process is a copy of the host's memory (its environment, keys
-        // read from it): the command, in the same Landlock domain, must not
-        // read it through /proc. Not dumpable, it needs CAP_SYS_PTRACE in
-        // the host's user namespace, which the command lacks.
+        // read from it): the command must not read it through /proc. Not
+        // dumpable, it needs CAP_SYS_PTRACE in the host's user namespace,
+        // which the command lacks.
         if libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 {
             return Err(os());
         }
@@ -524,29 +776,91 @@ fn enter(
                 // The waiter died before the death signal was armed.
                 libc::_exit(127);
             }
-            return Ok(());
+            // Only a process of the new PID namespace can mount the /proc
+            // that shows it alone; Landlock refuses mounts, so this comes
+            // first.
+            mount_proc()?;
+            return restrict(ruleset);
+        }
+        if restrict(ruleset).is_err() {
+            libc::kill(pid, libc::SIGKILL);
         }
         wait_and_exit(pid, alive[1])
     }
 }
 
-/// Make every mount of this (new) mount namespace read-only except bind
-/// mounts of `writable`.
+/// Take on the Landlock domain for good: `no_new_privs`, the ruleset, and
+/// no capabilities left to undo the read-only mounts with.
+///
+/// # Safety
+/// Async-signal-safe; for the forked children of [`enter`].
+unsafe fn restrict(ruleset: libc::c_int) -> std::io::Result<()> {
+    let os = std::io::Error::last_os_error;
+    if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+        return Err(os());
+    }
+    if libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0) != 0 {
+        return Err(os());
+    }
+    drop_capabilities()
+}
+
+/// Mount a fresh, read-only procfs of this PID namespace on `/proc`: the
+/// host's processes (their command lines, with whatever secrets were passed
+/// as arguments) are not in it.
+///
+/// # Safety
+/// Async-signal-safe; for the first process of a new PID namespace.
+unsafe fn mount_proc() -> std::io::Result<()> {
+    mount(
+        Some(c"proc"),
+        c"/proc",
+        Some(c"proc"),
+        libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+        None,
+    )
+}
+
+/// `OPEN_TREE_CLONE` of `<linux/mount.h>`.
+const OPEN_TREE_CLONE: libc::c_uint = 1;
+/// `MOVE_MOUNT_F_EMPTY_PATH` of `<linux/mount.h>`.
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
+/// `LANDLOCK_RULE_PATH_BENEATH` of `<linux/landlock.h>`.
+const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
+
+/// Build the command's mounts in this (new) mount namespace: the hidden
+/// places covered, fresh private directories, every mount read-only except
+/// the writable directories (put back at their paths) and the private
+/// ones, which `ruleset` lets the command write.
 ///
 /// # Safety
 /// Async-signal-safe; for the forked child, inside its own user and mount
 /// namespaces.
-unsafe fn read_only_but(mounts: &Mounts) -> std::io::Result<()> {
+unsafe fn build_mounts(mounts: &Mounts, ruleset: libc::c_int) -> std::io::Result<()> {
     let os = std::io::Error::last_os_error;
     // Nothing done here may reach the host's mounts.
     mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE, None)?;
+    // The writable directories, cloned before anything covers them.
+    let mut clones = [-1 as libc::c_int; MAX_WRITABLE];
+    for (clone, dir) in clones.iter_mut().zip(&mounts.writable) {
+        let fd = libc::syscall(
+            libc::SYS_open_tree,
+            libc::AT_FDCWD,
+            dir.as_ptr(),
+            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | libc::AT_RECURSIVE as libc::c_uint,
+        );
+        if fd < 0 {
+            return Err(os());
+        }
+        *clone = fd as libc::c_int;
+    }
     let hidden = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
     let absent =
         |e: &std::io::Error| matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR));
     // One empty tmpfs, bound over the rest: a bind mount costs far less
     // than a new file system.
     let mut empty: Option<&CString> = None;
-    for dir in &mounts.hidden_dirs {
+    for dir in &mounts.hidden.dirs {
         let covered = match empty {
             Some(first) => mount(Some(first), dir, None, libc::MS_BIND, None),
             None => mount(
@@ -563,14 +877,39 @@ unsafe fn read_only_but(mounts: &Mounts) -> std::io::Result<()> {
             Err(_) => {}
         }
     }
-    for file in &mounts.hidden_sockets {
+    for file in &mounts.hidden.files {
         match mount(Some(c"/dev/null"), file, None, libc::MS_BIND, None) {
             Err(e) if !absent(&e) => return Err(e),
             _ => {}
         }
     }
-    for dir in &mounts.writable {
-        mount(Some(dir), dir, None, libc::MS_BIND | libc::MS_REC, None)?;
+    for dir in &mounts.private {
+        mount(
+            Some(c"tmpfs"),
+            dir,
+            Some(c"tmpfs"),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            Some(c"mode=1777"),
+        )?;
+    }
+    for dir in &mounts.mountpoints {
+        if libc::mkdir(dir.as_ptr(), 0o700) != 0 && errno() != libc::EEXIST {
+            return Err(os());
+        }
+    }
+    for (&clone, dir) in clones.iter().zip(&mounts.writable) {
+        let moved = libc::syscall(
+            libc::SYS_move_mount,
+            clone,
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            dir.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
+        );
+        libc::close(clone);
+        if moved != 0 {
+            return Err(os());
+        }
     }
     let set_attr = |path: &std::ffi::CStr, attr: &MountAttr| {
         libc::syscall(
@@ -597,12 +936,38 @@ unsafe fn read_only_but(mounts: &Mounts) -> std::io::Result<()> {
         propagation: 0,
         userns_fd: 0,
     };
-    for dir in &mounts.writable {
+    for dir in mounts.private.iter().chain(&mounts.writable) {
         if set_attr(dir, &read_write) != 0 {
             return Err(os());
         }
     }
-    // The working directory was entered before the bind mounts covered it:
+    // The private mounts did not exist when the ruleset was made: their
+    // roots get their rule now.
+    for dir in &mounts.private {
+        let fd = libc::open(
+            dir.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        );
+        if fd < 0 {
+            return Err(os());
+        }
+        let rule = PathBeneathAttr {
+            allowed_access: mounts.private_access,
+            parent_fd: fd,
+        };
+        let added = libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset,
+            LANDLOCK_RULE_PATH_BENEATH,
+            &rule as *const PathBeneathAttr,
+            0u32,
+        );
+        libc::close(fd);
+        if added != 0 {
+            return Err(os());
+        }
+    }
+    // The working directory was entered before the mounts covered it:
     // enter it again by name to land on the writable mount.
     let mut cwd = [0 as libc::c_char; libc::PATH_MAX as usize];
     if libc::syscall(libc::SYS_getcwd, cwd.as_mut_ptr(), cwd.len()) < 0

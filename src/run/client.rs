@@ -8,7 +8,7 @@
 use crate::evaluate::verdict::Verdict;
 use crate::run::server::TOKEN_ENV;
 use crate::run::CheckRequest;
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use hyper::body::Bytes;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -19,6 +19,13 @@ pub const SERVER_ENV: &str = "CRITIC_SERVER";
 
 /// How long to wait for a server to accept before checking in process.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long to wait for the server's first answer to a request's headers
+/// (`100 Continue`, or a refusal) before checking in process. The body
+/// goes only after it, so a server that has not answered by then has not
+/// started the check and cannot count it: a server stalled by other
+/// clients costs a hook this much, not minutes.
+const FIRST_ANSWER_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// How long to wait for the answer once the request is sent: a little over
 /// the server's default check timeout, after which it answers 504 itself.
@@ -130,15 +137,26 @@ async fn post(
     let failed = |e: &dyn std::fmt::Display| ClientError::Failed(format!("{address}: {e}"));
     let mut request = hyper::Request::post(path)
         .header(hyper::header::HOST, "localhost")
-        .header(hyper::header::CONTENT_TYPE, "application/json");
+        .header(hyper::header::CONTENT_TYPE, "application/json")
+        .header(hyper::header::CONTENT_LENGTH, body.len())
+        .header(hyper::header::EXPECT, "100-continue");
     if let ServerAddress::Tcp(_) = address {
         if let Ok(token) = std::env::var(TOKEN_ENV) {
             request = request.header(hyper::header::AUTHORIZATION, format!("Bearer {token}"));
         }
     }
-    let request = request
-        .body(Full::new(Bytes::from(body)))
-        .map_err(|e| failed(&e))?;
+    // The body waits for the server's `100 Continue`.
+    let (mut sender, waiting_body) = http_body_util::channel::Channel::<Bytes>::new(1);
+    let mut request = request.body(waiting_body).map_err(|e| failed(&e))?;
+    let (go, mut continued) = tokio::sync::oneshot::channel::<()>();
+    let go = std::sync::Mutex::new(Some(go));
+    hyper::ext::on_informational(&mut request, move |response| {
+        if response.status() == hyper::StatusCode::CONTINUE {
+            if let Some(go) = go.lock().ok().and_then(|mut g| g.take()) {
+                let _ = go.send(());
+            }
+        }
+    });
     let connect = async {
         match address {
             ServerAddress::Socket(p) => {
@@ -159,12 +177,50 @@ async fn post(
         .await
         .map_err(|_| no_server(&"no answer to connect"))?
         .map_err(|e| no_server(&e))?;
-    let exchange = async {
-        let response = match stream {
+    let response = async {
+        match stream {
             Stream::Unix(s) => send(s, request).await,
             Stream::Tcp(s) => send(s, request).await,
         }
-        .map_err(|e| failed(&e))?;
+    };
+    tokio::pin!(response);
+    // Until the server answers the headers, nothing is sent that it could
+    // count: giving up then and checking in process is safe.
+    let first = tokio::time::timeout(FIRST_ANSWER_TIMEOUT, async {
+        tokio::select! {
+            answered = &mut response => Some(answered),
+            // A sender dropped unsent (the connection closed) is no
+            // `100 Continue`: the response then says what happened.
+            Ok(()) = &mut continued => None,
+        }
+    })
+    .await
+    .map_err(|_| {
+        no_server(&format!(
+            "no answer to the request within {} s (a busy or stalled server)",
+            FIRST_ANSWER_TIMEOUT.as_secs()
+        ))
+    })?;
+    let exchange = async {
+        let response = match first {
+            // Refused before the body (401, 503...): nothing was read.
+            Some(Ok(answered)) => answered,
+            // Closed before any answer (a server refusing the connection):
+            // nothing was sent that it could have counted either.
+            Some(Err(e)) => {
+                return Err(no_server(&format!(
+                    "the connection ended before an answer ({e})"
+                )))
+            }
+            None => {
+                sender
+                    .send_data(Bytes::from(body))
+                    .await
+                    .map_err(|_| failed(&"the connection closed while sending the request"))?;
+                drop(sender);
+                response.await.map_err(|e| failed(&e))?
+            }
+        };
         let status = response.status();
         let answer = response
             .into_body()
@@ -186,7 +242,7 @@ enum Stream {
 
 async fn send<S>(
     stream: S,
-    request: hyper::Request<Full<Bytes>>,
+    request: hyper::Request<http_body_util::channel::Channel<Bytes>>,
 ) -> Result<hyper::Response<hyper::body::Incoming>, hyper::Error>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,

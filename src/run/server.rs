@@ -13,10 +13,18 @@
 //! of `CRITIC_SERVER_TOKEN` (`Authorization: Bearer ...`), since a check runs
 //! with the server's rights over the paths a request names.
 //!
-//! Limits: a body cap, a deadline for reading it, a cap on connections, at
-//! most `concurrency` checks at once with at most `queue` more waiting (more
-//! get 503 at once), and a per-check timeout (504; the check itself runs to
-//! its end, holding its slot, since a thread cannot be stopped safely).
+//! Who else is refused: a peer of the socket that is not in the server's own
+//! user and network namespaces (a confined run that found the socket, say),
+//! whatever its uid.
+//!
+//! Limits: a short deadline for a request's headers, a body cap and a
+//! deadline for reading it, a cap on connections and, over TCP, a small cap
+//! per peer (the user owning the other end) on connections whose headers
+//! have not all arrived, at most `concurrency` checks at once with at most
+//! `queue` more waiting (more get 503 at once), and a per-check timeout
+//! (504; the check itself runs to its end, holding its slot, since a thread
+//! cannot be stopped safely). Over TCP, an answer to a request without the
+//! token closes its connection, so no one without it holds one open.
 //! SIGTERM or SIGINT stops accepting, lets checks in flight finish (their
 //! scratch copies are removed as they end) and removes the socket; a second
 //! signal abandons them, killing their processes and removing their copies.
@@ -52,6 +60,11 @@ const MIN_TOKEN_LEN: usize = 16;
 /// still have room.
 const MAX_CONNECTIONS: usize = 512;
 
+/// TCP connections one peer (one user) may hold whose request headers have
+/// not all arrived: enough for a client's parallel checks, too few for one
+/// user to keep the server from everyone else's.
+const PENDING_PER_PEER: usize = 16;
+
 /// Where and how `critic serve` listens.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -61,7 +74,10 @@ pub struct ServerConfig {
     pub listen: Option<SocketAddr>,
     /// Largest request body, in bytes.
     pub max_body: usize,
-    /// Time a client has to send its headers and its body.
+    /// Time a client has to send a request's headers (and that an idle
+    /// connection stays open).
+    pub header_timeout: Duration,
+    /// Time a client has to send its body.
     pub read_timeout: Duration,
     /// Longest a check may take before the client gets 504.
     pub check_timeout: Duration,
@@ -80,6 +96,7 @@ impl ServerConfig {
             socket,
             listen,
             max_body: 64 << 20,
+            header_timeout: Duration::from_secs(2),
             read_timeout: Duration::from_secs(30),
             check_timeout: Duration::from_secs(600),
             concurrency: 2 * crate::sys::parallel::cores(),
@@ -187,6 +204,7 @@ async fn run(
     let remote = router(shared.clone(), shared.config.token.clone());
     let graceful = GracefulShutdown::new();
     let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let pending = Arc::new(Pending::default());
     let mut stop = Box::pin(shutdown_signal());
     ready();
     loop {
@@ -197,17 +215,26 @@ async fn run(
         tokio::select! {
             _ = &mut stop => break,
             stream = accept(unix.as_mut().map(|(l, _)| l)) => {
-                // Only this user's processes: the socket's mode says so, and
-                // the connection's credentials confirm it.
-                let own = stream.peer_cred().is_ok_and(|c| c.uid() == rustix::process::geteuid().as_raw());
-                if own {
-                    spawn_connection(stream, &local, &graceful, &shared.config, permit);
-                } else {
-                    tracing::warn!("refused a connection from another user");
+                // Only this user's processes, and only those in this user
+                // and network namespace: the socket's mode says the first,
+                // the connection's credentials confirm it and the second.
+                match local_peer(&stream) {
+                    Ok(()) => spawn_connection(stream, &local, &graceful, &shared.config, permit, None, None),
+                    Err(why) => tracing::warn!("refused a connection on the socket: {why}"),
                 }
             }
             stream = accept(tcp.as_mut()) => {
-                spawn_connection(stream, &remote, &graceful, &shared.config, permit);
+                let peer = match (stream.local_addr(), stream.peer_addr()) {
+                    (Ok(local), Ok(peer)) => crate::sys::peer::tcp_peer_uid(local, peer),
+                    _ => None,
+                };
+                match pending.admit(peer) {
+                    Some(slot) => spawn_connection(stream, &remote, &graceful, &shared.config, permit, Some(slot), shared.config.token.clone()),
+                    None => tracing::warn!(
+                        "refused a TCP connection: its user ({}) already has {PENDING_PER_PEER} connections waiting for their headers",
+                        peer.map_or("unknown".into(), |u| u.to_string())
+                    ),
+                }
             }
         }
     }
@@ -244,22 +271,57 @@ async fn accept<L: Listener>(listener: Option<&mut L>) -> L::Io {
     }
 }
 
+/// Whether a connection on the socket may be served: its peer runs as this
+/// user, in this user and network namespace.
+fn local_peer(stream: &tokio::net::UnixStream) -> Result<(), String> {
+    use std::os::fd::AsFd;
+    let cred = stream
+        .peer_cred()
+        .map_err(|e| format!("cannot read its credentials: {e}"))?;
+    if cred.uid() != rustix::process::geteuid().as_raw() {
+        return Err("it runs as another user".into());
+    }
+    crate::sys::peer::same_namespaces(stream.as_fd(), cred.pid())
+}
+
+/// Serve one connection. `pending` is its place among its peer's
+/// connections still sending headers, given up once they have arrived;
+/// `token`, what its requests must carry for the connection to stay open.
 fn spawn_connection<S>(
     stream: S,
     router: &Router,
     graceful: &GracefulShutdown,
     config: &ServerConfig,
     permit: tokio::sync::OwnedSemaphorePermit,
+    pending: Option<PendingSlot>,
+    token: Option<String>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
-        .header_read_timeout(config.read_timeout);
-    let connection = http.serve_connection(
-        TokioIo::new(stream),
-        TowerToHyperService::new(router.clone()),
-    );
+        .header_read_timeout(config.header_timeout);
+    let inner = TowerToHyperService::new(router.clone());
+    let pending = std::sync::Mutex::new(pending);
+    let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
+        // The headers are in: the connection no longer counts as pending.
+        pending.lock().map(|mut p| p.take()).ok();
+        let close = token
+            .as_deref()
+            .is_some_and(|t| !carries_token(request.headers(), t));
+        let answer = hyper::service::Service::call(&inner, request);
+        async move {
+            let mut response = answer.await?;
+            if close {
+                response.headers_mut().insert(
+                    header::CONNECTION,
+                    header::HeaderValue::from_static("close"),
+                );
+            }
+            Ok::<_, std::convert::Infallible>(response)
+        }
+    });
+    let connection = http.serve_connection(TokioIo::new(stream), service);
     let connection = graceful.watch(connection);
     tokio::spawn(async move {
         if let Err(e) = connection.await {
@@ -267,6 +329,49 @@ fn spawn_connection<S>(
         }
         drop(permit);
     });
+}
+
+/// TCP connections whose request headers have not all arrived, per peer
+/// (the user owning the other end; `None` when it could not be told).
+#[derive(Default)]
+struct Pending {
+    counts: std::sync::Mutex<std::collections::HashMap<Option<u32>, usize>>,
+}
+
+/// One connection's place in [`Pending`], given back when dropped.
+struct PendingSlot {
+    pending: Arc<Pending>,
+    peer: Option<u32>,
+}
+
+impl Pending {
+    /// A place for a new connection of `peer`, unless it holds
+    /// [`PENDING_PER_PEER`] already.
+    fn admit(self: &Arc<Self>, peer: Option<u32>) -> Option<PendingSlot> {
+        let mut counts = self.counts.lock().ok()?;
+        let count = counts.entry(peer).or_default();
+        if *count >= PENDING_PER_PEER {
+            return None;
+        }
+        *count += 1;
+        Some(PendingSlot {
+            pending: self.clone(),
+            peer,
+        })
+    }
+}
+
+impl Drop for PendingSlot {
+    fn drop(&mut self) {
+        if let Ok(mut counts) = self.pending.counts.lock() {
+            if let Some(count) = counts.get_mut(&self.peer) {
+                *count -= 1;
+                if *count == 0 {
+                    counts.remove(&self.peer);
+                }
+            }
+        }
+    }
 }
 
 /// Bind the Unix socket at `path`, mode 0600; a socket file left by a dead
@@ -339,12 +444,7 @@ fn failure(status: StatusCode, error: String) -> Response {
 async fn check(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Response {
     let shared = &endpoint.shared;
     if let Some(token) = &endpoint.token {
-        let given = request
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        if !given.is_some_and(|g| same_token(g, token)) {
+        if !carries_token(request.headers(), token) {
             return failure(
                 StatusCode::UNAUTHORIZED,
                 format!("missing or wrong token: send `Authorization: Bearer ${TOKEN_ENV}`"),
@@ -464,6 +564,15 @@ async fn read_body(body: Body, config: &ServerConfig) -> Result<Bytes, Response>
         )),
         Ok(Ok(collected)) => Ok(collected.to_bytes()),
     }
+}
+
+/// Whether a request's headers carry `token` (`Authorization: Bearer ...`).
+fn carries_token(headers: &header::HeaderMap, token: &str) -> bool {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|given| same_token(given, token))
 }
 
 /// Whether a token matches, in time independent of where they differ.

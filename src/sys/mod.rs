@@ -1,10 +1,12 @@
 //! Operating-system helpers the layers share: private directories, atomic
 //! and bounded file writes, tree removal that cannot be led astray, the
-//! registry of what an interrupted host undoes, and the one work queue.
+//! registry of what an interrupted host undoes, the one work queue, and who
+//! is at the other end of a local connection.
 
 pub mod atomic_file;
 pub mod bounded_read;
 pub mod interrupt;
 pub mod parallel;
+pub mod peer;
 pub mod private_dir;
 pub mod remove_tree;

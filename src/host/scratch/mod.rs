@@ -35,8 +35,28 @@ pub const DEFAULT_OUTPUT_BYTES: usize = 64 << 10;
 /// request asks for: the capture is held in memory and returned to the guest.
 pub const MAX_OUTPUT_BYTES: usize = 8 << 20;
 /// Environment variables passed through from the host to commands; nothing
-/// else of the host's environment (API keys, tokens) reaches them.
-pub const PASSED_ENV: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ"];
+/// else of the host's environment (API keys, tokens) reaches them. `HOME`
+/// is not among them: each run's is an empty directory of its own.
+pub const PASSED_ENV: &[&str] = &[
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "PYENV_VERSION",
+    "RUSTUP_TOOLCHAIN",
+];
+/// Where toolchains live, with their default under the user's home: passed
+/// on when the host sets them, else set to the default when it exists, so
+/// that pyenv's shims, cargo and rustup, Go and `pip --user` packages still
+/// find themselves while `HOME` is private.
+const TOOLCHAIN_HOMES: &[(&str, &str)] = &[
+    ("PYENV_ROOT", ".pyenv"),
+    ("CARGO_HOME", ".cargo"),
+    ("RUSTUP_HOME", ".rustup"),
+    ("PYTHONUSERBASE", ".local"),
+    ("GOPATH", "go"),
+];
 /// Name prefix of pool directories under the temp dir.
 const POOL_PREFIX: &str = "critic-scratch-";
 
@@ -799,7 +819,27 @@ fn execute(slot: &Slot, request: &RunRequest, deadline: Instant, confined: bool)
             cmd.env(key, v);
         }
     }
-    cmd.env("TMPDIR", &slot.tmp)
+    let user_home = std::env::var_os("HOME").map(PathBuf::from);
+    for (key, default) in TOOLCHAIN_HOMES {
+        let value = std::env::var_os(key).map(PathBuf::from).or_else(|| {
+            let dir = user_home.as_ref()?.join(default);
+            dir.is_dir().then_some(dir)
+        });
+        if let Some(v) = value {
+            cmd.env(key, v);
+        }
+    }
+    // Empty and the run's own: no dotfile of the user's (credentials,
+    // shell history, tool settings) is read through it.
+    let home = slot.tmp.join("home");
+    if let Err(e) = std::fs::create_dir_all(&home) {
+        return failed(format!(
+            "cannot make the run's home {}: {e}",
+            home.display()
+        ));
+    }
+    cmd.env("HOME", &home)
+        .env("TMPDIR", &slot.tmp)
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env(
             "PYTHONPATH",
