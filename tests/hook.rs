@@ -398,7 +398,8 @@ fn install_and_uninstall_leave_every_foreign_hook_intact() {
         let (rel, foreign) = foreign_config(agent);
         let file = project.path().join(rel);
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(&file, serde_json::to_string_pretty(&foreign).unwrap()).unwrap();
+        let written = serde_json::to_string_pretty(&foreign).unwrap();
+        std::fs::write(&file, &written).unwrap();
         let install = || {
             run(critic()
                 .args(["hook", "install", agent, "--project"])
@@ -431,9 +432,118 @@ fn install_and_uninstall_leave_every_foreign_hook_intact() {
             .args(["hook", "uninstall", agent, "--project"])
             .arg(project.path()));
         assert!(out.status.success(), "{agent}: {}", stderr(&out));
-        let back: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-        assert_eq!(back, foreign, "{agent}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), written, "{agent}");
     }
+}
+
+/// The agents' own settings files (`tests/fixtures/agent-settings/`, whose
+/// README names where each comes from): the place `critic hook install`
+/// writes to, the file, and where in it the agent then finds the command.
+const AGENT_SETTINGS: &[(&str, &str, &str, &str)] = &[
+    // Claude Code's settings and hook examples (anthropics/claude-code).
+    (
+        "claude-code",
+        ".claude/settings.json",
+        "claude-code.settings.json",
+        "/hooks/Stop/1/hooks/0/command",
+    ),
+    // Codex's hooks.json (developers.openai.com/codex/hooks).
+    (
+        "codex",
+        ".codex/hooks.json",
+        "codex.hooks.json",
+        "/hooks/Stop/1/hooks/0/command",
+    ),
+    // Gemini CLI's configuration and hooks docs (google-gemini/gemini-cli).
+    (
+        "gemini",
+        ".gemini/settings.json",
+        "gemini.settings.json",
+        "/hooks/AfterAgent/0/hooks/0/command",
+    ),
+    // Copilot CLI's hooks reference (docs.github.com).
+    (
+        "copilot",
+        ".github/hooks/pluggable-critic.json",
+        "copilot.hooks.json",
+        "/hooks/agentStop/1/bash",
+    ),
+    // Cursor's hooks docs (cursor.com/docs/agent/hooks).
+    (
+        "cursor",
+        ".cursor/hooks.json",
+        "cursor.hooks.json",
+        "/hooks/stop/1/command",
+    ),
+];
+
+#[test]
+fn install_and_uninstall_keep_the_agents_example_settings_byte_for_byte() {
+    let ran_tests = skill("ran-tests");
+    for &(agent, rel, fixture, command_at) in AGENT_SETTINGS {
+        let original =
+            std::fs::read_to_string(common::fixture("agent-settings").join(fixture)).unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let file = project.path().join(rel);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, &original).unwrap();
+        let install = || {
+            run(critic()
+                .args(["hook", "install", agent, "--project"])
+                .arg(project.path())
+                .arg("--skill")
+                .arg(&ran_tests))
+        };
+        let out = install();
+        assert!(out.status.success(), "{agent}: {}", stderr(&out));
+        let installed = std::fs::read_to_string(&file).unwrap();
+        // The install inserted one run of text, and every other byte is the
+        // file's own: no number, escape or line of it was rewritten.
+        let head = common_prefix(&original, &installed);
+        let tail = common_prefix(
+            &original[head..].chars().rev().collect::<String>(),
+            &installed[head..].chars().rev().collect::<String>(),
+        );
+        assert_eq!(head + tail, original.len(), "{agent}:\n{installed}");
+        let added = &installed[head..installed.len() - tail];
+        assert!(
+            added.contains(&format!("hook {agent} --skill")),
+            "{agent}: {added}"
+        );
+        // ... where the agent reads it.
+        let doc: Value = serde_json::from_str(&installed).unwrap();
+        let command = doc.pointer(command_at).and_then(Value::as_str);
+        assert!(
+            command.is_some_and(|c| c.contains(&format!("hook {agent} --skill"))),
+            "{agent}: {installed}"
+        );
+        let out = install();
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("already"),
+            "{agent}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            installed,
+            "{agent}"
+        );
+
+        let out = run(critic()
+            .args(["hook", "uninstall", agent, "--project"])
+            .arg(project.path()));
+        assert!(out.status.success(), "{agent}: {}", stderr(&out));
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), original, "{agent}");
+    }
+}
+
+/// The length in bytes of the longest common prefix of `a` and `b`, whole
+/// characters only.
+fn common_prefix(a: &str, b: &str) -> usize {
+    a.chars()
+        .zip(b.chars())
+        .take_while(|(x, y)| x == y)
+        .map(|(x, _)| x.len_utf8())
+        .sum()
 }
 
 #[test]

@@ -1,13 +1,19 @@
 //! `critic hook install` and `uninstall`: the critic's entry in an agent's
 //! hook configuration, added or removed so that everything else in the file
-//! (other hooks, other settings, key order) stays as it was.
+//! (other hooks, other settings, key order) stays as it was, byte for byte:
+//! the file is edited as a tree of its own text (`install/document.rs`), never
+//! re-serialized from parsed values, which would round numbers and rewrite
+//! escapes.
 //!
 //! The critic's entries are recognized by their command: a program named
 //! `critic` whose arguments start with `hook <agent>`. An install replaces
 //! such an entry rather than adding a second, so installing twice changes
 //! nothing and installing another skill swaps the skill.
 
-use serde_json::{Map, Value};
+mod document;
+
+use document::{Document, List, Node};
+use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 
 /// Where an agent keeps its hook configuration and how a hook is written
@@ -115,12 +121,15 @@ impl HookConfig {
     /// of any it had; whether it had one.
     fn add(
         &self,
-        doc: &mut Map<String, Value>,
+        doc: &mut Document,
         agent: &str,
         command: &str,
         timeout: u32,
     ) -> Result<bool, String> {
-        let (removed, at) = self.remove(doc, agent);
+        // The lists the old entry leaves empty stay, for the new entry to
+        // take the old one's place.
+        let (removed, at) = self.remove(&mut doc.root, agent, false)?;
+        let (root, layout) = (&mut doc.root, &doc.layout);
         let (event, entry) = match &self.shape {
             Shape::Grouped {
                 event,
@@ -137,7 +146,7 @@ impl HookConfig {
                     group.insert("matcher".into(), (*m).into());
                 }
                 group.insert("hooks".into(), Value::Array(vec![Value::Object(hook)]));
-                (event, group)
+                (*event, group)
             }
             Shape::Listed {
                 event,
@@ -145,7 +154,9 @@ impl HookConfig {
                 timeout_key,
                 extra,
             } => {
-                doc.entry("version").or_insert(1.into());
+                if root.position("version", "version")?.is_none() {
+                    root.push(Some("version"), &1.into(), layout);
+                }
                 let mut entry = Map::new();
                 for (k, v) in *extra {
                     entry.insert((*k).into(), (*v).into());
@@ -154,93 +165,105 @@ impl HookConfig {
                 if let Some(k) = timeout_key {
                     entry.insert((*k).into(), timeout.into());
                 }
-                (event, entry)
+                (*event, entry)
             }
         };
+        let entry = Value::Object(entry);
+        // What is missing is added whole, after what the file has.
+        let Some(hooks) = root.get_mut("hooks", "hooks")? else {
+            root.push(Some("hooks"), &json!({ event: [entry] }), layout);
+            return Ok(removed > 0);
+        };
+        let hooks = hooks.as_object_mut().ok_or("\"hooks\" is not an object")?;
+        let path = format!("hooks.{event}");
+        let Some(list) = hooks.get_mut(event, &path)? else {
+            hooks.push(Some(event), &json!([entry]), layout);
+            return Ok(removed > 0);
+        };
+        let list = list
+            .as_array_mut()
+            .ok_or_else(|| format!("\"{path}\" is not an array"))?;
         // A replaced entry keeps its place among the others.
-        let list = event_list(doc, event)?;
-        let at = at.unwrap_or(list.len()).min(list.len());
-        list.insert(at, Value::Object(entry));
+        list.insert(at.unwrap_or(list.len()), None, &entry, layout);
         Ok(removed > 0)
     }
 
-    /// Remove the critic's hooks for `agent` (with the groups and lists
-    /// they leave empty); how many there were, and the place in the list
-    /// where the first one was (after its group, if the group stays).
-    fn remove(&self, doc: &mut Map<String, Value>, agent: &str) -> (usize, Option<usize>) {
+    /// Remove the critic's hooks for `agent` (with the groups they leave
+    /// empty, and with `prune` the list and `hooks` too); how many there
+    /// were, and the place in the list where the first one was (after its
+    /// group, if the group stays). An error names a key the file has twice
+    /// on the way.
+    fn remove(
+        &self,
+        root: &mut List,
+        agent: &str,
+        prune: bool,
+    ) -> Result<(usize, Option<usize>), String> {
         let (event, key) = match &self.shape {
             Shape::Grouped { event, .. } => (*event, "command"),
             Shape::Listed {
                 event, command_key, ..
             } => (*event, *command_key),
         };
-        let Some(Value::Object(hooks)) = doc.get_mut("hooks") else {
-            return (0, None);
+        let Some(Node::Object(hooks)) = root.get_mut("hooks", "hooks")? else {
+            return Ok((0, None));
         };
-        let Some(Value::Array(list)) = hooks.get_mut(event) else {
-            return (0, None);
+        let path = format!("hooks.{event}");
+        let Some(Node::Array(list)) = hooks.get_mut(event, &path)? else {
+            return Ok((0, None));
         };
-        let ours = |entry: &Value| {
-            entry
-                .get(key)
-                .and_then(Value::as_str)
-                .is_some_and(|c| is_critic_hook(c, agent))
+        let ours = |entry: &Node, path: &str| -> Result<bool, String> {
+            let Some(fields) = entry.as_object() else {
+                return Ok(false);
+            };
+            Ok(fields
+                .get(key, &format!("{path}.{key}"))?
+                .and_then(Node::as_str)
+                .is_some_and(|c| is_critic_hook(&c, agent)))
         };
-        let mut removed = 0;
-        let mut at = None;
-        let mut kept: Vec<Value> = Vec::with_capacity(list.len());
-        for mut entry in std::mem::take(list) {
-            match &self.shape {
-                Shape::Listed { .. } if ours(&entry) => {
-                    removed += 1;
-                    at.get_or_insert(kept.len());
-                    continue;
-                }
-                Shape::Grouped { .. } => {
-                    if let Some(Value::Array(inner)) = entry.get_mut("hooks") {
-                        let before = inner.len();
-                        inner.retain(|h| !ours(h));
-                        if inner.len() != before {
-                            removed += before - inner.len();
-                            let gone = inner.is_empty();
-                            at.get_or_insert(kept.len() + usize::from(!gone));
-                            if gone {
-                                continue;
-                            }
+        let (removed, at) = match &self.shape {
+            Shape::Listed { .. } => {
+                list.remove_where(|entry, n| ours(entry, &format!("{path}[{n}]")))?
+            }
+            Shape::Grouped { .. } => {
+                let (mut removed, mut first, mut emptied) = (0, None, Vec::new());
+                for (n, group) in list.values_mut().enumerate() {
+                    let Node::Object(group) = group else {
+                        continue;
+                    };
+                    let inner_path = format!("{path}[{n}].hooks");
+                    let Some(Node::Array(inner)) = group.get_mut("hooks", &inner_path)? else {
+                        continue;
+                    };
+                    let (count, _) =
+                        inner.remove_where(|hook, i| ours(hook, &format!("{inner_path}[{i}]")))?;
+                    if count > 0 {
+                        removed += count;
+                        first.get_or_insert((n, inner.is_empty()));
+                        if inner.is_empty() {
+                            emptied.push(n);
                         }
                     }
                 }
-                Shape::Listed { .. } => {}
+                for &n in emptied.iter().rev() {
+                    list.remove(n);
+                }
+                let at = first.map(|(n, gone)| {
+                    n - emptied.iter().filter(|&&e| e < n).count() + usize::from(!gone)
+                });
+                (removed, at)
             }
-            kept.push(entry);
+        };
+        // Only lists the critic's entries emptied: a file without them is
+        // left as it is.
+        if prune && removed > 0 && list.is_empty() {
+            hooks.remove_member(event);
+            if hooks.is_empty() {
+                root.remove_member("hooks");
+            }
         }
-        *list = kept;
-        if list.is_empty() {
-            hooks.remove(event);
-        }
-        if hooks.is_empty() {
-            doc.remove("hooks");
-        }
-        (removed, at)
+        Ok((removed, at))
     }
-}
-
-/// The array at `hooks.<event>`, made if missing; an error naming the
-/// key if the file holds something else there.
-fn event_list<'a>(
-    doc: &'a mut Map<String, Value>,
-    event: &str,
-) -> Result<&'a mut Vec<Value>, String> {
-    let hooks = doc
-        .entry("hooks")
-        .or_insert_with(|| Value::Object(Map::new()))
-        .as_object_mut()
-        .ok_or("\"hooks\" is not an object")?;
-    hooks
-        .entry(event)
-        .or_insert_with(|| Value::Array(Vec::new()))
-        .as_array_mut()
-        .ok_or_else(|| format!("\"hooks.{event}\" is not an array"))
 }
 
 /// Whether `command` is one `critic hook install` wrote: a plain command
@@ -306,10 +329,10 @@ pub fn install(
     timeout: u32,
 ) -> Result<Change, InstallError> {
     edit(file, |doc| {
-        let before = doc.clone();
+        let before = doc.content();
         Ok(match config.add(doc, agent, command, timeout)? {
             false => Change::Added,
-            true if *doc == before => Change::Unchanged,
+            true if doc.content() == before => Change::Unchanged,
             true => Change::Replaced,
         })
     })
@@ -320,15 +343,20 @@ pub fn uninstall(config: &HookConfig, file: &Path, agent: &str) -> Result<Change
     if !file.exists() {
         return Ok(Change::Removed(0));
     }
-    edit(file, |doc| Ok(Change::Removed(config.remove(doc, agent).0)))
+    edit(file, |doc| {
+        Ok(Change::Removed(
+            config.remove(&mut doc.root, agent, true)?.0,
+        ))
+    })
 }
 
 /// Read `file` (a JSON object; missing is empty), apply `change`, and write
 /// it back if it changed: atomically, through a symbolic link to its
-/// target, keeping the file's permissions.
+/// target, keeping the file's permissions, and every byte `change` did not
+/// touch.
 fn edit(
     file: &Path,
-    change: impl FnOnce(&mut Map<String, Value>) -> Result<Change, String>,
+    change: impl FnOnce(&mut Document) -> Result<Change, String>,
 ) -> Result<Change, InstallError> {
     let io = |source| InstallError::Io {
         path: file.to_path_buf(),
@@ -362,52 +390,30 @@ fn edit(
             )));
         }
     }
-    let (mut doc, mode) = match crate::sys::bounded_read::read_regular_file(&target, 16 << 20) {
+    let (text, mode) = match crate::sys::bounded_read::read_regular_file(&target, 16 << 20) {
         Ok(bytes) => {
             use std::os::unix::fs::PermissionsExt;
             let mode = std::fs::metadata(&target).map_err(io)?.permissions().mode();
-            (parse_object(file, &bytes)?, Some(mode))
+            let text = String::from_utf8(bytes)
+                .map_err(|e| refused(&format!("not UTF-8: {}", e.utf8_error())))?;
+            (text, Some(mode))
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Map::new(), None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (String::new(), None),
         Err(e) => return Err(io(e)),
     };
-    let before = doc.clone();
-    let outcome = change(&mut doc).map_err(|message| InstallError::Malformed {
-        path: file.to_path_buf(),
-        message,
-    })?;
-    if doc == before {
+    let mut doc = Document::parse(&text).map_err(|message| refused(&message))?;
+    let before = doc.content();
+    let outcome = change(&mut doc).map_err(|message| refused(&message))?;
+    // The same values in the same order: nothing to write, even if the
+    // critic's own entry was laid out anew.
+    if doc.content() == before {
         return Ok(outcome);
     }
-    let mut text = serde_json::to_string_pretty(&Value::Object(doc)).expect("JSON values print");
-    text.push('\n');
-    crate::sys::atomic_file::write(&target, text.as_bytes(), true).map_err(io)?;
+    crate::sys::atomic_file::write(&target, doc.print().as_bytes(), true).map_err(io)?;
     use std::os::unix::fs::PermissionsExt;
     let mode = mode.unwrap_or(0o644) & 0o7777;
     std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode)).map_err(io)?;
     Ok(outcome)
-}
-
-/// A configuration file's JSON object; an empty file is an empty object.
-fn parse_object(file: &Path, bytes: &[u8]) -> Result<Map<String, Value>, InstallError> {
-    let malformed = |message: String| InstallError::Malformed {
-        path: file.to_path_buf(),
-        message,
-    };
-    let text = std::str::from_utf8(bytes).map_err(|e| malformed(format!("not UTF-8: {e}")))?;
-    if text.trim().is_empty() {
-        return Ok(Map::new());
-    }
-    match serde_json::from_str(text) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(_) => Err(malformed("expected a JSON object at the top".into())),
-        Err(e) => Err(malformed(format!(
-            "line {}, column {}: {}",
-            e.line(),
-            e.column(),
-            super::strip_position(&e.to_string())
-        ))),
-    }
 }
 
 /// `$HOME/<rel>`, if `HOME` is set to an absolute path.
@@ -524,16 +530,17 @@ mod tests {
 
     #[test]
     fn a_critic_hook_sharing_a_group_leaves_the_others() {
-        let mut doc = json!({"hooks": {"Stop": [{"matcher": "", "hooks": [
+        let doc = json!({"hooks": {"Stop": [{"matcher": "", "hooks": [
             {"type": "command", "command": "critic hook claude-code --skill /a"},
             {"type": "command", "command": "critic hook claude-code --skill /a && notify-send done"},
             {"type": "command", "command": "/opt/other/critic hook claude-code --lint"},
             {"type": "command", "command": "say done"}
         ]}]}});
-        let (removed, _) = GROUPED.remove(doc.as_object_mut().unwrap(), "claude-code");
+        let mut doc = Document::parse(&doc.to_string()).unwrap();
+        let (removed, _) = GROUPED.remove(&mut doc.root, "claude-code", true).unwrap();
         assert_eq!(removed, 1);
         assert_eq!(
-            doc,
+            serde_json::from_str::<Value>(&doc.print()).unwrap(),
             json!({"hooks": {"Stop": [{"matcher": "", "hooks": [
                 {"type": "command", "command": "critic hook claude-code --skill /a && notify-send done"},
                 {"type": "command", "command": "/opt/other/critic hook claude-code --lint"},
@@ -556,14 +563,18 @@ mod tests {
             install(&LISTED, &file, "cursor", cmd, 60).unwrap(),
             Change::Added
         );
-        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        // The new entry is laid out like the one beside it.
         assert_eq!(
-            doc,
-            json!({"version": 1, "hooks": {"stop": [{"command": "./audit.sh"}, {"command": cmd}]}})
+            std::fs::read_to_string(&file).unwrap(),
+            r#"{"version": 1, "hooks": {"stop": [{"command": "./audit.sh"}, {"command": "critic hook cursor --skill /s"}]}}"#
         );
         assert_eq!(
             uninstall(&LISTED, &file, "cursor").unwrap(),
             Change::Removed(1)
+        );
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            r#"{"version": 1, "hooks": {"stop": [{"command": "./audit.sh"}]}}"#
         );
         assert_eq!(
             uninstall(&LISTED, &file, "cursor").unwrap(),
@@ -635,5 +646,185 @@ mod tests {
             .contains("critic hook"));
         let mode = std::fs::metadata(&real).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o640);
+    }
+
+    /// A settings file holding what serde_json's `Value` would change:
+    /// integers past u64 and f64, a decimal longer than f64 holds, -0.0, 1.0
+    /// beside 1, exponents, a trailing zero, escapes, nested containers, a
+    /// key given twice, and a layout of the user's own.
+    const FOREIGN: &str = r##"{
+  "cleanupPeriodDays": 12345678901234567890123,
+  "ratio": 0.1000000000000000055511151231257827,
+  "offset": -0.0,
+  "weights": [1.0, 1, 1E+2, -1e-7, 1.50],
+  "greeting": "caf\u00e9 \/ \"quoted\" \ud83d\ude00\ttab",
+  "nested": [[[]], {"a": [{"b": null}]}, {}],
+  "env": {"MODE": "first", "MODE": "second"},
+  "hooks": {
+    "Stop": [
+      {
+        "matcher": "",
+        "hooks": [
+          { "type": "command", "command": "notify-send done", "timeout": 30.0 }
+        ]
+      }
+    ],
+    "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard"}]}]
+  }
+}
+"##;
+
+    #[test]
+    fn install_and_uninstall_keep_every_foreign_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("settings.json");
+        std::fs::write(&file, FOREIGN).unwrap();
+        let cmd = "/bin/critic hook claude-code --skill /s";
+        assert_eq!(
+            install(&GROUPED, &file, "claude-code", cmd, 600).unwrap(),
+            Change::Added
+        );
+        // The one change: the critic's group after the other.
+        let ours = r#",
+      {
+        "hooks": [
+          {
+            "type": "command",
+            "command": "/bin/critic hook claude-code --skill /s",
+            "timeout": 600
+          }
+        ]
+      }"#;
+        let at = FOREIGN.find("\n    ],\n    \"PreToolUse\"").unwrap();
+        let installed = format!("{}{ours}{}", &FOREIGN[..at], &FOREIGN[at..]);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), installed);
+        assert_eq!(
+            install(&GROUPED, &file, "claude-code", cmd, 600).unwrap(),
+            Change::Unchanged
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), installed);
+        let other = "/bin/critic hook claude-code --skill /other";
+        assert_eq!(
+            install(&GROUPED, &file, "claude-code", other, 600).unwrap(),
+            Change::Replaced
+        );
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            installed.replace(cmd, other)
+        );
+        assert_eq!(
+            uninstall(&GROUPED, &file, "claude-code").unwrap(),
+            Change::Removed(1)
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), FOREIGN);
+    }
+
+    #[test]
+    fn a_file_on_one_line_stays_on_one_line_and_keeps_its_numbers() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("hooks.json");
+        let old = r#"{"command":"critic hook cursor --skill /old"}"#;
+        let text = format!(
+            r#"{{"version":1,"hooks":{{"stop":[{{"command":"./audit.sh","timeout":1e400}},{old},{{"command":"./last.sh"}}]}},"limit":-0.0,"big":[12345678901234567890123,1.0]}}"#
+        );
+        std::fs::write(&file, &text).unwrap();
+        let new = "critic hook cursor --skill /new";
+        assert_eq!(
+            install(&LISTED, &file, "cursor", new, 60).unwrap(),
+            Change::Replaced
+        );
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            text.replace(old, &format!(r#"{{"command": "{new}"}}"#))
+        );
+        assert_eq!(
+            uninstall(&LISTED, &file, "cursor").unwrap(),
+            Change::Removed(1)
+        );
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            text.replace(&format!("{old},"), "")
+        );
+    }
+
+    #[test]
+    fn the_files_own_indentation_and_line_ends_are_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("settings.json");
+        let cmd = "critic hook claude-code --skill /s";
+        let crlf = |text: &str| text.replace('\n', "\r\n");
+        let tabbed = crlf("{\n\t\"model\": \"x\"\n}\n");
+        std::fs::write(&file, &tabbed).unwrap();
+        install(&GROUPED, &file, "claude-code", cmd, 5).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            crlf(
+                "{\n\t\"model\": \"x\",\n\t\"hooks\": {\n\t\t\"Stop\": [\n\t\t\t{\n\t\t\t\t\"hooks\": [\n\
+                 \t\t\t\t\t{\n\t\t\t\t\t\t\"type\": \"command\",\n\
+                 \t\t\t\t\t\t\"command\": \"critic hook claude-code --skill /s\",\n\
+                 \t\t\t\t\t\t\"timeout\": 5\n\t\t\t\t\t}\n\t\t\t\t]\n\t\t\t}\n\t\t]\n\t}\n}\n"
+            )
+        );
+        uninstall(&GROUPED, &file, "claude-code").unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), tabbed);
+
+        // A new file is laid out as the examples in examples/<agent>/ are.
+        std::fs::remove_file(&file).unwrap();
+        install(&GROUPED, &file, "claude-code", cmd, 5).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            "{\n  \"hooks\": {\n    \"Stop\": [\n      {\n        \"hooks\": [\n          {\n            \
+             \"type\": \"command\",\n            \"command\": \"critic hook claude-code --skill /s\",\n            \
+             \"timeout\": 5\n          }\n        ]\n      }\n    ]\n  }\n}\n"
+        );
+        std::fs::write(&file, "{}").unwrap();
+        install(&GROUPED, &file, "claude-code", cmd, 5).unwrap();
+        uninstall(&GROUPED, &file, "claude-code").unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "{}");
+    }
+
+    #[test]
+    fn a_key_given_twice_where_the_hook_goes_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("settings.json");
+        for (text, place) in [
+            (r#"{"hooks": {"Stop": []}, "hooks": {}}"#, "\"hooks\""),
+            (r#"{"hooks": {"Stop": [], "Stop": []}}"#, "\"hooks.Stop\""),
+            (
+                r#"{"hooks": {"Stop": [{"hooks": [{"command": "critic hook claude-code --skill /a", "command": "true"}]}]}}"#,
+                "\"hooks.Stop[0].hooks[0].command\"",
+            ),
+        ] {
+            std::fs::write(&file, text).unwrap();
+            let e = install(
+                &GROUPED,
+                &file,
+                "claude-code",
+                "critic hook claude-code --skill /s",
+                5,
+            )
+            .unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains(&format!("{place} appears more than once")),
+                "{e}"
+            );
+            let e = uninstall(&GROUPED, &file, "claude-code").unwrap_err();
+            assert!(e.to_string().contains(place), "{e}");
+            assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+        }
+    }
+
+    #[test]
+    fn uninstall_leaves_a_file_without_the_critics_entry_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("settings.json");
+        let text = "{\n  \"hooks\": {\n    \"Stop\": []\n  },\n  \"n\": 1e400\n}\n";
+        std::fs::write(&file, text).unwrap();
+        assert_eq!(
+            uninstall(&GROUPED, &file, "claude-code").unwrap(),
+            Change::Removed(0)
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
     }
 }
