@@ -86,57 +86,6 @@ fn finished_without_tests() -> (Repo, std::path::PathBuf) {
 }
 
 #[test]
-fn a_broken_transcript_or_skill_lets_every_agent_stop_and_says_why() {
-    let repo = Repo::new(&[("a.txt", "a\n")]);
-    let state = repo.path().join(".state");
-    let broken = repo.path().join("broken.jsonl");
-    std::fs::write(&broken, "{\"type\": \"user\", \"sessionId\": \n").unwrap();
-    let ran_tests = skill("ran-tests");
-    for agent in AGENTS {
-        let mut args = vec![
-            "--skill",
-            ran_tests.to_str().unwrap(),
-            "--state-dir",
-            state.to_str().unwrap(),
-        ];
-        if *agent == "openhands" {
-            args.extend(["--events", broken.to_str().unwrap()]);
-        }
-        let out = hook(
-            agent,
-            &args,
-            &input(agent, "s1", repo.path(), &broken),
-            repo.path(),
-        );
-        assert_eq!(out.status.code(), Some(0), "{agent}: {}", stderr(&out));
-        assert!(!blocks(agent, &out), "{agent} was blocked by a failure");
-        assert!(
-            stderr(&out).contains("broken.jsonl"),
-            "{agent}: {}",
-            stderr(&out)
-        );
-
-        let mut missing = vec!["--skill", "/no/such/skill"];
-        if *agent == "openhands" {
-            missing.extend(["--events", broken.to_str().unwrap()]);
-        }
-        let out = hook(
-            agent,
-            &missing,
-            &input(agent, "s1", repo.path(), &broken),
-            repo.path(),
-        );
-        assert_eq!(out.status.code(), Some(0), "{agent}");
-        assert!(!blocks(agent, &out));
-        assert!(
-            stderr(&out).contains("/no/such/skill"),
-            "{agent}: {}",
-            stderr(&out)
-        );
-    }
-}
-
-#[test]
 fn bad_hook_input_and_bad_command_lines_never_block() {
     let repo = Repo::new(&[("a.txt", "a\n")]);
     let ran_tests = skill("ran-tests");
@@ -283,6 +232,128 @@ fn the_rejection_cap_holds_whatever_the_skill_allows() {
         out.as_object().unwrap().keys().collect::<Vec<_>>(),
         vec!["systemMessage"]
     );
+}
+
+// The attack as it was found: after one rejection the agent breaks its own
+// repository (`[core` appended to `.git/config`, HEAD on a missing branch,
+// `.git` gone) so that the critic cannot diff. Each such finish is a
+// rejection that names the problem, counted toward the cap, for every agent.
+#[test]
+fn breaking_the_repository_does_not_switch_the_critic_off() {
+    let ran_tests = skill("ran-tests");
+    for agent in AGENTS {
+        let (repo, transcript) = finished_without_tests();
+        let state = tempfile::tempdir().unwrap();
+        let mut args = vec![
+            "--skill",
+            ran_tests.to_str().unwrap(),
+            "--state-dir",
+            state.path().to_str().unwrap(),
+        ];
+        if *agent == "openhands" {
+            args.extend(["--events", transcript.to_str().unwrap()]);
+        }
+        let ask = |session: &str| {
+            let stdin = input(agent, session, repo.path(), &transcript);
+            hook(agent, &args, &stdin, repo.path())
+        };
+        let first = ask("s");
+        assert!(blocks(agent, &first), "{agent}: {}", stderr(&first));
+        let config = repo.path().join(".git/config");
+        let good = std::fs::read_to_string(&config).unwrap();
+        std::fs::write(&config, format!("{good}[core")).unwrap();
+        let broken_config = ask("s");
+        let said = String::from_utf8_lossy(&broken_config.stdout).into_owned();
+        assert!(
+            blocks(agent, &broken_config),
+            "{agent}: {said} {}",
+            stderr(&broken_config)
+        );
+        assert!(
+            said.contains("could not read your changes"),
+            "{agent}: {said}"
+        );
+        std::fs::write(&config, &good).unwrap();
+        let head = repo.path().join(".git/HEAD");
+        let good_head = std::fs::read_to_string(&head).unwrap();
+        std::fs::write(&head, "ref: refs/heads/missing\n").unwrap();
+        let missing_head = ask("s");
+        assert!(
+            blocks(agent, &missing_head),
+            "{agent}: {}",
+            stderr(&missing_head)
+        );
+        std::fs::write(&head, &good_head).unwrap();
+        // The skill's three rejections are spent: the next finish ends
+        // the loop, and says loudly that it was not checked.
+        std::fs::rename(repo.path().join(".git"), repo.path().join("gone")).unwrap();
+        let capped = ask("s");
+        assert!(!blocks(agent, &capped), "{agent}: the loop must end");
+        assert!(
+            stderr(&capped).contains("UNCHECKED"),
+            "{agent}: {}",
+            stderr(&capped)
+        );
+        // Another session meets the missing repository as a rejection.
+        let no_git = ask("t");
+        assert!(blocks(agent, &no_git), "{agent}: {}", stderr(&no_git));
+    }
+}
+
+// A transcript the agent broke is a counted rejection too, while a skill
+// that cannot load (the user's side) lets the agent stop and says so.
+#[test]
+fn a_broken_transcript_is_a_rejection_and_a_broken_skill_lets_the_agent_stop() {
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    let state = repo.path().join(".state");
+    let broken = repo.path().join("broken.jsonl");
+    std::fs::write(&broken, "{\"type\": \"user\", \"sessionId\": \n").unwrap();
+    let ran_tests = skill("ran-tests");
+    for agent in AGENTS {
+        let mut args = vec![
+            "--skill",
+            ran_tests.to_str().unwrap(),
+            "--state-dir",
+            state.to_str().unwrap(),
+        ];
+        if *agent == "openhands" {
+            args.extend(["--events", broken.to_str().unwrap()]);
+        }
+        let out = hook(
+            agent,
+            &args,
+            &input(agent, &format!("s-{agent}"), repo.path(), &broken),
+            repo.path(),
+        );
+        assert_eq!(out.status.code(), Some(0), "{agent}: {}", stderr(&out));
+        assert!(
+            blocks(agent, &out),
+            "{agent} was let off by its own transcript"
+        );
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            said.contains("broken.jsonl") && said.contains("transcript"),
+            "{agent}: {said}"
+        );
+
+        let mut missing = vec!["--skill", "/no/such/skill"];
+        if *agent == "openhands" {
+            missing.extend(["--events", broken.to_str().unwrap()]);
+        }
+        let out = hook(
+            agent,
+            &missing,
+            &input(agent, "s1", repo.path(), &broken),
+            repo.path(),
+        );
+        assert_eq!(out.status.code(), Some(0), "{agent}");
+        assert!(!blocks(agent, &out));
+        let err = stderr(&out);
+        assert!(
+            err.contains("/no/such/skill") && err.contains("NOT CHECKED"),
+            "{agent}: {err}"
+        );
+    }
 }
 
 #[test]
@@ -708,15 +779,16 @@ fn the_cap_counts_the_session_across_commits() {
 }
 
 #[test]
-fn what_is_no_transcript_lets_the_agent_stop() {
+fn what_is_no_transcript_is_a_rejection_that_names_it() {
     let repo = Repo::new(&[("a.txt", "a\n")]);
     repo.write("a.txt", "b\n");
     let ran_tests = skill("ran-tests");
+    let state = tempfile::tempdir().unwrap();
     let args = [
         "--skill",
         ran_tests.to_str().unwrap(),
         "--state-dir",
-        "/tmp/.unused",
+        state.path().to_str().unwrap(),
     ];
     let dir = tempfile::tempdir().unwrap();
     let codex_rollout = common::root().join("tests/fuzz-corpus/events/codex.jsonl");
@@ -731,19 +803,12 @@ fn what_is_no_transcript_lets_the_agent_stop() {
             let out = hook(
                 agent,
                 &args,
-                &input(agent, "s", repo.path(), &path),
+                &input(agent, &format!("{agent}-{name}"), repo.path(), &path),
                 repo.path(),
             );
-            assert!(
-                !blocks(agent, &out),
-                "{agent} {name}: {}",
-                String::from_utf8_lossy(&out.stdout)
-            );
-            assert!(
-                stderr(&out).contains(name),
-                "{agent} {name}: {}",
-                stderr(&out)
-            );
+            let said = String::from_utf8_lossy(&out.stdout);
+            assert!(blocks(agent, &out), "{agent} {name}: {said}");
+            assert!(said.contains(name), "{agent} {name}: {said}");
         }
     }
     // Another agent's real transcript is still a transcript: judged.
@@ -782,7 +847,9 @@ fn a_fifo_transcript_does_not_hold_the_copilot_hook() {
         started.elapsed()
     );
     assert_eq!(out.status.code(), Some(0));
-    assert!(!blocks("copilot", &out));
+    // Not a transcript the agent may stop on: a rejection naming it.
+    assert!(blocks("copilot", &out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("events.jsonl"));
 }
 
 #[test]

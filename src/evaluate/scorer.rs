@@ -10,7 +10,7 @@
 use crate::detector::feed::EventFeed;
 use crate::detector::wasm::{CallContext, CallLimits, DetectorError, Runtime};
 use crate::detector::Detector;
-use crate::evaluate::state::{Session, StateStore};
+use crate::evaluate::state::{HarnessState, Session, StateStore};
 use crate::evaluate::verdict::{SignalResult, SignalStatus, Verdict};
 use crate::evaluate::{Critic, Finish};
 use crate::host::artifacts;
@@ -544,19 +544,11 @@ impl SkillCritic {
         let mut accepted = score >= m.threshold;
         let mut budget_exhausted = false;
         if !accepted {
-            let h = &mut session.harness;
-            // The skill's budget is per round (a new base commit starts
-            // one); the request's cap counts the whole session.
-            let capped = self
-                .max_rejections
-                .is_some_and(|cap| h.session_rejections >= cap);
-            if h.rejections >= m.max_iterations || capped {
+            if spend_rejection(&mut session.harness, m.max_iterations, self.max_rejections) {
+                session.save_harness()?;
+            } else {
                 accepted = true;
                 budget_exhausted = true;
-            } else {
-                h.rejections = h.rejections.saturating_add(1);
-                h.session_rejections = h.session_rejections.saturating_add(1);
-                session.save_harness()?;
             }
         }
         for (name, state) in new_states {
@@ -626,6 +618,81 @@ impl SkillCritic {
         }
         parts.join(sep)
     }
+}
+
+/// Spend one rejection of a session, if its budget has one left: the
+/// skill's `max_iterations` per round (a new base commit starts one), the
+/// request's `max_rejections` for the whole session. `false` when none is
+/// left, and the finish is accepted with `budget_exhausted`.
+fn spend_rejection(h: &mut HarnessState, max_iterations: u32, cap: Option<u32>) -> bool {
+    let capped = cap.is_some_and(|cap| h.session_rejections >= cap);
+    if h.rejections >= max_iterations || capped {
+        return false;
+    }
+    h.rejections = h.rejections.saturating_add(1);
+    h.session_rejections = h.session_rejections.saturating_add(1);
+    true
+}
+
+/// The verdict on a finish the critic could not judge because of something
+/// the agent can cause (see [`crate::run::unjudged`]): counted in
+/// `request`'s session and rejected with `followup`, like any rejection,
+/// until the budget is spent; then accepted with `budget_exhausted`, so
+/// the loop still ends. No signal ran. `fallback_instance` names the
+/// session's instance when it has none yet (the work tree that would tell
+/// it is broken; a recorded one is kept, so the count is not reset).
+pub(crate) fn unjudged_verdict(
+    skill: &Skill,
+    state: &StateStore,
+    request: &CheckRequest,
+    fallback_instance: &str,
+    problem: &str,
+    followup: String,
+) -> Result<Verdict, Error> {
+    let m = &skill.manifest;
+    let mut session = state.open_current_instance(
+        &m.name,
+        &request.session,
+        fallback_instance,
+        request.lock_timeout,
+    )?;
+    let h = &mut session.harness;
+    h.iteration = h.iteration.saturating_add(1);
+    let iteration = h.iteration;
+    let budget_exhausted = !spend_rejection(h, m.max_iterations, request.max_rejections);
+    session.save_harness()?;
+    let max_iterations = request
+        .max_rejections
+        .map_or(m.max_iterations, |cap| cap.min(m.max_iterations));
+    let message = if budget_exhausted {
+        format!(
+            "accepted UNCHECKED because the rejection budget ran out ({max_iterations} \
+             rejections); the finish could not be judged: {problem}"
+        )
+    } else {
+        format!("rejected: the finish could not be judged: {problem}")
+    };
+    Ok(Verdict {
+        accepted: budget_exhausted,
+        score: 0.0,
+        threshold: m.threshold,
+        message,
+        followup: (!budget_exhausted).then_some(followup),
+        iteration,
+        max_iterations,
+        budget_exhausted,
+        skill: SkillInfo {
+            name: m.name.clone(),
+            version: m.version.clone(),
+        },
+        session: request.session.clone(),
+        signals: Vec::new(),
+        warnings: std::mem::take(&mut session.warnings),
+        metadata: json!({
+            "unjudged": problem,
+            "rejections": session.harness.rejections,
+        }),
+    })
 }
 
 fn skipped(signal: &Signal) -> SignalResult {

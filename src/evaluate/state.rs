@@ -139,7 +139,7 @@ impl StateStore {
         instance: &str,
         lock_timeout: Duration,
     ) -> Result<Session, StateError> {
-        let session = self.open_inner(skill, session, instance, lock_timeout, true)?;
+        let session = self.open_inner(skill, session, Some(instance), lock_timeout, true)?;
         Ok(session.expect("opening with a reset allowed always gives a session"))
     }
 
@@ -153,7 +153,27 @@ impl StateStore {
         instance: &str,
         lock_timeout: Duration,
     ) -> Result<Option<Session>, StateError> {
-        self.open_inner(skill, session, instance, lock_timeout, false)
+        self.open_inner(skill, session, Some(instance), lock_timeout, false)
+    }
+
+    /// [`StateStore::open`] when the finish's instance cannot be told (its
+    /// work tree is broken): the session's state as it is, whatever
+    /// instance it was for, else a new one for `fallback`. Nothing is reset,
+    /// so a finish the agent made unreadable cannot restart the count.
+    pub(crate) fn open_current_instance(
+        &self,
+        skill: &str,
+        session: &str,
+        fallback: &str,
+        lock_timeout: Duration,
+    ) -> Result<Session, StateError> {
+        let session = self.open_inner(skill, session, None, lock_timeout, true)?;
+        let mut session = session.expect("opening with a reset allowed always gives a session");
+        if session.harness.instance.is_empty() {
+            session.harness.instance = fallback.to_string();
+            session.instance = fallback.to_string();
+        }
+        Ok(session)
     }
 
     /// The directory of (`skill`, `session`).
@@ -161,11 +181,14 @@ impl StateStore {
         self.root.join(skill).join(dir_name(session))
     }
 
+    /// Open (`skill`, `session`) for `instance`, resetting state recorded
+    /// for another one if `may_reset` (else `None`); `instance: None` takes
+    /// the recorded one, whatever it is (empty when there is none).
     fn open_inner(
         &self,
         skill: &str,
         session: &str,
-        instance: &str,
+        instance: Option<&str>,
         lock_timeout: Duration,
         may_reset: bool,
     ) -> Result<Option<Session>, StateError> {
@@ -180,6 +203,8 @@ impl StateStore {
         let harness_path = dir.join("harness.json");
         let mut harness =
             read_json::<HarnessState>(&harness_path, &mut warnings)?.unwrap_or_default();
+        let recorded = harness.instance.clone();
+        let instance = instance.unwrap_or(&recorded);
         let fresh = HarnessState {
             schema_version: STATE_SCHEMA_VERSION,
             skill: skill.to_string(),

@@ -11,10 +11,14 @@
 //!   whatever the agent says of its loop; and a hook input without a usable
 //!   session id gets a session of its own (from its transcript's path), never
 //!   one shared with other sessions.
-//! - A failure of the host (no skill, a bad manifest, an unreadable
-//!   transcript, a malformed hook input, a panic) lets the agent stop and
-//!   says why, unless the user asked to fail closed: it never answers with
-//!   the agent's "block".
+//! - A failure the agent can cause (its work tree or git state broken, its
+//!   transcript unreadable) does not let it stop: the finish is counted as a
+//!   rejection whose follow-up names the problem (see
+//!   [`crate::run::unjudged`]), within the same cap. Only a failure on the
+//!   user's side or the host's (no skill, a bad manifest, a malformed hook
+//!   input, a bad command line, a panic) lets the agent stop, and says so
+//!   loudly, unless the user asked to fail closed: it never answers with the
+//!   agent's "block".
 
 use crate::agents::hook::{Answer, HookInput, HookProtocol, Reply};
 use crate::evaluate::verdict::{escape_terminal, Verdict};
@@ -93,10 +97,23 @@ impl Hook {
                     }
                 } else {
                     Answer::Stop {
-                        notice: Some(format!("critic: {why}; the agent may stop unchecked")),
+                        notice: Some(format!(
+                            "critic: NOT CHECKED: {why}. The agent stops unchecked; fix this \
+                             (or pass --fail-closed to hold the agent until it is fixed)"
+                        )),
                     }
                 };
-                notices.push(format!("critic hook {}: {why}", self.protocol.agent));
+                notices.push(if self.fail_closed {
+                    format!(
+                        "critic hook {}: {why}; holding the agent (--fail-closed)",
+                        self.protocol.agent
+                    )
+                } else {
+                    format!(
+                        "critic hook {}: NOT CHECKED: {why}; the agent stops unchecked",
+                        self.protocol.agent
+                    )
+                });
                 (answer, None)
             }
         };
@@ -179,8 +196,8 @@ impl Hook {
                     wait_for(transcript, marker, TRANSCRIPT_WAIT);
                 }
                 // Detected, not forced: a file that is no transcript at all
-                // (or an empty one) is then a failure that lets the agent
-                // stop, not a stream of unknown events judged as a finish.
+                // (or an empty one) is then a finish that could not be
+                // judged, not a stream of unknown events judged as one.
                 request.events = Some(transcript.clone());
             }
             (None, None) => {

@@ -7,6 +7,7 @@ pub mod oneshot;
 mod request;
 pub mod server;
 pub mod service;
+mod unjudged;
 
 pub use request::{CheckRequest, EventsSource, HostSettings, DEFAULT_SESSION};
 pub use service::Service;

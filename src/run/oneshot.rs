@@ -38,7 +38,9 @@ impl Prepared {
     }
 }
 
-/// Run one check, from a cold start, in a process that exits after it.
+/// Run one check, from a cold start, in a process that exits after it. A
+/// finish the agent made unreadable (its work tree, its transcript) is a
+/// counted rejection, not an error (see [`crate::run::unjudged`]).
 ///
 /// The loaded skill, its runtime and the finish are left to the process's
 /// exit instead of being torn down here: unmapping the detectors' code and
@@ -48,7 +50,14 @@ impl Prepared {
 /// [`crate::Service`].
 pub fn check(request: &CheckRequest) -> Result<Verdict, Error> {
     let started = Instant::now();
-    let mut prepared = prepare(request)?;
+    let mut prepared = match prepare(request) {
+        Ok(prepared) => prepared,
+        Err(e) => {
+            return crate::run::unjudged::or_error(request, e, || {
+                Ok(skill::load(&request.skill)?.into())
+            })
+        }
+    };
     let verdict = prepared.decide();
     std::mem::forget(prepared);
     tracing::debug!(ms = ms(started), "evaluated");

@@ -129,8 +129,20 @@ impl Service {
         })
     }
 
-    /// Judge the finish `request` names.
+    /// Judge the finish `request` names. A finish the agent made unreadable
+    /// (its work tree, its transcript) is a counted rejection, not an error
+    /// (see [`crate::run::unjudged`]).
     pub fn check(&self, request: &CheckRequest) -> Result<Verdict, Error> {
+        self.judge(request).or_else(|e| {
+            crate::run::unjudged::or_error(request, e, || {
+                Ok(self.skill(&request.skill)?.skill.clone())
+            })
+        })
+    }
+
+    /// [`Service::check`] but for a finish the agent made unreadable,
+    /// which is an error here.
+    fn judge(&self, request: &CheckRequest) -> Result<Verdict, Error> {
         // git runs on its own while the skill and the events are read.
         let diff = match &request.patch {
             Some(file) => DiffSource::File(file),

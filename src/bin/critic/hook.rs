@@ -226,7 +226,7 @@ pub fn refuse(protocol: &HookProtocol, why: &str) -> u8 {
     let _ = out.flush();
     let _ = writeln!(
         std::io::stderr(),
-        "critic hook {}: {}; the agent may stop unchecked",
+        "critic hook {}: NOT CHECKED: {}; the agent stops unchecked",
         protocol.agent,
         escape_terminal(why, true)
     );
