@@ -1,5 +1,7 @@
 //! Bad input gets a clear error naming the file and place (exit 2), and loses
-//! nothing.
+//! nothing. Input the agent controls (its events, its work tree) is no
+//! error the agent could stop on: the finish is a counted rejection (exit 1)
+//! whose verdict names the file and place.
 
 mod common;
 
@@ -20,6 +22,21 @@ fn fails_with(cmd: &mut std::process::Command, expect: &[&str]) {
     assert!(out.stdout.is_empty(), "no verdict on error");
     let err = stderr(&out);
     for e in expect {
+        assert!(err.contains(e), "expected {e:?} in:\n{err}");
+    }
+}
+
+/// A check whose finish could not be judged: a rejection (exit 1) whose
+/// verdict and stderr say each of `expect`.
+fn unjudged_with(cmd: &mut std::process::Command, expect: &[&str]) {
+    let out = run(cmd);
+    let v = json_out(&out);
+    assert_eq!(out.status.code(), Some(1), "{v:#}");
+    assert_eq!(v["accepted"], false);
+    let problem = v["metadata"]["unjudged"].as_str().unwrap();
+    let (followup, err) = (v["followup"].as_str().unwrap(), stderr(&out));
+    for e in expect {
+        assert!(problem.contains(e) && followup.contains(e), "expected {e:?} in:\n{v:#}");
         assert!(err.contains(e), "expected {e:?} in:\n{err}");
     }
 }
@@ -81,13 +98,13 @@ fn events_missing_empty_or_malformed() {
     let state = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("nope.jsonl");
-    fails_with(
+    unjudged_with(
         &mut check(skill.path(), repo.path(), &missing, state.path()),
         &["nope.jsonl: cannot read events"],
     );
     let empty = dir.path().join("empty.jsonl");
     std::fs::write(&empty, "\n\n").unwrap();
-    fails_with(
+    unjudged_with(
         &mut check(skill.path(), repo.path(), &empty, state.path()),
         &["empty.jsonl: the events file is empty"],
     );
@@ -103,7 +120,7 @@ fn events_missing_empty_or_malformed() {
         format!("{good_line}\n{good_line}\n{{\"kind\": \"MessageEvent\",\n"),
     )
     .unwrap();
-    fails_with(
+    unjudged_with(
         &mut check(skill.path(), repo.path(), &bad, state.path()),
         &["bad.jsonl:3:", "malformed JSON"],
     );
@@ -114,7 +131,7 @@ fn workspace_must_be_a_repo_with_commits() {
     let skill = pass_skill();
     let state = tempfile::tempdir().unwrap();
     let plain = tempfile::tempdir().unwrap();
-    fails_with(
+    unjudged_with(
         &mut check(skill.path(), plain.path(), &demo_events(1), state.path()),
         &["not a git repository"],
     );
@@ -124,7 +141,7 @@ fn workspace_must_be_a_repo_with_commits() {
         .current_dir(fresh.path())
         .status()
         .unwrap();
-    fails_with(
+    unjudged_with(
         &mut check(skill.path(), fresh.path(), &demo_events(1), state.path()),
         &["has no commits"],
     );

@@ -966,3 +966,30 @@ fn a_confined_run_cannot_reach_a_server_of_the_host() {
 fn listing_is_empty(dir: &Path) -> bool {
     std::fs::read_dir(dir).unwrap().next().is_none()
 }
+
+#[test]
+fn a_repository_the_agent_broke_is_a_counted_rejection_from_the_server_too() {
+    let server = Server::start(&[]);
+    let ws = demo_workspace();
+    let config = ws.path().join(".git/config");
+    let good = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{good}[core")).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let request = json!({
+        "skill": root().join("examples/demo-skill"), "workspace": ws.path(),
+        "events": demo_events(3), "state_dir": state.path(),
+    });
+    for iteration in 1..=2 {
+        let (status, v) = server.check(&request);
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(v["accepted"], false, "{v}");
+        assert_eq!(v["iteration"], iteration, "{v}");
+        assert!(v["followup"].as_str().unwrap().contains("could not read your changes"), "{v}");
+    }
+    // Mended, the finish is judged again (and counted on).
+    std::fs::write(&config, good).unwrap();
+    let (status, v) = server.check(&request);
+    assert_eq!(status, 200, "{v}");
+    assert!(v["metadata"]["unjudged"].is_null(), "{v}");
+    assert_eq!(v["signals"].as_array().unwrap().len(), 4);
+}
