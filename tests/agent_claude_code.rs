@@ -143,3 +143,44 @@ fn a_skill_that_cannot_load_lets_the_agent_stop() {
     assert_eq!(standin.turns().len(), 1, "no block, no second model call");
     assert!(String::from_utf8_lossy(&out.stdout).contains("Done."));
 }
+
+#[test]
+fn breaking_its_own_repository_does_not_let_the_agent_stop() {
+    // The attack as found: after a rejection the model breaks its
+    // repository (HEAD on a missing branch) so that the critic cannot diff.
+    // That stop is rejected too, with a follow-up that names the problem;
+    // once mended, the finish is judged.
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    install(repo.path(), &skill("empty-patch"), &state, &[]);
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "hook"]);
+    let bash = |command: &str| {
+        json!({"tool_calls": [{"name": "Bash", "input": {
+            "command": command, "description": "Run a command"}}]})
+    };
+    let standin = Standin::start(
+        "claude_code",
+        &json!([
+            {"text": "Nothing to change."},
+            bash("git symbolic-ref HEAD refs/heads/missing"),
+            {"text": "Done."},
+            bash("git symbolic-ref HEAD refs/heads/main && echo b > b.txt"),
+            {"text": "Mended and changed."},
+        ]),
+    );
+    let out = claude(repo.path(), "Change something", &standin, dir.path());
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let inputs: Vec<String> = standin.turns().iter().map(texts).collect();
+    assert_eq!(inputs.len(), 5, "{inputs:#?}");
+    // The model's input after the stop with the broken repository.
+    assert!(
+        inputs[3].contains("could not read your changes"),
+        "{}",
+        inputs[3]
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Mended and changed."));
+    let states = harness_state(&state, "empty-patch");
+    assert_eq!(states[0]["rejections"], 2, "{states:#?}");
+}

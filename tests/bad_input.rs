@@ -36,7 +36,10 @@ fn unjudged_with(cmd: &mut std::process::Command, expect: &[&str]) {
     let problem = v["metadata"]["unjudged"].as_str().unwrap();
     let (followup, err) = (v["followup"].as_str().unwrap(), stderr(&out));
     for e in expect {
-        assert!(problem.contains(e) && followup.contains(e), "expected {e:?} in:\n{v:#}");
+        assert!(
+            problem.contains(e) && followup.contains(e),
+            "expected {e:?} in:\n{v:#}"
+        );
         assert!(err.contains(e), "expected {e:?} in:\n{err}");
     }
 }

@@ -984,7 +984,13 @@ fn a_repository_the_agent_broke_is_a_counted_rejection_from_the_server_too() {
         assert_eq!(status, 200, "{v}");
         assert_eq!(v["accepted"], false, "{v}");
         assert_eq!(v["iteration"], iteration, "{v}");
-        assert!(v["followup"].as_str().unwrap().contains("could not read your changes"), "{v}");
+        assert!(
+            v["followup"]
+                .as_str()
+                .unwrap()
+                .contains("could not read your changes"),
+            "{v}"
+        );
     }
     // Mended, the finish is judged again (and counted on).
     std::fs::write(&config, good).unwrap();
