@@ -405,7 +405,7 @@ fn parse_object(file: &Path, bytes: &[u8]) -> Result<Map<String, Value>, Install
             "line {}, column {}: {}",
             e.line(),
             e.column(),
-            super::strip_position(&e.to_string())
+            crate::sys::json_error::describe(&e)
         ))),
     }
 }
