@@ -47,7 +47,7 @@ fn schema_violations_name_line_column_and_field() {
         "critic.yaml:1:7: name:",
         "critic.yaml:3:12: threshold:",
         "critic.yaml:5:5: signals[0]: missing required field",
-        "critic.yaml:8:5: signals[0].colour: unknown field",
+        "critic.yaml:8:5: signals[0]: unknown field",
     ] {
         assert!(err.contains(e), "expected {e:?} in:\n{err}");
     }

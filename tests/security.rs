@@ -1425,10 +1425,11 @@ fn text_output_escapes_terminal_control() {
     assert!(!text.contains('\u{1b}') && !text.contains('\r'), "{text:?}");
     assert!(!text.lines().any(|l| l.starts_with("  - forged")), "{text}");
     assert!(text.contains("\\u{1b}]0;owned"), "{text}");
-    // So is a hostile manifest quoted in the host's own error line.
+    // So is a hostile manifest quoted in the host's own error line (a
+    // detector path it names; unknown keys are placed, not quoted).
     let manifest = format!(
-        "name: t\nversion: 0.1.0\n\"{}\": 1\nsignals: []\n",
-        "\\e]0;owned\\a\\e[2J\\rforged\\u202e"
+        "name: t\nversion: 0.1.0\nsignals: [{{name: s, type: hard_gate, detector: \"{}\"}}]\n",
+        "\\e]0;owned\\a\\e[2J\\rforged\\u202e.wasm"
     );
     let bad = temp_skill(&manifest);
     let out = run(critic().args(["validate"]).arg(bad.path()));
