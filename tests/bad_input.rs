@@ -241,7 +241,10 @@ fn a_patch_file_that_is_not_a_diff() {
         check(skill.path(), repo.path(), &demo_events(1), state.path())
             .arg("--patch")
             .arg(&p),
-        &["fix.patch: not a valid git diff at line 6"],
+        &[
+            "fix.patch:6:1: not a valid git diff",
+            "diff ends inside a hunk",
+        ],
     );
 }
 
