@@ -1,6 +1,7 @@
 //! Subclass mode: the [`Critic`] trait a program implements (or gets from a
 //! skill through [`crate::evaluate::scorer::SkillCritic`]) to judge a finish.
 
+pub mod redact;
 pub mod scorer;
 pub mod state;
 pub mod verdict;
