@@ -407,8 +407,9 @@ fn read_json<T: for<'de> Deserialize<'de>>(
                 path: path.to_path_buf(),
                 source,
             })?;
-            // The file may be a symlink the agent planted to a secret: its
-            // place and what was expected, never its text.
+            // The file may be a symlink to some secret (in a state directory
+            // a request named, or another party can write): its place and
+            // what was expected, never its text.
             let msg = format!(
                 "{}:{}:{}: corrupt state file ({}); moved it to {} and started this signal fresh",
                 path.display(),

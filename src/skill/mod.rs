@@ -322,6 +322,7 @@ fn field_path(pointer: &str) -> String {
     out
 }
 
+/// [`SCHEMA`], parsed once.
 fn schema() -> &'static Value {
     static SCHEMA_VALUE: OnceLock<Value> = OnceLock::new();
     SCHEMA_VALUE.get_or_init(|| serde_json::from_str(SCHEMA).expect("bundled schema is valid JSON"))
