@@ -67,7 +67,7 @@ fn schema_violations_name_line_column_and_field() {
         "critic.yaml:1:7: name:",
         "critic.yaml:3:12: threshold:",
         "critic.yaml:5:5: signals[0]: missing required field",
-        "critic.yaml:8:5: signals[0].colour: unknown field",
+        "critic.yaml:8:5: signals[0]: unknown field",
     ] {
         assert!(err.contains(e), "expected {e:?} in:\n{err}");
     }
@@ -261,7 +261,10 @@ fn a_patch_file_that_is_not_a_diff() {
         check(skill.path(), repo.path(), &demo_events(1), state.path())
             .arg("--patch")
             .arg(&p),
-        &["fix.patch: not a valid git diff at line 6"],
+        &[
+            "fix.patch:6:1: not a valid git diff",
+            "diff ends inside a hunk",
+        ],
     );
 }
 
@@ -309,4 +312,89 @@ fn a_check_that_fails_after_counting_the_finish_takes_the_count_back() {
         3,
         "the failed evaluation was not counted"
     );
+}
+
+/// A file named on the command line may be a secret rather than the input
+/// it should be (`--patch ~/.ssh/id_rsa`, a `critic.yaml` or state file
+/// symlinked to one): what the check prints about it names the file, line
+/// and column, never a byte of what it holds.
+#[test]
+fn errors_about_named_files_never_quote_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let skill = pass_skill();
+    let repo = Repo::demo();
+    for secret in secret_files(dir.path()) {
+        let name = secret.file_name().unwrap().to_str().unwrap();
+        let quotes_nothing = |what: &str, out: &std::process::Output| {
+            for (stream, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+                let text = String::from_utf8_lossy(bytes);
+                assert!(
+                    !quotes(&text, &secret),
+                    "{what}: {stream} quotes the file:\n{text}"
+                );
+            }
+        };
+        let state = tempfile::tempdir().unwrap();
+
+        let out = run(
+            check(skill.path(), repo.path(), &demo_events(1), state.path())
+                .arg("--patch")
+                .arg(&secret),
+        );
+        quotes_nothing(&format!("--patch {name}"), &out);
+        assert_eq!(out.status.code(), Some(2), "--patch {name}");
+        let err = stderr(&out);
+        assert!(names_line_and_column(&err, name), "--patch {name}: {err}");
+        assert!(err.contains("not a valid git diff"), "{err}");
+
+        // Detected, and forced into every format (a reader that gets far
+        // enough complains about a value, or warns about a record).
+        let formats = std::iter::once(None).chain(
+            pluggable_critic::agents::FORMATS
+                .iter()
+                .map(|f| Some(f.name)),
+        );
+        for format in formats {
+            let mut cmd = check(skill.path(), repo.path(), &secret, state.path());
+            cmd.args(format.map(|f| ["--events-format", f]).iter().flatten());
+            let out = run(&mut cmd);
+            quotes_nothing(&format!("--events {name} ({format:?})"), &out);
+        }
+
+        let linked = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(&secret, linked.path().join("critic.yaml")).unwrap();
+        let out = run(critic().arg("validate").arg(linked.path()));
+        quotes_nothing(&format!("critic.yaml -> {name}"), &out);
+        assert_eq!(out.status.code(), Some(2), "critic.yaml -> {name}");
+        let err = stderr(&out);
+        assert!(
+            names_line_and_column(&err, "critic.yaml"),
+            "critic.yaml -> {name}: {err}"
+        );
+        let out = run(&mut check(
+            linked.path(),
+            repo.path(),
+            &demo_events(1),
+            state.path(),
+        ));
+        quotes_nothing(&format!("check, critic.yaml -> {name}"), &out);
+        assert_eq!(out.status.code(), Some(2), "check, critic.yaml -> {name}");
+
+        let state = tempfile::tempdir().unwrap();
+        let session = state.path().join("t/default");
+        std::fs::create_dir_all(&session).unwrap();
+        std::os::unix::fs::symlink(&secret, session.join("harness.json")).unwrap();
+        let out = run(&mut check(
+            skill.path(),
+            repo.path(),
+            &demo_events(1),
+            state.path(),
+        ));
+        quotes_nothing(&format!("harness.json -> {name}"), &out);
+        let warning = json_out(&out)["warnings"][0].as_str().unwrap().to_string();
+        assert!(
+            names_line_and_column(&warning, "harness.json") && warning.contains("corrupt"),
+            "harness.json -> {name}: {warning}"
+        );
+    }
 }

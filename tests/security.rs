@@ -1598,6 +1598,86 @@ fn a_crash_gives_the_agent_a_short_message() {
     );
 }
 
+// 11a. Key-shaped text a detector quotes (what a run printed) is replaced
+// by markers in everything the agent gets, which then says so once.
+#[test]
+fn secrets_a_detector_quotes_do_not_reach_the_agent() {
+    let m = SECRET_MARKER;
+    let key = format!(
+        "-----BEGIN OPENSSH PRIVATE KEY-----\n\
+         b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n\
+         QyNTUxOQAAACD{m}AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n\
+         -----END OPENSSH PRIVATE KEY-----\n"
+    );
+    // A test that read the key failed with it in its assertion, and a
+    // detector quoted the run's output: on one line, as pytest prints it,
+    // in the follow-up; as it was, in a feedback file.
+    let followup = format!(
+        "tests/test_deploy.py failed:\nE   AssertionError: assert {key:?} == ''\n\
+         E   and the environment had aws_secret_access_key = {m}wJalrXUtnFEMI/K7MDENG"
+    );
+    let report =
+        format!("# Failing run\n\n{key}\nGITHUB_TOKEN=ghp_{m}0123456789abcdefghijklmnopqrs\n");
+    let config = json!({
+        "mode": "artifacts", "text": followup,
+        "artifacts": [{"path": "run.md", "content": report}],
+    });
+    // A detector's error is quoted to the agent too (its first line).
+    let failing = json!({"mode": "error", "text": format!("cannot call the API with ghp_{m}0123456789abcdefghijklmnopqrs")});
+    let skill = temp_skill(&format!(
+        "name: t\nversion: 0.1.0\nsignals:\n  \
+         - {{name: quoting, type: soft, weight: 1, detector: {{misbehave}}, config: {config}}}\n  \
+         - {{name: failing, type: soft, weight: 1, detector: {{misbehave}}, config: {failing}}}\n"
+    ));
+    let repo = Repo::demo();
+    let state = tempfile::tempdir().unwrap();
+    let (code, v, err, _) = verdict_of(&mut check(
+        skill.path(),
+        repo.path(),
+        &demo_events(3),
+        state.path(),
+    ));
+    assert_eq!(code, 1, "{err}\n{v:#}");
+    let followup = v["followup"].as_str().unwrap();
+    let file = std::fs::read_to_string(repo.path().join(".critic/feedback/t/run.md")).unwrap();
+    let texts = [
+        followup,
+        v["signals"][0]["followup_text"].as_str().unwrap(),
+        v["signals"][1]["followup_text"].as_str().unwrap(),
+        &file,
+    ];
+    for text in texts {
+        assert!(!text.contains(m), "a secret reached the agent:\n{text}");
+        assert!(!text.contains("ghp_"), "{text}");
+    }
+    for marker in [
+        "assert \"[REDACTED: private key]\\n\" == ''",
+        "aws_secret_access_key = [REDACTED: AWS secret access key]",
+        "cannot call the API with [REDACTED: GitHub token]",
+    ] {
+        assert!(followup.contains(marker), "{marker} in:\n{followup}");
+    }
+    assert_eq!(
+        followup
+            .matches("replaced text that looked like a private key")
+            .count(),
+        1,
+        "{followup}"
+    );
+    assert_eq!(
+        file,
+        "# Failing run\n\n[REDACTED: private key]\n\nGITHUB_TOKEN=[REDACTED: GitHub token]\n"
+    );
+    // The user is told what was done, signal by signal.
+    let warnings = v["warnings"].to_string();
+    for signal in ["quoting", "failing"] {
+        assert!(
+            warnings.contains(&format!("signal \\\"{signal}\\\": ")),
+            "{warnings}"
+        );
+    }
+}
+
 // 12. Text output escapes control characters from detectors.
 #[test]
 fn text_output_escapes_terminal_control() {
@@ -1612,10 +1692,11 @@ fn text_output_escapes_terminal_control() {
     assert!(!text.contains('\u{1b}') && !text.contains('\r'), "{text:?}");
     assert!(!text.lines().any(|l| l.starts_with("  - forged")), "{text}");
     assert!(text.contains("\\u{1b}]0;owned"), "{text}");
-    // So is a hostile manifest quoted in the host's own error line.
+    // So is a hostile manifest quoted in the host's own error line (a
+    // detector path it names; unknown keys are placed, not quoted).
     let manifest = format!(
-        "name: t\nversion: 0.1.0\n\"{}\": 1\nsignals: []\n",
-        "\\e]0;owned\\a\\e[2J\\rforged\\u202e"
+        "name: t\nversion: 0.1.0\nsignals: [{{name: s, type: hard_gate, detector: \"{}\"}}]\n",
+        "\\e]0;owned\\a\\e[2J\\rforged\\u202e.wasm"
     );
     let bad = temp_skill(&manifest);
     let out = run(critic().args(["validate"]).arg(bad.path()));

@@ -346,6 +346,64 @@ fn bad_requests_get_4xx_naming_the_field() {
     assert_eq!(server.call("GET", "/v1/health", b"").0, 200);
 }
 
+/// A request may name a secret where a patch, events, a skill's manifest
+/// or a state file should be: the answer names the file, line and column,
+/// never a byte of what it holds.
+#[test]
+fn answers_about_named_files_never_quote_them() {
+    let server = Server::start(&[]);
+    let ws = demo_workspace();
+    let skill = temp_skill("name: t\nversion: 0.1.0\nsignals:\n  - {name: s, type: hard_gate, detector: {misbehave}, config: {mode: pass}}\n");
+    let dir = tempfile::tempdir().unwrap();
+    for secret in secret_files(dir.path()) {
+        let name = secret.file_name().unwrap().to_str().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let linked = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(&secret, linked.path().join("critic.yaml")).unwrap();
+        let base = json!({
+            "skill": skill.path(), "workspace": ws.path(), "events": demo_events(3),
+            "state_dir": state.path(),
+        });
+        let with = |field: &str, value: Value| {
+            let mut request = base.clone();
+            request[field] = value;
+            request
+        };
+        let mut forced = with("events", json!(secret));
+        forced["events_format"] = json!("swe-agent");
+        for (what, request, place) in [
+            ("patch", with("patch", json!(secret)), Some(name)),
+            ("events", with("events", json!(secret)), None),
+            ("events, as swe-agent", forced, None),
+            (
+                "skill",
+                with("skill", json!(linked.path())),
+                Some("critic.yaml"),
+            ),
+        ] {
+            let (status, answer) = server.check(&request);
+            let text = answer.to_string();
+            assert!(!quotes(&text, &secret), "{what} {name}: {status} {text}");
+            assert_eq!(status, 422, "{what} {name}: {text}");
+            if let Some(file) = place {
+                assert!(names_line_and_column(&text, file), "{what} {name}: {text}");
+            }
+        }
+        let session = state.path().join("t/default");
+        std::fs::create_dir_all(&session).unwrap();
+        std::os::unix::fs::symlink(&secret, session.join("harness.json")).unwrap();
+        let (status, answer) = server.check(&base);
+        let text = answer.to_string();
+        assert!(!quotes(&text, &secret), "state {name}: {text}");
+        assert_eq!(status, 200, "state {name}: {text}");
+        let warning = answer["warnings"][0].as_str().unwrap();
+        assert!(
+            names_line_and_column(warning, "harness.json"),
+            "state {name}: {warning}"
+        );
+    }
+}
+
 #[test]
 fn concurrent_sessions_count_every_finish_exactly_once() {
     let server = Server::start(&["--concurrency", "4"]);

@@ -149,7 +149,7 @@ pub enum EventsError {
     #[error("{0}: the events file is empty; pass the agent's event stream (JSONL, JSON array, or an events/ directory)")]
     Empty(PathBuf),
     /// Not JSON where JSON was expected.
-    #[error("{}", malformed(path, *line, *column, message))]
+    #[error("{}", located(path, *line, *column, "malformed JSON", message))]
     Malformed {
         /// The file.
         path: PathBuf,
@@ -158,7 +158,22 @@ pub enum EventsError {
         line: usize,
         /// 1-based column.
         column: usize,
-        /// serde's words.
+        /// serde_json's words, which quote nothing of the file.
+        message: String,
+    },
+    /// JSON, but not what the format holds at that place.
+    #[error("{}", located(path, *line, *column, what, message))]
+    Unexpected {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line; 0 for a record of a JSON document.
+        line: usize,
+        /// 1-based column; 0 when not known.
+        column: usize,
+        /// What the format needs there.
+        what: String,
+        /// What was expected instead, in serde's words without the value
+        /// found (see [`crate::sys::json_error`]).
         message: String,
     },
     /// Valid JSON in an unexpected shape.
@@ -188,14 +203,18 @@ pub enum EventsError {
 /// 10,000 events; this leaves room for a day-long session).
 pub const MAX_EVENTS_FILE_BYTES: u64 = 1 << 30;
 
-/// [`EventsError::Malformed`]'s message.
-fn malformed(path: &Path, line: usize, column: usize, message: &str) -> String {
+/// The message of an error at a place of an events file: `what` went
+/// wrong, in `message`'s words. The file's own text is never part of it:
+/// a request may name a secret as its events.
+fn located(path: &Path, line: usize, column: usize, what: &str, message: &str) -> String {
     let path = path.display();
-    match line {
-        0 => format!(
-            "{path}: malformed JSON in a record of the document (its column {column}): {message}"
-        ),
-        _ => format!("{path}:{line}:{column}: malformed JSON: {message}"),
+    match (line, column) {
+        (0, 0) => format!("{path}: {what} in a record of the document: {message}"),
+        (0, _) => {
+            format!("{path}: {what} in a record of the document (its column {column}): {message}")
+        }
+        (_, 0) => format!("{path}:{line}: {what}: {message}"),
+        _ => format!("{path}:{line}:{column}: {what}: {message}"),
     }
 }
 
@@ -408,14 +427,6 @@ where
             .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
     })
-}
-
-/// serde_json appends " at line L column C"; the error already carries those.
-pub(crate) fn strip_position(message: &str) -> String {
-    match message.rfind(" at line ") {
-        Some(i) => message[..i].to_string(),
-        None => message.to_string(),
-    }
 }
 
 /// The first registered format that recognizes the stream's first record.

@@ -11,7 +11,8 @@
 //! ([`Record::parse`]), and the records of a stream convert on every core
 //! ([`convert_each`]).
 
-use super::{strip_position, EventsError, Origin, MAX_EVENTS, MAX_EVENTS_FILE_BYTES};
+use super::{EventsError, Origin, MAX_EVENTS, MAX_EVENTS_FILE_BYTES};
+use crate::sys::json_error::describe;
 use critic_sdk::{Event, EventKind, RawSpan};
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
@@ -63,33 +64,39 @@ impl Record {
         path: &Path,
     ) -> Result<Result<T, serde_json::Error>, EventsError> {
         match serde_json::from_str(self.json()) {
-            Err(e) if e.is_syntax() || e.is_eof() => Err(self.malformed(path, &e)),
+            Err(e) if e.is_syntax() || e.is_eof() => Err(malformed(path, self.line, &e)),
             parsed => Ok(parsed),
         }
     }
 
     /// The record's JSON as a value of its own.
     pub(crate) fn into_raw(self, path: &Path) -> Result<Box<RawValue>, EventsError> {
+        let line = self.line;
         match self.json {
             Json::Inline(raw) => Ok(raw),
             Json::Line(text, _) => {
-                RawValue::from_string(text.into()).map_err(|e| EventsError::Malformed {
-                    path: path.to_path_buf(),
-                    line: self.line,
-                    column: e.column(),
-                    message: strip_position(&e.to_string()),
-                })
+                RawValue::from_string(text.into()).map_err(|e| malformed(path, line, &e))
             }
         }
     }
 
-    fn malformed(&self, path: &Path, e: &serde_json::Error) -> EventsError {
-        EventsError::Malformed {
+    /// [`EventsError::Unexpected`] for `e`, an error of this record's JSON
+    /// as the format's `T` ([`Record::parse`]): `what` the format needs.
+    pub(crate) fn unexpected(&self, path: &Path, what: &str, e: &serde_json::Error) -> EventsError {
+        let (line, column) = self.place_of(e);
+        EventsError::Unexpected {
             path: path.to_path_buf(),
-            line: self.line,
-            column: e.column(),
-            message: strip_position(&e.to_string()),
+            line,
+            column,
+            what: what.to_string(),
+            message: describe(e),
         }
+    }
+
+    /// The line and column in the file of `e`, an error in this record's
+    /// JSON.
+    pub(crate) fn place_of(&self, e: &serde_json::Error) -> (usize, usize) {
+        place(self.line, e)
     }
 
     /// The record's JSON for an event: a copy, or only its place.
@@ -120,6 +127,28 @@ impl Record {
             class,
             timestamp,
         }
+    }
+}
+
+/// The line and column in the file of `e`, an error in the JSON of a
+/// record that starts line `line` (0: an item of a JSON document, whose
+/// place is not kept; the column is then the record's own).
+fn place(line: usize, e: &serde_json::Error) -> (usize, usize) {
+    match line {
+        0 => (0, e.column()),
+        line => (line + e.line().saturating_sub(1), e.column()),
+    }
+}
+
+/// [`EventsError::Malformed`] for `e`, an error in the JSON of a record
+/// that starts line `line` of `path`.
+pub(super) fn malformed(path: &Path, line: usize, e: &serde_json::Error) -> EventsError {
+    let (line, column) = place(line, e);
+    EventsError::Malformed {
+        path: path.to_path_buf(),
+        line,
+        column,
+        message: describe(e),
     }
 }
 
@@ -181,12 +210,8 @@ pub(super) fn from_text(path: &Path, text: &str) -> Result<Vec<Record>, EventsEr
         return Err(EventsError::Empty(path.to_path_buf()));
     }
     let offset_line = text[..text.len() - trimmed.len()].matches('\n').count();
-    let malformed = |e: serde_json::Error, base: usize| EventsError::Malformed {
-        path: path.to_path_buf(),
-        line: e.line() + base,
-        column: e.column(),
-        message: strip_position(&e.to_string()),
-    };
+    // `base`: the lines before the text parsed.
+    let malformed = |e: serde_json::Error, base: usize| malformed(path, base + 1, &e);
     if trimmed.starts_with('[') {
         let CappedItems(items) =
             serde_json::from_str(trimmed).map_err(|e| malformed(e, offset_line))?;
@@ -519,12 +544,7 @@ fn record(
             json: Json::Line(text.into(), span),
         });
     }
-    let raw = RawValue::from_string(text.to_string()).map_err(|e| EventsError::Malformed {
-        path: path.to_path_buf(),
-        line,
-        column: e.column(),
-        message: strip_position(&e.to_string()),
-    })?;
+    let raw = RawValue::from_string(text.to_string()).map_err(|e| malformed(path, line, &e))?;
     Ok(Record::inline(line, raw))
 }
 

@@ -1,6 +1,7 @@
 //! Subclass mode: the [`Critic`] trait a program implements (or gets from a
 //! skill through [`crate::evaluate::scorer::SkillCritic`]) to judge a finish.
 
+pub mod redact;
 pub mod scorer;
 pub mod state;
 pub mod verdict;
@@ -67,8 +68,57 @@ pub fn decide(critic: &dyn Critic, finish: &Finish) -> Result<Verdict, Error> {
 }
 
 /// `verdict` of `critic`, its follow-up composed by [`Critic::followup`]
-/// when it rejects: what [`decide`] does after evaluating.
+/// when it rejects: what [`decide`] does after evaluating. Every front-end
+/// gets its follow-up here, so here it loses what looks like a secret
+/// (see [`redact`]), whichever critic composed it: a [`SkillCritic`]'s has
+/// lost them already, a program's own may quote anything.
+///
+/// [`SkillCritic`]: scorer::SkillCritic
 pub fn with_followup(critic: &dyn Critic, mut verdict: Verdict) -> Verdict {
-    verdict.followup = (!verdict.accepted).then(|| critic.followup(&verdict));
+    verdict.followup = (!verdict.accepted).then(|| {
+        let followup = critic.followup(&verdict);
+        let found = redact::redact(&followup);
+        match found.count {
+            0 => followup,
+            _ => format!("{}\n\n{}", found.text, redact::NOTICE),
+        }
+    });
     verdict
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A critic that rejects, its follow-up quoting its verdict's metadata.
+    struct Quoting;
+
+    impl Critic for Quoting {
+        fn evaluate(&self, _: &Finish) -> Result<Verdict, Error> {
+            unreachable!("only its follow-up is asked for")
+        }
+
+        fn followup(&self, verdict: &Verdict) -> String {
+            format!("The run printed: {}", verdict.metadata["output"])
+        }
+    }
+
+    #[test]
+    fn a_programs_own_follow_up_loses_its_secrets_too() {
+        let verdict: Verdict = serde_json::from_value(serde_json::json!({
+            "accepted": false, "score": 0.0, "threshold": 0.5, "message": "rejected",
+            "iteration": 1, "max_iterations": 3, "budget_exhausted": false,
+            "skill": {"name": "s", "version": "1"}, "session": "x", "signals": [],
+            "metadata": {"output": "token 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"},
+        }))
+        .unwrap();
+        let followup = with_followup(&Quoting, verdict).followup.unwrap();
+        assert_eq!(
+            followup,
+            format!(
+                "The run printed: \"token [REDACTED: GitHub token]\"\n\n{}",
+                redact::NOTICE
+            )
+        );
+    }
 }

@@ -10,6 +10,7 @@
 use crate::detector::feed::EventFeed;
 use crate::detector::wasm::{CallContext, CallLimits, DetectorError, Runtime};
 use crate::detector::Detector;
+use crate::evaluate::redact;
 use crate::evaluate::state::{HarnessState, Session, StateStore};
 use crate::evaluate::verdict::{SignalResult, SignalStatus, Verdict};
 use crate::evaluate::{Critic, Finish};
@@ -262,6 +263,7 @@ impl SkillCritic {
         let m = &self.skill.manifest;
         let mut results = Vec::with_capacity(m.signals.len());
         let mut new_states = Vec::new();
+        let mut redactions = Vec::new();
         let mut gate_fired = false;
         for (i, (signal, detector)) in m.signals.iter().zip(self.detectors.iter()).enumerate() {
             if gate_fired {
@@ -279,8 +281,14 @@ impl SkillCritic {
             let outcome = done
                 .outcome
                 .unwrap_or_else(|| Err(DetectorError::Reported("the detector was not run".into())));
+            // What the agent gets loses its secrets: a detector quotes what
+            // runs printed, and a run may have printed a key.
+            let mut hidden = 0;
             // Only a call that counts gets its files written.
-            let outcome = outcome.and_then(|out| {
+            let outcome = outcome.and_then(|mut out| {
+                for a in &mut out.artifacts {
+                    a.content = redacted(std::mem::take(&mut a.content), &mut hidden);
+                }
                 artifacts::write(&finish.workspace, &m.name, &signal.name, &out.artifacts)
                     .map(|paths| (out, paths))
                     .map_err(|e| DetectorError::BadOutput(e.to_string()))
@@ -292,7 +300,10 @@ impl SkillCritic {
                     }
                     SignalResult {
                         artifacts,
-                        followup_text: out.followup_text.filter(|_| out.triggered),
+                        followup_text: out
+                            .followup_text
+                            .filter(|_| out.triggered)
+                            .map(|text| redacted(text, &mut hidden)),
                         metadata: out.metadata,
                         duration_ms,
                         compile_cache: detector.cache_outcome(),
@@ -314,8 +325,9 @@ impl SkillCritic {
                     let triggered = signal.on_error == OnError::FailClosed;
                     SignalResult {
                         triggered,
-                        followup_text: triggered
-                            .then(|| error_followup(&signal.name, &e.for_agent())),
+                        followup_text: triggered.then(|| {
+                            redacted(error_followup(&signal.name, &e.for_agent()), &mut hidden)
+                        }),
                         error: Some(error),
                         duration_ms,
                         compile_cache: detector.cache_outcome(),
@@ -328,6 +340,13 @@ impl SkillCritic {
                     }
                 }
             };
+            if hidden > 0 {
+                redactions.push(format!(
+                    "signal {:?}: {hidden} key-shaped strings replaced with [REDACTED] markers \
+                     in what the agent gets (follow-up text, feedback files)",
+                    signal.name
+                ));
+            }
             gate_fired = result.triggered && signal.kind == SignalKind::HardGate;
             results.push(result);
         }
@@ -336,6 +355,7 @@ impl SkillCritic {
             results,
             new_states,
             gate_fired,
+            redactions,
         }
     }
 
@@ -366,6 +386,9 @@ struct Ran {
     new_states: Vec<(String, Value)>,
     /// Whether a hard gate fired (later signals are skipped).
     gate_fired: bool,
+    /// A warning for each signal whose texts for the agent had secrets
+    /// replaced.
+    redactions: Vec<String>,
 }
 
 /// Load the detector of every signal of `skill`; results in manifest order,
@@ -409,6 +432,16 @@ pub(crate) fn load_detectors(
                 })
         })
         .collect()
+}
+
+/// `text` with its secrets replaced by markers, counted in `hidden`.
+fn redacted(text: String, hidden: &mut usize) -> String {
+    let found = redact::redact(&text);
+    *hidden += found.count;
+    match found.count {
+        0 => text,
+        _ => found.text.into_owned(),
+    }
 }
 
 /// Error text shown to the agent when a fail-closed signal could not run.
@@ -538,6 +571,7 @@ impl SkillCritic {
             results,
             new_states,
             gate_fired,
+            redactions,
         } = ran;
 
         let score = score(&results, gate_fired);
@@ -563,7 +597,7 @@ impl SkillCritic {
             budget_exhausted,
             self.rejection_budget(),
         );
-        let followup = (!accepted).then(|| self.compose_followup(&results));
+        let followup = (!accepted).then(|| self.compose_followup(&results, !redactions.is_empty()));
         let mut metadata = json!({
             "patch": {
                 "base": finish.patch.base,
@@ -588,7 +622,10 @@ impl SkillCritic {
             skill: info,
             session: finish.session.clone(),
             signals: results,
-            warnings: std::mem::take(&mut session.warnings),
+            warnings: std::mem::take(&mut session.warnings)
+                .into_iter()
+                .chain(redactions)
+                .collect(),
             metadata,
         })
     }
@@ -596,8 +633,9 @@ impl SkillCritic {
 
 impl SkillCritic {
     /// The default follow-up: the fired signals' texts in manifest order,
-    /// framed by the manifest's header and footer.
-    fn compose_followup(&self, results: &[SignalResult]) -> String {
+    /// framed by the manifest's header and footer; then, if secrets were
+    /// replaced in what the agent gets, a note saying so.
+    fn compose_followup(&self, results: &[SignalResult], redacted: bool) -> String {
         let style = &self.skill.manifest.followup;
         let sep = style.separator.as_deref().unwrap_or("\n\n");
         let mut parts: Vec<&str> = Vec::new();
@@ -615,6 +653,9 @@ impl SkillCritic {
         parts.extend(texts);
         if let Some(f) = &style.footer {
             parts.push(f);
+        }
+        if redacted {
+            parts.push(redact::NOTICE);
         }
         parts.join(sep)
     }
@@ -664,6 +705,14 @@ pub(crate) fn unjudged_verdict(
     let max_iterations = request
         .max_rejections
         .map_or(m.max_iterations, |cap| cap.min(m.max_iterations));
+    // The problem names files of the agent's; it should quote none of
+    // them, and what looks like a secret goes anyway.
+    let mut hidden = 0;
+    let followup = redacted(followup, &mut hidden);
+    let followup = match hidden {
+        0 => followup,
+        _ => format!("{followup}\n\n{}", redact::NOTICE),
+    };
     let message = if budget_exhausted {
         format!(
             "accepted UNCHECKED because the rejection budget ran out ({max_iterations} \

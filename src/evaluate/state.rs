@@ -432,9 +432,15 @@ fn read_json<T: for<'de> Deserialize<'de>>(
                 path: path.to_path_buf(),
                 source,
             })?;
+            // The file may be a symlink to some secret (in a state directory
+            // a request named, or another party can write): its place and
+            // what was expected, never its text.
             let msg = format!(
-                "{}: corrupt state file ({e}); moved it to {} and started this signal fresh",
+                "{}:{}:{}: corrupt state file ({}); moved it to {} and started this signal fresh",
                 path.display(),
+                e.line(),
+                e.column(),
+                crate::sys::json_error::describe(&e),
                 aside.display()
             );
             tracing::warn!("{msg}");

@@ -289,7 +289,7 @@ fn read_input(protocol: &HookProtocol, stdin: &[u8]) -> Result<HookInput, Failur
             "hook input (stdin): line {}, column {}: not JSON ({})",
             e.line(),
             e.column(),
-            crate::agents::strip_position(&e.to_string())
+            crate::sys::json_error::describe(&e)
         ))
     })?;
     if !value.is_object() {

@@ -240,7 +240,8 @@ pub struct Skill {
 pub struct Issue {
     /// Where.
     pub position: Position,
-    /// JSON-pointer style path of the field (`/signals/0/weight`), empty for the root.
+    /// JSON-pointer style path of the field (`/signals/0/weight`), empty for
+    /// the root; for an unknown field, the object holding it.
     pub field: String,
     /// What is wrong and how to fix it.
     pub message: String,
@@ -321,12 +322,42 @@ fn field_path(pointer: &str) -> String {
     out
 }
 
+/// [`SCHEMA`], parsed once.
+fn schema() -> &'static Value {
+    static SCHEMA_VALUE: OnceLock<Value> = OnceLock::new();
+    SCHEMA_VALUE.get_or_init(|| serde_json::from_str(SCHEMA).expect("bundled schema is valid JSON"))
+}
+
 fn validator() -> &'static jsonschema::Validator {
     static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
     VALIDATOR.get_or_init(|| {
-        let schema: Value = serde_json::from_str(SCHEMA).expect("bundled schema is valid JSON");
-        jsonschema::validator_for(&schema).expect("bundled schema is a valid JSON Schema")
+        jsonschema::validator_for(schema()).expect("bundled schema is a valid JSON Schema")
     })
+}
+
+/// The fields the schema allows in the object at `pointer` of a manifest,
+/// in the schema's order.
+fn allowed_fields(pointer: &str) -> Vec<&'static str> {
+    let root = schema();
+    let resolve = |node: &'static Value| match node.get("$ref").and_then(Value::as_str) {
+        Some(target) => target
+            .strip_prefix('#')
+            .and_then(|p| root.pointer(p))
+            .unwrap_or(&Value::Null),
+        None => node,
+    };
+    let mut node = root;
+    for part in pointer.split('/').skip(1) {
+        node = resolve(node);
+        node = match (part.parse::<usize>(), node.get("items")) {
+            (Ok(_), Some(items)) => items,
+            _ => &node["properties"][part.replace("~1", "/").replace("~0", "~")],
+        };
+    }
+    resolve(node)["properties"]
+        .as_object()
+        .map(|fields| fields.keys().map(String::as_str).collect())
+        .unwrap_or_default()
 }
 
 fn schema_issues(doc: &Located) -> Vec<Issue> {
@@ -334,15 +365,19 @@ fn schema_issues(doc: &Located) -> Vec<Issue> {
     for error in validator().iter_errors(&doc.value) {
         let pointer = error.instance_path().as_str().to_string();
         match error.kind() {
+            // The unknown key is placed, not quoted: a `critic.yaml` may be a
+            // symlink to some secret file whose keys are the secret.
             jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
                 for key in unexpected {
-                    let field = format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"));
+                    let key = format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"));
                     issues.push(Issue {
-                        position: doc.key_position(&field),
-                        field,
-                        message:
-                            "unknown field (check its spelling against schemas/critic.schema.json)"
-                                .into(),
+                        position: doc.key_position(&key),
+                        field: pointer.clone(),
+                        message: format!(
+                            "unknown field; the fields allowed here are {} \
+                             (see schemas/critic.schema.json)",
+                            allowed_fields(&pointer).join(", ")
+                        ),
                     });
                 }
             }
@@ -704,9 +739,36 @@ signals:
         let text = GOOD.replace("    timeout: 500ms", "    timout: 500ms");
         let found = issues(&text);
         assert_eq!(found.len(), 1, "{found:?}");
-        assert_eq!(found[0].field, "/signals/0/timout");
+        assert_eq!(found[0].field, "/signals/0");
         assert_eq!(found[0].position, Position { line: 9, column: 5 });
-        assert!(found[0].message.contains("unknown field"));
+        assert_eq!(
+            found[0].message,
+            "unknown field; the fields allowed here are name, type, weight, detector, config, \
+             timeout, on_error, memory_mb (see schemas/critic.schema.json)"
+        );
+        let dir = skill_dir();
+        let err = parse_in(dir.path(), &text).unwrap_err().to_string();
+        assert!(
+            !err.contains("timout"),
+            "the key is placed, not quoted: {err}"
+        );
+        for (text, allowed) in [
+            (
+                GOOD.replace("threshold: 0.7", "thresh: 0.7"),
+                "name, version, description",
+            ),
+            (
+                format!("{GOOD}limits: {{memory: 1}}\n"),
+                "memory_mb, output_kb, stdio_kb",
+            ),
+            (
+                format!("{GOOD}followup: {{head: x}}\n"),
+                "header, footer, separator",
+            ),
+        ] {
+            let found = issues(&text);
+            assert!(found[0].message.contains(allowed), "{found:?}");
+        }
     }
 
     #[test]

@@ -100,9 +100,17 @@ fn position(marker: Marker) -> Position {
 }
 
 fn scan_error(e: ScanError) -> YamlError {
+    // The scanner's words are fixed phrases, save this one, which quotes
+    // the character found; the file may be a secret, so it is not repeated.
+    let message = match e.info() {
+        info if info.starts_with("unexpected character") => {
+            "a plain value cannot start with `%`, `@` or a backquote; quote the value".into()
+        }
+        info => info.to_string(),
+    };
     YamlError {
         position: position(*e.marker()),
-        message: e.info().to_string(),
+        message,
     }
 }
 
@@ -252,6 +260,19 @@ mod tests {
         let e = parse("name: [unclosed\n").unwrap_err();
         assert!(e.position.line >= 1);
         assert!(!e.message.is_empty());
+    }
+
+    #[test]
+    fn syntax_errors_quote_nothing_of_the_text() {
+        let e = parse("password: @hunter2\n").unwrap_err();
+        assert_eq!(
+            e.position,
+            Position {
+                line: 1,
+                column: 11
+            }
+        );
+        assert!(e.message.contains("quote the value"), "{e:?}");
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! Operating-system helpers the layers share: private directories, atomic
 //! and bounded file writes, tree removal that cannot be led astray, the
-//! registry of what an interrupted host undoes, the one work queue, and who
-//! is at the other end of a local connection.
+//! registry of what an interrupted host undoes, the one work queue, JSON
+//! errors told without quoting their input, and who is at the other end of
+//! a local connection.
 
 pub mod atomic_file;
 pub mod bounded_read;
 pub mod interrupt;
+pub mod json_error;
 pub mod parallel;
 pub mod peer;
 pub mod private_dir;

@@ -11,6 +11,7 @@ pub(crate) mod git;
 pub mod new_file_diff;
 
 use crate::sys::bounded_read::read_regular_file;
+use critic_sdk::diff::DiffError;
 use critic_sdk::{FileChange, Patch, PatchOrigin};
 use git::GitError;
 use globset::GlobBuilder;
@@ -52,12 +53,16 @@ pub enum PatchError {
     #[error(transparent)]
     Git(#[from] GitError),
     /// The diff could not be parsed (or a `--patch` file is not a diff).
-    #[error("{source_name}: not a valid git diff at {error}")]
+    /// Every such error is about a line that does not begin as the format
+    /// wants, so the place is its column 1. The message says what was
+    /// expected there, never what was found: a patch file a request names
+    /// may be some secret (see [`expected`]).
+    #[error("{source_name}:{}:1: not a valid git diff: {}", error.line, expected(error))]
     Parse {
         /// Where the diff came from.
         source_name: String,
         /// Where it broke.
-        error: critic_sdk::diff::DiffError,
+        error: DiffError,
     },
     /// A file could not be read or written.
     #[error("{path}: {source}")]
@@ -493,6 +498,29 @@ fn resolve_commit(dir: &Path, rev: &str) -> Result<String, GitError> {
     Ok(id)
 }
 
+/// What the diff parser expected where it stopped, in words that quote
+/// nothing of the text. The parser's own message quotes the line it met
+/// (it also serves detectors, which parse diffs of their own), so only its
+/// fixed beginning is read here; a unit test holds every form to its words.
+fn expected(e: &DiffError) -> &'static str {
+    let m = e.message.as_str();
+    if m.starts_with("expected 'diff --git'") {
+        "expected a `diff --git a/<path> b/<path>` line"
+    } else if m.starts_with("cannot read the paths") {
+        "cannot tell the two paths of this `diff --git` line apart"
+    } else if m.starts_with("malformed hunk header") {
+        "malformed hunk header (expected `@@ -<line>,<count> +<line>,<count> @@`)"
+    } else if m.starts_with("hunk header ") {
+        "the hunk header names lines past 4294967295"
+    } else if m.starts_with("hunk \"") {
+        "this line is none of those its hunk still owes (each begins with ' ', '-' or '+')"
+    } else if m == "diff ends inside a hunk" {
+        "the diff ends inside a hunk"
+    } else {
+        "not git's diff format"
+    }
+}
+
 /// Parse diff text into a [`Patch`], classifying test files.
 pub fn parse_patch(
     raw: String,
@@ -583,6 +611,45 @@ impl TestClassifier {
 mod tests {
     use super::*;
     use crate::skill::DEFAULT_TEST_PATTERNS;
+
+    #[test]
+    fn diff_errors_say_what_was_expected_and_quote_nothing() {
+        let secret = "hunter2";
+        for (raw, place, words) in [
+            (format!("{secret}\n"), ":1:1:", "expected a `diff --git"),
+            (format!("diff --git {secret}\n"), ":1:1:", "two paths"),
+            (
+                format!("diff --git a/x b/x\n@@ -1,{secret} +1 @@\n"),
+                ":2:1:",
+                "malformed hunk header",
+            ),
+            (
+                format!("diff --git a/x b/x\n@@ -1 +4294967295,3 @@ {secret}\n"),
+                ":2:1:",
+                "lines past",
+            ),
+            (
+                format!("diff --git a/x b/x\n@@ -1 +1 @@ {secret}\n{secret}\n"),
+                ":3:1:",
+                "none of those its hunk still owes",
+            ),
+            (
+                "diff --git a/x b/x\n@@ -1 +1 @@\n-a\n".to_string(),
+                ":4:1:",
+                "ends inside a hunk",
+            ),
+        ] {
+            let e = parse_patch(raw, "base", PatchOrigin::File, "p.diff", &defaults())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with(&format!("p.diff{place} not a valid git diff: ")),
+                "{e}"
+            );
+            assert!(e.contains(words), "{e}");
+            assert!(!e.contains(secret), "{e}");
+        }
+    }
 
     fn defaults() -> TestClassifier {
         let p: Vec<String> = DEFAULT_TEST_PATTERNS

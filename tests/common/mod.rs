@@ -279,3 +279,73 @@ pub fn venv(dir: &Path, python: Option<&str>, lock: Option<&Path>) -> PathBuf {
     }
     dir.join("bin/python")
 }
+
+/// What every file of [`secret_files`] holds, and must never be quoted.
+pub const SECRET_MARKER: &str = "SECRETMARKER";
+
+/// Files shaped like the secrets a request or flag could name instead of
+/// its input, each holding [`SECRET_MARKER`]: a private key, AWS
+/// credentials, a one-line secret, a JSON token store whose fields share
+/// names with transcript and state fields (so readers get far enough to
+/// complain about a value), and a JSON list of recovery codes. Returns
+/// their paths, written under `dir`.
+pub fn secret_files(dir: &Path) -> Vec<PathBuf> {
+    let m = SECRET_MARKER;
+    let files = [
+        (
+            "id_rsa",
+            format!(
+                "-----BEGIN OPENSSH PRIVATE KEY-----\n{m}b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n\
+                 -----END OPENSSH PRIVATE KEY-----\n"
+            ),
+        ),
+        (
+            "credentials",
+            format!(
+                "[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\n\
+                 aws_secret_access_key = {m}wJalrXUtnFEMI/K7MDENG\n"
+            ),
+        ),
+        ("secret.env", format!("aws_secret_access_key = {m}\n")),
+        (
+            "tokens.json",
+            format!(
+                "{{\"ghp_{m}0123456789abcdefghijklmnopqrstu\": {{\"scopes\": \"repo\"}},\n\
+                 \"schema_version\": \"{m}\", \"history\": \"{m}\", \"trajectory\": \"{m}\", \
+                 \"messages\": \"{m}\", \"type\": \"{m}\"}}\n"
+            ),
+        ),
+        ("codes.json", format!("[\"{m}-1111\", \"{m}-2222\"]\n")),
+    ];
+    files
+        .into_iter()
+        .map(|(name, text)| {
+            let path = dir.join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        })
+        .collect()
+}
+
+/// Whether `text` names `file` with a line and a column (`file:3:7`).
+pub fn names_line_and_column(text: &str, file: &str) -> bool {
+    text.match_indices(&format!("{file}:")).any(|(at, found)| {
+        let rest = &text[at + found.len()..];
+        let line = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let rest = &rest[line..];
+        let column = rest
+            .strip_prefix(':')
+            .map_or(0, |r| r.bytes().take_while(u8::is_ascii_digit).count());
+        line > 0 && column > 0
+    })
+}
+
+/// Whether `text` quotes the file `secret` of [`secret_files`]: its marker,
+/// or any of its lines.
+pub fn quotes(text: &str, secret: &Path) -> bool {
+    text.contains(SECRET_MARKER)
+        || std::fs::read_to_string(secret)
+            .unwrap()
+            .lines()
+            .any(|line| line.trim().len() >= 8 && text.contains(line.trim()))
+}

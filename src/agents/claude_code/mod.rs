@@ -209,9 +209,12 @@ fn line_events(record: &Record, line: Result<Line, serde_json::Error>) -> Vec<Ev
     let line = match line {
         Ok(line) => line,
         Err(e) => {
+            let (line, column) = record.place_of(&e);
             tracing::warn!(
-                line = record.line,
-                "not a Claude Code transcript line ({e}); kept as `other`"
+                line,
+                column,
+                "not a Claude Code transcript line ({}); kept as `other`",
+                crate::sys::json_error::describe(&e)
             );
             return vec![record.event(0, EventKind::Other)];
         }

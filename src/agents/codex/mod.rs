@@ -87,9 +87,12 @@ fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
         let line: Line = match line {
             Ok(line) => line,
             Err(e) => {
+                let (line, column) = record.place_of(&e);
                 tracing::warn!(
-                    line = record.line,
-                    "not a Codex rollout line ({e}); kept as `other`"
+                    line,
+                    column,
+                    "not a Codex rollout line ({}); kept as `other`",
+                    crate::sys::json_error::describe(&e)
                 );
                 events.push(record.event(index, EventKind::Other));
                 continue;

@@ -110,9 +110,12 @@ fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
         let line: Line = match line {
             Ok(line) => line,
             Err(e) => {
+                let (line, column) = record.place_of(&e);
                 tracing::warn!(
-                    line = record.line,
-                    "not a Copilot CLI event ({e}); kept as `other`"
+                    line,
+                    column,
+                    "not a Copilot CLI event ({}); kept as `other`",
+                    crate::sys::json_error::describe(&e)
                 );
                 events.push(record.event(events.len(), EventKind::Other));
                 continue;

@@ -49,22 +49,26 @@ const SESSION_CONTEXT_ID: &str = "d04923d38bb0f6017037e74183378ef4";
 
 fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
     let mut messages = Messages::default();
-    let shape = |line: usize, message: String| EventsError::Shape {
-        path: path.to_path_buf(),
-        message: format!("record {line}: {message}"),
-    };
     for record in records {
         let record = record?;
         let value: Value = record
             .parse(path)?
-            .map_err(|e| shape(record.line, e.to_string()))?;
+            .map_err(|e| record.unexpected(path, "not a JSON value", &e))?;
         let list = value
             .get("$set")
             .and_then(|s| s.get("messages"))
             .or_else(|| value.get("messages"));
         if let Some(list) = list {
-            let list: Vec<Box<RawValue>> = serde_json::from_value(list.clone())
-                .map_err(|e| shape(record.line, format!("`messages` is not a list: {e}")))?;
+            // Read from the value, the error has no place of its own: the
+            // record's line is the place.
+            let list: Vec<Box<RawValue>> =
+                serde_json::from_value(list.clone()).map_err(|e| EventsError::Unexpected {
+                    path: path.to_path_buf(),
+                    line: record.line,
+                    column: 0,
+                    what: "`messages` is not a list".into(),
+                    message: crate::sys::json_error::describe(&e),
+                })?;
             messages = Messages::default();
             for raw in list {
                 if let Some(id) = id_of(&raw) {

@@ -104,7 +104,7 @@ impl Document {
                 "line {}, column {}: {}",
                 e.line(),
                 e.column(),
-                crate::agents::strip_position(&e.to_string())
+                crate::sys::json_error::describe(&e)
             ));
         }
         let mut parser = Parser {

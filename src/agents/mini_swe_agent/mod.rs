@@ -79,10 +79,9 @@ struct Action {
 
 fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
     let record = super::one_document(path, records)?;
-    let trajectory: Trajectory = record.parse(path)?.map_err(|e| EventsError::Shape {
-        path: path.to_path_buf(),
-        message: format!("`messages` is not a list of messages: {e}"),
-    })?;
+    let trajectory: Trajectory = record
+        .parse(path)?
+        .map_err(|e| record.unexpected(path, "`messages` is not a list of messages", &e))?;
     let mut events = Vec::new();
     // The calls waiting for their results, in order (text mode names none).
     let mut pending: std::collections::VecDeque<Option<String>> = Default::default();

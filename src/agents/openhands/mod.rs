@@ -13,6 +13,7 @@ pub(super) use hook::HOOK;
 
 use super::lenient::{OptI64, OptStr, Text};
 use super::{EventsError, Format, Record, Records};
+use crate::sys::json_error::describe;
 use critic_sdk::{Event, EventKind};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -88,13 +89,8 @@ fn read_dir(dir: &Path) -> Result<Vec<Record>, EventsError> {
         .into_iter()
         .map(|path| {
             let text = super::read_events_file(&path)?;
-            let malformed = |e: serde_json::Error| EventsError::Malformed {
-                path: path.clone(),
-                line: e.line(),
-                column: e.column(),
-                message: super::strip_position(&e.to_string()),
-            };
-            let raw: Box<RawValue> = serde_json::from_str(text.trim()).map_err(malformed)?;
+            let raw: Box<RawValue> = serde_json::from_str(text.trim())
+                .map_err(|e| super::records::malformed(&path, 1, &e))?;
             Ok(Record::inline(1, raw))
         })
         .collect()
@@ -165,9 +161,13 @@ fn convert(index: usize, record: Record, event: Result<SdkEvent, serde_json::Err
     let v = match event {
         Ok(v) => v,
         Err(e) => {
+            let (line, column) = record.place_of(&e);
             tracing::warn!(
                 index,
-                "event does not look like an OpenHands SDK event ({e}); kept as `other`"
+                line,
+                column,
+                "event does not look like an OpenHands SDK event ({}); kept as `other`",
+                describe(&e)
             );
             return record.event(index, EventKind::Other);
         }

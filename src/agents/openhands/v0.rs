@@ -53,10 +53,7 @@ fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
             first
                 .parse::<HistoryRecord>(path)?
                 .map(|h| h.history)
-                .map_err(|e| EventsError::Shape {
-                    path: path.to_path_buf(),
-                    message: format!("`history` is not a list of events: {e}"),
-                })?
+                .map_err(|e| first.unexpected(path, "`history` is not a list of events", &e))?
         }
         _ => records
             .into_iter()

@@ -57,10 +57,9 @@ struct Step {
 
 fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
     let record = super::one_document(path, records)?;
-    let t: Trajectory = record.parse(path)?.map_err(|e| EventsError::Shape {
-        path: path.to_path_buf(),
-        message: format!("`trajectory` is not a list of steps: {e}"),
-    })?;
+    let t: Trajectory = record
+        .parse(path)?
+        .map_err(|e| record.unexpected(path, "`trajectory` is not a list of steps", &e))?;
     let mut events = Vec::new();
     let task = t
         .history
