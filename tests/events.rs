@@ -82,8 +82,10 @@ fn forced_format_and_unknown_shapes() {
     let dir = tempfile::tempdir().unwrap();
     let odd = dir.path().join("odd.jsonl");
     std::fs::write(&odd, "{\"type\": \"something\"}\n").unwrap();
+    // Events the agent's program wrote that are no transcript: a finish
+    // that could not be judged, a rejection that names the problem.
     let (code, _, err) = echo(&odd, None);
-    assert_eq!(code, 2);
+    assert_eq!(code, 1);
     assert!(
         err.contains("cannot tell the event format; pass --events-format"),
         "{err}"
@@ -145,7 +147,7 @@ fn several_v0_records_need_one_instance() {
     let two = dir.path().join("output.jsonl");
     std::fs::write(&two, format!("{line}{line}")).unwrap();
     let (code, _, err) = echo(&two, None);
-    assert_eq!(code, 2);
+    assert_eq!(code, 1);
     assert!(
         err.contains("holds 2 output.jsonl records (line 2 and on)"),
         "{err}"

@@ -175,7 +175,9 @@ fn a_timeout_kills_the_whole_process_group() {
 
 #[test]
 fn an_editable_install_of_the_workspace_does_not_leak_into_runs() {
-    let repo = Repo::demo();
+    // Both outside /tmp, where a run would see them (a run's /tmp is its own).
+    let place = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let repo = Repo::demo_in(place);
     repo.write(
         "tools/where.py",
         "import intervals\nprint(intervals.__file__)\n",
@@ -184,7 +186,7 @@ fn an_editable_install_of_the_workspace_does_not_leak_into_runs() {
     repo.git(&["commit", "-qm", "tool"]);
     // A venv with the workspace installed in editable mode: the `.pth` path
     // entry is what `pip install -e` writes for a path-based editable install.
-    let venv = tempfile::tempdir().unwrap();
+    let venv = tempfile::tempdir_in(place).unwrap();
     let ok = std::process::Command::new("python3")
         .args(["-m", "venv", "--without-pip"])
         .arg(venv.path())

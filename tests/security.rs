@@ -1198,7 +1198,11 @@ print('pid', os.getpid())
         rels = secrets.iter().map(|(r, _)| *r).collect::<Vec<_>>(),
     );
     let skill = skill_with(
-        json!({"mode": "run", "requests": [{"argv": ["python3", "-c", script, home.path()]}]}),
+        json!({"mode": "run", "requests": [
+            {"argv": ["python3", "-c", script, home.path()]},
+            // A program of the host's /tmp is not there for the run.
+            {"argv": [&planted[0]]},
+        ]}),
         "",
     );
     let repo = Repo::demo();
@@ -1238,6 +1242,14 @@ print('pid', os.getpid())
         .and_then(|n| n.parse().ok())
         .unwrap();
     assert!(count <= 3, "{r:#}");
+    let missing = &v["signals"][0]["metadata"]["results"][1];
+    assert!(
+        missing["error"]
+            .as_str()
+            .unwrap()
+            .contains("its own and empty"),
+        "{missing:#}"
+    );
     // Nothing the run wrote reached the host's directories.
     for d in ["/tmp", "/var/tmp", "/dev/shm"] {
         assert!(!Path::new(d).join(format!("mine-{marker}")).exists());

@@ -97,6 +97,12 @@ const SOCKET_DIRS: &[&str] = &["/var/snap/lxd/common/lxd"];
 /// ssh-agent's, a lock, a cache) is out of sight.
 const PRIVATE_DIRS: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
 
+/// Whether `path` lies in a directory a confined command gets empty and
+/// its own (a program kept there is not there for it).
+pub fn in_private_dir(path: &Path) -> bool {
+    PRIVATE_DIRS.iter().any(|d| path.starts_with(d))
+}
+
 /// Where credentials usually live in a home directory; each that exists is
 /// covered (a directory by an empty tmpfs, a file by `/dev/null`) in the
 /// user's home and in the one `HOME` names, since a run can read what the
@@ -198,9 +204,15 @@ impl Hidden {
                 .map(|d| real(Path::new(d)))
                 .chain(dirs.iter().map(|d| real(d)))
                 .collect();
+            let is_covered = |p: &Path| covered.iter().any(|c| p.starts_with(c));
             for socket in bound_unix_sockets() {
+                // Most are in /run: resolved only when the path as bound
+                // is not plainly covered.
+                if is_covered(&socket) {
+                    continue;
+                }
                 let socket = real(&socket);
-                if !covered.iter().any(|c| socket.starts_with(c)) {
+                if !is_covered(&socket) {
                     add(&mut dirs, &mut files, socket);
                 }
             }

@@ -88,7 +88,13 @@ impl Repo {
 
     /// A repo with the demo package as base.
     pub fn demo() -> Repo {
-        let dir = tempfile::tempdir().unwrap();
+        Repo::demo_in(&std::env::temp_dir())
+    }
+
+    /// [`Repo::demo`] in a directory under `parent` (outside `/tmp`, which a
+    /// confined run does not see, for a test whose runs must see it).
+    pub fn demo_in(parent: &Path) -> Repo {
+        let dir = tempfile::tempdir_in(parent).unwrap();
         copy_tree(&root().join("examples/demo-repo"), dir.path());
         let repo = Repo { dir };
         repo.git(&["init", "-q", "-b", "main"]);

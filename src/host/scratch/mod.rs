@@ -871,9 +871,13 @@ fn execute(slot: &Slot, request: &RunRequest, deadline: Instant, confined: bool)
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return failed(format!(
-                "command not found: {program:?} (is it installed and on PATH?)"
-            ))
+            let hint = if confined && crate::host::confine::in_private_dir(Path::new(program)) {
+                "a confined run's /tmp, /var/tmp and /dev/shm are its own and empty: keep \
+                 interpreters and virtual environments elsewhere"
+            } else {
+                "is it installed and on PATH?"
+            };
+            return failed(format!("command not found: {program:?} ({hint})"));
         }
         Err(e) if confined => {
             return failed(format!(
