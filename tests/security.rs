@@ -1010,7 +1010,7 @@ fn runs_cannot_reach_the_users_service_sockets() {
     let uid = unsafe { libc::getuid() };
     let tag = format!("critic-test-{}", std::process::id());
     let elsewhere = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let listeners: Vec<Listener> = [
+    let mut listeners: Vec<Listener> = [
         (format!("/run/user/{uid}"), "/run/user"),
         ("/run/systemd".to_string(), "/run"),
         ("/run/libvirt".to_string(), "/run"),
@@ -1046,11 +1046,24 @@ fn runs_cannot_reach_the_users_service_sockets() {
         Listener { path, made, socket }
     })
     .collect();
+    // A socket whose directory was renamed after it was bound: the kernel's
+    // table of bound sockets still lists the old path.
+    let before = elsewhere.path().join("before");
+    std::fs::create_dir(&before).unwrap();
+    let socket = std::os::unix::net::UnixListener::bind(before.join(&tag)).unwrap();
+    socket.set_nonblocking(true).unwrap();
+    let after = elsewhere.path().join("after");
+    std::fs::rename(&before, &after).unwrap();
+    listeners.push(Listener {
+        path: after.join(&tag),
+        made: None,
+        socket,
+    });
     let script = r#"
 import socket, sys
 for path in sys.argv[1:]:
-    s = socket.socket(socket.AF_UNIX)
     try:
+        s = socket.socket(socket.AF_UNIX)
         s.connect(path); print('CONNECTED', path)
     except OSError as e:
         print('refused', e.errno)
@@ -1092,6 +1105,7 @@ fn a_run_cannot_drive_the_users_tmux_server() {
     let tmux = |args: &[&str]| {
         let out = std::process::Command::new("tmux")
             .args(args)
+            .current_dir(dir.path())
             .env_remove("TMUX")
             .output()
             .expect("tmux is installed (.ci/run installs it)");
@@ -1099,7 +1113,9 @@ fn a_run_cannot_drive_the_users_tmux_server() {
     };
     let sock = elsewhere.to_str().unwrap();
     tmux(&["-L", &name, "new-session", "-d", "sleep 120"]);
-    tmux(&["-S", sock, "new-session", "-d", "sleep 120"]);
+    // Bound by a relative path: the kernel's table of bound sockets holds
+    // only `tmux.sock`, not where it is.
+    tmux(&["-S", "tmux.sock", "new-session", "-d", "sleep 120"]);
     struct Servers<'a>(&'a str, &'a str);
     impl Drop for Servers<'_> {
         fn drop(&mut self) {
@@ -1164,6 +1180,20 @@ fn runs_see_private_tmp_home_proc_and_no_credentials() {
         (".docker/config.json", "{\"auths\": \"DOCKER-SECRET\"}\n"),
         (".kube/config", "token: KUBE-SECRET\n"),
         (".gnupg/private-keys-v1.d/k.key", "GPG-SECRET\n"),
+        // The coding agents' own sign-ins.
+        (
+            ".claude/.credentials.json",
+            "{\"token\": \"CLAUDE-SECRET\"}\n",
+        ),
+        (
+            ".codex/auth.json",
+            "{\"OPENAI_API_KEY\": \"CODEX-SECRET\"}\n",
+        ),
+        (
+            ".gemini/oauth_creds.json",
+            "{\"refresh\": \"GEMINI-SECRET\"}\n",
+        ),
+        (".cache/huggingface/token", "HF-SECRET\n"),
     ];
     for (rel, content) in secrets {
         let path = home.path().join(rel);
@@ -1192,6 +1222,9 @@ for p in glob.glob('/proc/[0-9]*/cmdline'):
     try: cmdlines.append(open(p, 'rb').read())
     except OSError: pass
 print('processes', len(cmdlines))
+print('dev', sorted(os.listdir('/dev')), os.listdir('/dev/pts'))
+print('urandom', len(open('/dev/urandom', 'rb').read(8)))
+open('/dev/null', 'w').write('x')
 print('argv secret', any(b'ARGV-' + b'SECRET' in c for c in cmdlines))
 print('pid', os.getpid())
 "#,
@@ -1234,6 +1267,12 @@ print('pid', os.getpid())
     assert_eq!(out.matches("planted").count(), 3, "{r:#}");
     assert!(!out.contains("True"), "{r:#}");
     assert_eq!(out.matches("writable").count(), 3, "{r:#}");
+    // A /dev of harmless devices: no terminal of the user's to read, no disk.
+    assert!(
+        out.contains("dev ['fd', 'full', 'null', 'pts', 'random', 'shm', 'stderr', 'stdin', 'stdout', 'tty', 'urandom', 'zero'] []\n"),
+        "{r:#}"
+    );
+    assert!(out.contains("urandom 8\n"), "{r:#}");
     // Only the run's own processes: the command is the first of them.
     assert!(out.contains("pid 1\n"), "{r:#}");
     let count: usize = out
@@ -1257,6 +1296,47 @@ print('pid', os.getpid())
     for secret in secrets {
         assert!(home.path().join(secret.0).exists());
     }
+}
+
+// 9i. A scratch place inside a hidden directory (`TMPDIR` in the runtime
+// directory, say) leaves only the way to the copy open: the rest of that
+// directory stays hidden.
+#[test]
+fn a_scratch_place_in_a_hidden_directory_hides_the_rest_of_it() {
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let runtime = PathBuf::from(format!("/run/user/{uid}"));
+    let made = (!runtime.exists()).then(|| {
+        std::fs::create_dir_all(&runtime).unwrap();
+        runtime.clone()
+    });
+    let tag = format!("critic-test-{}", std::process::id());
+    let secret = runtime.join(format!("{tag}-auth.json"));
+    std::fs::write(&secret, "RUNTIME-SECRET").unwrap();
+    let scratch = runtime.join(format!("{tag}-scratch"));
+    std::fs::create_dir(&scratch).unwrap();
+    let repo = Repo::demo();
+    let skill = skill_with(
+        json!({"mode": "run", "requests": [{"argv": ["sh", "-c", format!(
+            "cat {} 2>&1; echo ran",
+            secret.display()
+        )]}]}),
+        "",
+    );
+    let state = tempfile::tempdir().unwrap();
+    let mut cmd = check(skill.path(), repo.path(), &demo_events(3), state.path());
+    cmd.env("CRITIC_SCRATCH_DIR", &scratch);
+    let (code, v, err, _) = verdict_of(&mut cmd);
+    let _ = std::fs::remove_file(&secret);
+    let _ = std::fs::remove_dir_all(&scratch);
+    if let Some(dir) = made {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    assert_eq!(code, 0, "{err}");
+    let r = &v["signals"][0]["metadata"]["results"][0];
+    let out = r["stdout"].as_str().unwrap();
+    // The file reads as empty (it is covered by /dev/null).
+    assert_eq!(out, "ran\n", "{r:#}");
 }
 
 // 9g. git reads files the agent controls; one that never ends (a FIFO as

@@ -16,15 +16,18 @@
 //!   governs file *contents* and names, not metadata, so this is what stops
 //!   `chmod`, `chown`, `setcap`, `touch -d` and `setfattr` on the user's
 //!   files. In it the command gets its own empty `/tmp`, `/var/tmp` and
-//!   `/dev/shm` and a fresh `/proc` showing only its own processes; the
-//!   user's service sockets, the Unix sockets the host has bound and the
-//!   usual places of credentials in the home directory are hidden;
+//!   `/dev/shm`, a `/dev` of harmless devices (no terminal of the user's to
+//!   read, no disk) and a fresh `/proc` showing only its own processes; the
+//!   user's service sockets and the usual places of credentials in the home
+//!   directory are hidden;
 //! - a new, empty **session keyring** (the keys of the user's login session
 //!   stay out of reach);
 //! - a **Landlock** domain: read and execute everywhere, write only to the
 //!   scratch copy, its private temporary directories and the harmless
 //!   devices (`/dev/null`...); from ABI 9 on, no connecting to a Unix socket
-//!   outside them either; processes outside the domain (the host among them)
+//!   outside them either (below it, a **seccomp** filter refuses making Unix
+//!   sockets at all, see [`seccomp`]); processes outside the domain (the
+//!   host among them)
 //!   cannot be traced, so `/proc/<host>/environ`, `cwd` and `mem` are closed
 //!   (and the waiter, a copy of the host, is not dumpable);
 //! - **resource limits**: no core files, a ceiling on file size and on
@@ -44,6 +47,8 @@
 //! async-signal-safe calls are allowed: everything that allocates (the
 //! Landlock ruleset, the id maps) is prepared in the parent.
 
+mod seccomp;
+
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -61,6 +66,26 @@ pub const MAX_PROCESSES: u64 = 1024;
 
 /// Devices a confined command may write to.
 const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
+
+/// The devices a confined command's `/dev` holds (a fresh tmpfs with these
+/// bound in, as bubblewrap's `--dev` makes): nothing of the user's
+/// terminals, disks or input devices, which a command could read.
+const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+];
+
+/// The links of a usual `/dev` to the process's own descriptors.
+const DEVICE_LINKS: &[(&std::ffi::CStr, &std::ffi::CStr)] = &[
+    (c"/proc/self/fd", c"/dev/fd"),
+    (c"/proc/self/fd/0", c"/dev/stdin"),
+    (c"/proc/self/fd/1", c"/dev/stdout"),
+    (c"/proc/self/fd/2", c"/dev/stderr"),
+];
 
 /// The namespaces every confined command gets.
 const NAMESPACES: libc::c_int = libc::CLONE_NEWUSER
@@ -130,6 +155,34 @@ pub const SECRET_PLACES: &[&str] = &[
     ".bash_history",
     ".zsh_history",
     ".python_history",
+    ".local/share/fish/fish_history",
+    // The coding agents' own sign-ins.
+    ".claude/.credentials.json",
+    ".claude.json",
+    ".codex/auth.json",
+    ".gemini/oauth_creds.json",
+    ".gemini/google_accounts.json",
+    ".config/github-copilot",
+    ".copilot/config.json",
+    ".cursor/cli-config.json",
+    ".openhands/secrets.json",
+    // Tokens of other tools that keep them in a file.
+    ".cache/huggingface/token",
+    ".huggingface/token",
+    ".vault-token",
+    ".config/rclone",
+    ".config/containers/auth.json",
+    ".config/op",
+    ".terraform.d/credentials.tfrc.json",
+    ".pulumi/credentials.json",
+    ".boto",
+    ".s3cfg",
+    ".m2/settings.xml",
+    ".gradle/gradle.properties",
+    ".gem/credentials",
+    ".config/pip/pip.conf",
+    ".pip/pip.conf",
+    ".condarc",
 ];
 
 /// The Landlock ABI that governs connecting to pathname Unix sockets
@@ -152,23 +205,13 @@ struct Hidden {
 impl Hidden {
     /// Everything to hide from a command writing to `writable` (canonical
     /// paths): the service socket directories and sockets (see
-    /// [`RUN_KEPT`]), the credential places of the user's homes, and, where
-    /// Landlock does not govern Unix sockets, every pathname socket the
-    /// host's network namespace has bound outside the places already
-    /// covered. A place holding one of `writable` (a scratch copy in the
-    /// runtime dir, say) stays.
-    fn collect(writable: &[PathBuf], unix_by_landlock: bool) -> Result<Hidden, String> {
+    /// [`RUN_KEPT`]) and the credential places of the user's homes. A
+    /// place holding one of `writable` (a scratch copy in the runtime
+    /// directory, say) is not covered whole: everything in it but the way
+    /// to the copy is.
+    fn collect(writable: &[PathBuf]) -> Result<Hidden, String> {
         use std::os::unix::fs::FileTypeExt;
-        let mut dirs: Vec<PathBuf> = SOCKET_DIRS.iter().map(Into::into).collect();
-        let mut files = Vec::new();
-        // Sorted by what covers them; what does not exist needs no cover.
-        let add = |dirs: &mut Vec<PathBuf>, files: &mut Vec<PathBuf>, path: PathBuf| {
-            match std::fs::metadata(&path) {
-                Ok(meta) if meta.is_dir() => dirs.push(path),
-                Ok(_) => files.push(path),
-                Err(_) => {}
-            }
-        };
+        let mut places: Vec<PathBuf> = SOCKET_DIRS.iter().map(Into::into).collect();
         for run in ["/run", "/var/run"] {
             let run = Path::new(run);
             if run == Path::new("/var/run")
@@ -183,55 +226,61 @@ impl Hidden {
                         .any(|k| entry.file_name() == std::ffi::OsStr::new(k));
                 match entry.file_type() {
                     Ok(kind) if (kind.is_dir() && !kept) || kind.is_socket() => {
-                        add(&mut dirs, &mut files, entry.path())
+                        places.push(entry.path())
                     }
                     _ => {}
                 }
             }
         }
         for home in homes() {
-            for place in SECRET_PLACES {
-                add(&mut dirs, &mut files, home.join(place));
-            }
+            places.extend(SECRET_PLACES.iter().map(|p| home.join(p)));
         }
-        // Compared as the kernel will resolve them (`/var/run` is often a link).
-        let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-        if !unix_by_landlock {
-            // Out of sight already: a socket in a private or hidden
-            // directory needs no mount of its own.
-            let covered: Vec<PathBuf> = PRIVATE_DIRS
-                .iter()
-                .map(|d| real(Path::new(d)))
-                .chain(dirs.iter().map(|d| real(d)))
-                .collect();
-            let is_covered = |p: &Path| covered.iter().any(|c| p.starts_with(c));
-            for socket in bound_unix_sockets() {
-                // Most are in /run: resolved only when the path as bound
-                // is not plainly covered.
-                if is_covered(&socket) {
-                    continue;
-                }
-                let socket = real(&socket);
-                if !is_covered(&socket) {
-                    add(&mut dirs, &mut files, socket);
-                }
-            }
+        let mut hidden = (Vec::new(), Vec::new());
+        for place in places {
+            hide(&place, writable, &mut hidden);
         }
         let c = |p: &PathBuf| {
             CString::new(p.as_os_str().as_bytes())
                 .map_err(|_| format!("{} contains a NUL byte", p.display()))
         };
-        let dirs = dirs
-            .iter()
-            .filter(|d| !writable.iter().any(|w| w.starts_with(real(d))))
-            .map(c)
-            .collect::<Result<_, _>>()?;
-        let files = files
-            .iter()
-            .filter(|f| !writable.iter().any(|w| real(f).starts_with(w)))
-            .map(c)
-            .collect::<Result<_, _>>()?;
-        Ok(Hidden { dirs, files })
+        Ok(Hidden {
+            dirs: hidden.0.iter().map(c).collect::<Result<_, _>>()?,
+            files: hidden.1.iter().map(c).collect::<Result<_, _>>()?,
+        })
+    }
+}
+
+/// Add `place` to what is hidden (`.0` directories, `.1` files), if it
+/// exists: whole, unless it holds one of `writable`; then each entry but the
+/// one on the way to it, level by level down to it.
+fn hide(place: &Path, writable: &[PathBuf], hidden: &mut (Vec<PathBuf>, Vec<PathBuf>)) {
+    let Ok(meta) = std::fs::metadata(place) else {
+        return;
+    };
+    // Compared as the kernel will resolve them (`/var/run` is often a link).
+    let real = std::fs::canonicalize(place).unwrap_or_else(|_| place.to_path_buf());
+    if writable.iter().any(|w| real.starts_with(w)) {
+        return;
+    }
+    if !meta.is_dir() {
+        hidden.1.push(place.to_path_buf());
+        return;
+    }
+    let Some(inner) = writable.iter().find(|w| w.starts_with(&real)) else {
+        hidden.0.push(place.to_path_buf());
+        return;
+    };
+    let Some(next) = inner.strip_prefix(&real).ok().and_then(|r| r.iter().next()) else {
+        return;
+    };
+    for entry in std::fs::read_dir(&real).into_iter().flatten().flatten() {
+        if entry.file_name() == next {
+            if real.join(next) != *inner {
+                hide(&real.join(next), writable, hidden);
+            }
+        } else {
+            hide(&entry.path(), writable, hidden);
+        }
     }
 }
 
@@ -267,35 +316,6 @@ fn homes() -> Vec<PathBuf> {
     homes
 }
 
-/// The pathname Unix sockets bound in this network namespace, from
-/// `/proc/net/unix`.
-fn bound_unix_sockets() -> Vec<PathBuf> {
-    let Ok(table) = std::fs::read("/proc/net/unix") else {
-        return Vec::new();
-    };
-    table
-        .split(|&b| b == b'\n')
-        .skip(1)
-        .filter_map(socket_path)
-        .map(|path| PathBuf::from(std::ffi::OsStr::from_bytes(path)))
-        .collect()
-}
-
-/// The path of a line of `/proc/net/unix` (`Num RefCount Protocol Flags Type
-/// St Inode Path`, the inode padded with spaces), when it is an absolute
-/// one: abstract sockets (`@...`) and unnamed ones have none, and a relative
-/// one was bound relative to a directory no longer known.
-fn socket_path(line: &[u8]) -> Option<&[u8]> {
-    let mut rest = line;
-    for _ in 0..7 {
-        rest = rest.trim_ascii_start();
-        let end = rest.iter().position(|&b| b == b' ')?;
-        rest = &rest[end..];
-    }
-    let path = rest.strip_prefix(b" ")?;
-    path.starts_with(b"/").then_some(path)
-}
-
 /// `KEYCTL_JOIN_SESSION_KEYRING` of `<linux/keyctl.h>`.
 const KEYCTL_JOIN_SESSION_KEYRING: libc::c_long = 1;
 
@@ -321,13 +341,44 @@ pub struct Support {
     pub namespaces: Result<(), String>,
 }
 
+/// How a confined command is kept from the host's Unix sockets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnixSockets {
+    /// Landlock ABI 9 denies connecting to a pathname socket outside the
+    /// copy and the private directories; the run may use its own.
+    Landlock,
+    /// A seccomp filter refuses making Unix sockets at all (stream socket
+    /// pairs excepted).
+    Seccomp,
+    /// Neither is available here.
+    Unguarded,
+}
+
 impl Support {
+    /// How a confined command is kept from the host's Unix sockets here.
+    pub fn unix_sockets(&self) -> UnixSockets {
+        if self.landlock_abi >= Some(UNIX_SOCKET_ABI) {
+            UnixSockets::Landlock
+        } else if seccomp::Filter::no_unix_sockets().is_some() {
+            UnixSockets::Seccomp
+        } else {
+            UnixSockets::Unguarded
+        }
+    }
+
     /// What is missing for confined runs, or `None` when they can run.
     pub fn missing(&self) -> Option<String> {
         let mut missing = Vec::new();
         if self.landlock_abi.is_none() {
             missing.push(
                 "Landlock (Linux 5.13 or later, with `landlock` in the kernel's lsm= list)"
+                    .to_string(),
+            );
+        }
+        if self.unix_sockets() == UnixSockets::Unguarded {
+            missing.push(
+                "a way to keep runs from the host's Unix sockets (Landlock ABI 9, Linux 7.1, or \
+                 this build's seccomp filter, written for x86_64 and aarch64)"
                     .to_string(),
             );
         }
@@ -482,14 +533,18 @@ fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> Result<(), i32> {
 }
 
 /// How pathname Unix sockets outside the copy are kept from a command on
-/// this machine.
+/// this machine, in words.
 pub fn unix_sockets(support: &Support) -> &'static str {
-    if support.landlock_abi >= Some(UNIX_SOCKET_ABI) {
-        "denied by Landlock outside the scratch copy and its private directories"
-    } else {
-        "hidden when the run starts (private /tmp, /var/tmp and /dev/shm, /run, and every socket \
-         the host has bound); a socket bound later elsewhere stays reachable: Landlock ABI 9 \
-         (Linux 7.1) denies them all"
+    match support.unix_sockets() {
+        UnixSockets::Landlock => {
+            "Landlock denies connecting to one outside the scratch copy and its private \
+             directories; a run may make and use its own"
+        }
+        UnixSockets::Seccomp => {
+            "a seccomp filter refuses making any (socketpair streams excepted), so none of the \
+             host's can be reached; with Landlock ABI 9 (Linux 7.1) a run could use its own"
+        }
+        UnixSockets::Unguarded => "not guarded on this machine: runs are refused",
     }
 }
 
@@ -502,8 +557,9 @@ pub fn report(support: &Support) -> serde_json::Value {
         "private_dirs": PRIVATE_DIRS,
         "private_home": true,
         "fresh_proc": support.namespaces.is_ok(),
+        "minimal_dev": true,
         "unix_sockets": unix_sockets(support),
-        "seccomp": "not used: a filter cannot see the path a socket connects to; the network namespace closes the network",
+        "seccomp": support.unix_sockets() == UnixSockets::Seccomp,
         "confined_runs": support.missing().map_or_else(
             || "available".to_string(),
             |m| format!("refused: this machine lacks {m}; --unconfined-runs opts out")
@@ -526,8 +582,8 @@ pub fn report_text(support: &Support) -> String {
     match &support.namespaces {
         Ok(()) => out.push_str(&format!(
             "{} user, mount, network, PID and IPC namespaces: read-only system, no network, \
-             process tree killed whole, a fresh /proc, private {}, an empty HOME, credential \
-             places hidden\n",
+             process tree killed whole, a fresh /proc, a /dev of harmless devices, private {}, \
+             an empty HOME, credential places hidden\n",
             yes_no(true),
             PRIVATE_DIRS.join(", ")
         )),
@@ -535,10 +591,9 @@ pub fn report_text(support: &Support) -> String {
     }
     out.push_str(&format!(
         "{} Unix sockets: {}\n",
-        yes_no(support.landlock_abi >= Some(UNIX_SOCKET_ABI)),
+        yes_no(support.unix_sockets() != UnixSockets::Unguarded),
         unix_sockets(support)
     ));
-    out.push_str("    seccomp: not used (a filter cannot see the path a socket connects to)\n");
     match support.missing() {
         None => out.push_str("run/run-matrix commands run confined.\n"),
         Some(m) => out.push_str(&format!(
@@ -556,6 +611,9 @@ pub struct Confinement {
     ruleset: OwnedFd,
     maps: IdMaps,
     mounts: Mounts,
+    /// The seccomp filter, where Landlock does not keep the command from
+    /// the host's Unix sockets.
+    filter: Option<seccomp::Filter>,
 }
 
 /// Most writable directories a command may have (their mounts are cloned
@@ -575,6 +633,8 @@ struct Mounts {
     mountpoints: Vec<CString>,
     /// What to hide.
     hidden: Hidden,
+    /// The devices bound into the command's `/dev` (see [`DEVICES`]).
+    devices: Vec<CString>,
     /// The Landlock rights the private mounts get (every handled one).
     private_access: u64,
 }
@@ -645,10 +705,19 @@ impl Confinement {
             .filter(|p| !writable.iter().any(|w| p.starts_with(w)))
             .map(Path::to_path_buf)
             .collect();
+        // A writable directory the new `/dev` or a private directory covers
+        // is mounted back on directories made in the deepest cover.
+        let covers: Vec<&Path> = std::iter::once(Path::new("/dev"))
+            .chain(private.iter().map(PathBuf::as_path))
+            .collect();
         let mut mountpoints: Vec<PathBuf> = Vec::new();
         for w in &writable {
-            if let Some(p) = private.iter().find(|p| w.starts_with(p) && w != *p) {
-                let mut chain: Vec<&Path> = w.ancestors().take_while(|a| a != p).collect();
+            let deepest = covers
+                .iter()
+                .filter(|c| w.starts_with(c) && w != *c)
+                .max_by_key(|c| c.components().count());
+            if let Some(cover) = deepest {
+                let mut chain: Vec<&Path> = w.ancestors().take_while(|a| a != cover).collect();
                 chain.reverse();
                 for dir in chain {
                     if !mountpoints.iter().any(|m| m == dir) {
@@ -657,8 +726,16 @@ impl Confinement {
                 }
             }
         }
-        let unix_by_landlock = support.landlock_abi >= Some(UNIX_SOCKET_ABI);
-        let hidden = Hidden::collect(&writable, unix_by_landlock)?;
+        let hidden = Hidden::collect(&writable)?;
+        let devices: Vec<PathBuf> = DEVICES
+            .iter()
+            .map(PathBuf::from)
+            .filter(|d| d.exists())
+            .collect();
+        let filter = match support.unix_sockets() {
+            UnixSockets::Seccomp => seccomp::Filter::no_unix_sockets(),
+            _ => None,
+        };
         let cs = |paths: &[PathBuf]| paths.iter().map(|p| c(p)).collect::<Result<Vec<_>, _>>();
         Ok(Confinement {
             ruleset: ruleset.ok_or("Landlock is not enforced on this machine")?,
@@ -668,8 +745,10 @@ impl Confinement {
                 private: cs(&private)?,
                 mountpoints: cs(&mountpoints)?,
                 hidden,
+                devices: cs(&devices)?,
                 private_access,
             },
+            filter,
         })
     }
 
@@ -680,6 +759,7 @@ impl Confinement {
             ruleset,
             maps,
             mounts,
+            filter,
         } = self;
         let limits = [
             (libc::RLIMIT_CORE, 0),
@@ -690,7 +770,16 @@ impl Confinement {
         // SAFETY: the hook runs in the forked child and makes only
         // async-signal-safe calls (see `enter`).
         unsafe {
-            cmd.pre_exec(move || enter(host, ruleset.as_raw_fd(), &maps, &mounts, &limits));
+            cmd.pre_exec(move || {
+                enter(
+                    host,
+                    ruleset.as_raw_fd(),
+                    &maps,
+                    &mounts,
+                    filter.as_ref(),
+                    &limits,
+                )
+            });
         }
     }
 }
@@ -717,6 +806,7 @@ fn enter(
     ruleset: libc::c_int,
     maps: &IdMaps,
     mounts: &Mounts,
+    filter: Option<&seccomp::Filter>,
     limits: &[(libc::__rlimit_resource_t, u64)],
 ) -> std::io::Result<()> {
     let os = std::io::Error::last_os_error;
@@ -792,7 +882,11 @@ fn enter(
             // that shows it alone; Landlock refuses mounts, so this comes
             // first.
             mount_proc()?;
-            return restrict(ruleset);
+            restrict(ruleset)?;
+            if let Some(filter) = filter {
+                filter.install()?;
+            }
+            return Ok(());
         }
         if restrict(ruleset).is_err() {
             libc::kill(pid, libc::SIGKILL);
@@ -852,20 +946,43 @@ unsafe fn build_mounts(mounts: &Mounts, ruleset: libc::c_int) -> std::io::Result
     let os = std::io::Error::last_os_error;
     // Nothing done here may reach the host's mounts.
     mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE, None)?;
-    // The writable directories, cloned before anything covers them.
-    let mut clones = [-1 as libc::c_int; MAX_WRITABLE];
-    for (clone, dir) in clones.iter_mut().zip(&mounts.writable) {
+    // The writable directories and the devices, cloned before anything
+    // covers them.
+    let clone_of = |path: &CString| {
         let fd = libc::syscall(
             libc::SYS_open_tree,
             libc::AT_FDCWD,
-            dir.as_ptr(),
+            path.as_ptr(),
             OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | libc::AT_RECURSIVE as libc::c_uint,
         );
         if fd < 0 {
             return Err(os());
         }
-        *clone = fd as libc::c_int;
+        Ok(fd as libc::c_int)
+    };
+    let mut clones = [-1 as libc::c_int; MAX_WRITABLE];
+    for (clone, dir) in clones.iter_mut().zip(&mounts.writable) {
+        *clone = clone_of(dir)?;
     }
+    let mut devices = [-1 as libc::c_int; DEVICES.len()];
+    for (clone, device) in devices.iter_mut().zip(&mounts.devices) {
+        *clone = clone_of(device)?;
+    }
+    let put_back = |clone: libc::c_int, path: &std::ffi::CStr| {
+        let moved = libc::syscall(
+            libc::SYS_move_mount,
+            clone,
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
+        );
+        libc::close(clone);
+        if moved != 0 {
+            return Err(os());
+        }
+        Ok(())
+    };
     let hidden = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
     let absent =
         |e: &std::io::Error| matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR));
@@ -895,7 +1012,41 @@ unsafe fn build_mounts(mounts: &Mounts, ruleset: libc::c_int) -> std::io::Result
             _ => {}
         }
     }
+    let make_dir = |dir: &std::ffi::CStr, mode| {
+        if libc::mkdir(dir.as_ptr(), mode) != 0 && errno() != libc::EEXIST {
+            return Err(os());
+        }
+        Ok(())
+    };
+    // A `/dev` of the harmless devices, their links and the mount points
+    // below.
+    mount(
+        Some(c"tmpfs"),
+        c"/dev",
+        Some(c"tmpfs"),
+        libc::MS_NOSUID | libc::MS_NOEXEC,
+        Some(c"size=64k,mode=755"),
+    )?;
+    for (&clone, device) in devices.iter().zip(&mounts.devices) {
+        let file = libc::open(
+            device.as_ptr(),
+            libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC,
+            0o666,
+        );
+        if file < 0 {
+            return Err(os());
+        }
+        libc::close(file);
+        put_back(clone, device)?;
+    }
+    for (target, link) in DEVICE_LINKS {
+        if libc::symlink(target.as_ptr(), link.as_ptr()) != 0 {
+            return Err(os());
+        }
+    }
+    make_dir(c"/dev/pts", 0o755)?;
     for dir in &mounts.private {
+        make_dir(dir, 0o1777)?;
         mount(
             Some(c"tmpfs"),
             dir,
@@ -905,23 +1056,10 @@ unsafe fn build_mounts(mounts: &Mounts, ruleset: libc::c_int) -> std::io::Result
         )?;
     }
     for dir in &mounts.mountpoints {
-        if libc::mkdir(dir.as_ptr(), 0o700) != 0 && errno() != libc::EEXIST {
-            return Err(os());
-        }
+        make_dir(dir, 0o700)?;
     }
     for (&clone, dir) in clones.iter().zip(&mounts.writable) {
-        let moved = libc::syscall(
-            libc::SYS_move_mount,
-            clone,
-            c"".as_ptr(),
-            libc::AT_FDCWD,
-            dir.as_ptr(),
-            MOVE_MOUNT_F_EMPTY_PATH,
-        );
-        libc::close(clone);
-        if moved != 0 {
-            return Err(os());
-        }
+        put_back(clone, dir)?;
     }
     let set_attr = |path: &std::ffi::CStr, attr: &MountAttr| {
         libc::syscall(
