@@ -281,8 +281,10 @@ fn a_target_that_is_not_there_is_an_error_naming_it() {
         error.contains("no function \"nope\"; the file defines: quote"),
         "{v}"
     );
-    // A target file that does not parse is named with the place.
+    // A target file that does not parse is named with the place (committed:
+    // a patch that changes the target is refused before it is read).
     repo.write("shipping/rates.py", "def quote(:\n    pass\n");
+    repo.git(&["commit", "-qam", "broken"]);
     let (error, v) = failing_finish(skill.path(), &repo, state.path());
     assert!(
         error.contains("shipping/rates.py: the file does not parse: line 1, column 11"),
@@ -378,4 +380,212 @@ fn a_test_printing_a_result_line_of_its_own_does_not_fake_coverage() {
     assert_eq!(code, 1, "{v}");
     assert_eq!(signal(&v)["flag"], "progress", "{v}");
     assert_eq!(signal(&v)["covered"], 6, "{v}");
+}
+
+/// A test that runs none of the target.
+const NO_TEST: &str = "def test_nothing():\n    pass\n";
+
+#[test]
+fn coverage_configuration_in_the_work_tree_is_ignored() {
+    let python = python();
+    let skill = skill(&python, 10);
+    let repo = repo();
+    let state = tempfile::tempdir().unwrap();
+    repo.write("tests/test_nothing.py", NO_TEST);
+    // Each file coverage.py would read, excluding every line: the tests
+    // would then cover "all" of a function they never call.
+    let forgeries = [
+        (".coveragerc", "[report]\nexclude_lines =\n    .*\n"),
+        ("setup.cfg", "[coverage:report]\nexclude_lines =\n    .*\n"),
+        ("tox.ini", "[coverage:report]\nexclude_lines =\n    .*\n"),
+        (
+            "pyproject.toml",
+            "[tool.coverage.report]\nexclude_also = [\".*\"]\n",
+        ),
+    ];
+    for (file, text) in forgeries {
+        repo.write(file, text);
+        let (code, v) = finish(skill.path(), &repo, state.path());
+        assert_eq!(code, 1, "{file}: {v}");
+        let m = signal(&v);
+        assert_eq!(m["flag"], "refine", "{file}: {v}");
+        assert_eq!(
+            (m["covered"].as_u64(), m["statements"].as_u64()),
+            (Some(0), Some(28)),
+            "{file}: {v}"
+        );
+        std::fs::remove_file(repo.path().join(file)).unwrap();
+    }
+}
+
+/// `shipping/rates.py` with `# pragma: no cover` on lines 11, 17, 24 and
+/// 38, which takes all that the local tests do not run out of measurement.
+fn rates_with_pragmas() -> String {
+    let base = std::fs::read_to_string(root().join("examples/elimination-repo/shipping/rates.py"))
+        .unwrap();
+    let marked: Vec<String> = base
+        .lines()
+        .enumerate()
+        .map(|(i, line)| match i + 1 {
+            11 | 17 | 24 | 38 => format!("{line}  # pragma: no cover"),
+            _ => line.to_string(),
+        })
+        .collect();
+    marked.join("\n") + "\n"
+}
+
+#[test]
+fn a_changed_target_file_is_refused_with_the_reason() {
+    let python = python();
+    let skill = skill(&python, 5);
+    let repo = repo();
+    let state = tempfile::tempdir().unwrap();
+    repo.write("tests/test_first.py", FIRST_TESTS);
+    // A target rewritten so that the local tests run all of it.
+    repo.write(
+        "shipping/rates.py",
+        "def quote(weight, zone, express=False, coupon=None):\n    return (500 + weight * 30) * (2 if express else 1)\n",
+    );
+    let (code, v) = finish(skill.path(), &repo, state.path());
+    assert_eq!((code, &signal(&v)["flag"]), (1, &"refused".into()), "{v}");
+    let text = v["followup"].as_str().unwrap();
+    assert!(
+        text.contains("Your patch changes `shipping/rates.py`, the file that holds `quote`")
+            && text.contains("`git checkout -- shipping/rates.py`"),
+        "{text}"
+    );
+    assert!(!text.contains("pragma"), "{text}");
+    repo.git(&["checkout", "--", "shipping/rates.py"]);
+
+    // The lines they do not run excluded from measurement.
+    repo.write("shipping/rates.py", &rates_with_pragmas());
+    let (code, v) = finish(skill.path(), &repo, state.path());
+    assert_eq!((code, &signal(&v)["flag"]), (1, &"refused".into()), "{v}");
+    assert_eq!(
+        signal(&v)["pragmas"],
+        serde_json::json!([11, 17, 24, 38]),
+        "{v}"
+    );
+    let text = v["followup"].as_str().unwrap();
+    assert!(
+        text.contains("you added on lines 11, 17, 24, 38\nwould take them out of measurement"),
+        "{text}"
+    );
+}
+
+#[test]
+fn tests_cannot_take_lines_out_of_measurement_or_stand_in_for_coverage() {
+    let python = python();
+    let skill = skill(&python, 10);
+    let repo = repo();
+    let state = tempfile::tempdir().unwrap();
+    // A test that excludes every line through coverage.py's own API.
+    repo.write(
+        "tests/test_nothing.py",
+        &format!("import coverage\n\ncoverage.Coverage.current().exclude('.*')\n\n{NO_TEST}"),
+    );
+    let (error, v) = failing_finish(skill.path(), &repo, state.path());
+    assert!(
+        error.contains("shipping/rates.py: coverage.py's statements changed while the tests ran"),
+        "{v}"
+    );
+    // A `coverage` module of the work tree's, which would report anything.
+    repo.write("tests/test_nothing.py", NO_TEST);
+    repo.write(
+        "coverage.py",
+        "class Coverage:\n    def __init__(self, *a, **k): pass\n    def start(self): pass\n    \
+         def stop(self): pass\n    def clear_exclude(self): pass\n    def exclude(self, regex): pass\n    \
+         def analysis2(self, target): return (target, [12], [], [], '')\n",
+    );
+    let (code, v) = finish(skill.path(), &repo, state.path());
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(signal(&v)["flag"], "refine", "{v}");
+    assert_eq!(signal(&v)["covered"], 0, "{v}");
+}
+
+/// coverage.py's statements of every module given, as the skill's driver
+/// measures them: no configuration, only the default pragma excluded.
+const STATEMENTS_OF: &str = r##"
+import json, sys, coverage
+
+cov = coverage.Coverage(data_file=None, config_file=False, branch=False)
+cov.clear_exclude()
+cov.exclude(r"#\s*(pragma|PRAGMA)[:\s]?\s*(no|NO)\s*(cover|COVER)")
+out = {}
+for path in sys.argv[1:]:
+    try:
+        out[path] = cov.analysis2(path)[1]
+    except Exception:
+        pass
+print(json.dumps(out))
+"##;
+
+/// The bounds the detector checks coverage.py's statements against
+/// (`critic_sdk::python::statements`) hold for honest code: on every
+/// function of these modules of the Python at hand, coverage.py counts each
+/// required statement and none outside the function's statements.
+#[test]
+fn coverage_counts_every_required_statement_and_none_outside_on_the_standard_library() {
+    use critic_sdk::python::{statements, EliminateError};
+    let python = python();
+    let out = std::process::Command::new(&python)
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['stdlib'])",
+        ])
+        .output()
+        .unwrap();
+    let stdlib = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+    // Modules with loops that end only in a `break` or a `return`, `finally`
+    // clauses, nested definitions and a branch CPython folds (textwrap).
+    let modules = [
+        "shlex",
+        "textwrap",
+        "tokenize",
+        "contextlib",
+        "functools",
+        "difflib",
+        "subprocess",
+        "tarfile",
+    ]
+    .map(|m| stdlib.join(format!("{m}.py")));
+    let out = std::process::Command::new(&python)
+        .args(["-c", STATEMENTS_OF])
+        .args(&modules)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let measured: std::collections::BTreeMap<String, Vec<usize>> =
+        serde_json::from_slice(&out.stdout).unwrap();
+    let (mut functions, mut wrong) = (0, Vec::new());
+    for (path, lines) in &measured {
+        let Ok(source) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        // The error for a function that is not there lists those that are.
+        let Err(EliminateError::NotFound { available, .. }) = statements(&source, "") else {
+            continue;
+        };
+        for name in available {
+            let bounds = statements(&source, &name).unwrap();
+            let counted: Vec<usize> = lines
+                .iter()
+                .copied()
+                .filter(|l| bounds.body.contains(l))
+                .collect();
+            let uncounted = bounds.required.iter().filter(|l| !counted.contains(l));
+            let outside = counted
+                .iter()
+                .filter(|l| !bounds.lines.contains(l) && !bounds.nested.contains(l));
+            for (what, line) in uncounted
+                .map(|l| ("required, not counted", l))
+                .chain(outside.map(|l| ("counted, not a statement", l)))
+            {
+                wrong.push(format!("{path}:{line} ({name}): {what}"));
+            }
+            functions += 1;
+        }
+    }
+    assert!(functions > 300, "only {functions} functions checked");
+    assert!(wrong.is_empty(), "{wrong:#?}");
 }

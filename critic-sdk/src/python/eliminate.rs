@@ -230,7 +230,7 @@ fn eliminate_here(
 /// Where the header of the compound part at `range` ends: the end of its
 /// first colon outside brackets (and outside a lambda) before the logical
 /// line ends; `None` when there is none.
-fn compound_body_start(tokens: &Tokens, range: TextRange) -> Option<TextSize> {
+pub(super) fn compound_body_start(tokens: &Tokens, range: TextRange) -> Option<TextSize> {
     let mut depth = 0i32;
     for token in tokens.in_range(range) {
         match token.kind() {
@@ -282,7 +282,7 @@ fn reached(edges: &[Vec<usize>], start: usize) -> Vec<bool> {
 /// The functions named `name` (`f`, `Class.f`, `Outer.Inner.f`) among
 /// `stmts`, in order: a name may be defined more than once (a property's
 /// getter and setter, `singledispatch` registrations).
-fn find<'a>(stmts: &'a [Stmt], name: &str, found: &mut Vec<&'a StmtFunctionDef>) {
+pub(super) fn find<'a>(stmts: &'a [Stmt], name: &str, found: &mut Vec<&'a StmtFunctionDef>) {
     let (head, rest) = match name.split_once('.') {
         Some((head, rest)) => (head, Some(rest)),
         None => (name, None),
@@ -299,7 +299,7 @@ fn find<'a>(stmts: &'a [Stmt], name: &str, found: &mut Vec<&'a StmtFunctionDef>)
 }
 
 /// Every function and method name among `stmts`, for messages.
-fn functions(stmts: &[Stmt], prefix: &str) -> Vec<String> {
+pub(super) fn functions(stmts: &[Stmt], prefix: &str) -> Vec<String> {
     stmts
         .iter()
         .flat_map(|stmt| match stmt {
@@ -311,7 +311,7 @@ fn functions(stmts: &[Stmt], prefix: &str) -> Vec<String> {
 }
 
 /// A body without its docstring.
-fn without_docstring(body: &[Stmt]) -> &[Stmt] {
+pub(super) fn without_docstring(body: &[Stmt]) -> &[Stmt] {
     match body.first() {
         Some(Stmt::Expr(e)) if e.value.is_string_literal_expr() => &body[1..],
         _ => body,
@@ -319,12 +319,12 @@ fn without_docstring(body: &[Stmt]) -> &[Stmt] {
 }
 
 /// Line numbers of offsets.
-struct Lines {
-    starts: Vec<usize>,
+pub(super) struct Lines {
+    pub(super) starts: Vec<usize>,
 }
 
 impl Lines {
-    fn new(source: &str) -> Lines {
+    pub(super) fn new(source: &str) -> Lines {
         let starts = std::iter::once(0)
             .chain(source.match_indices('\n').map(|(i, _)| i + 1))
             .collect();
@@ -332,7 +332,7 @@ impl Lines {
     }
 
     /// The 1-based line of `offset`.
-    fn of(&self, offset: TextSize) -> usize {
+    pub(super) fn of(&self, offset: TextSize) -> usize {
         let offset = offset.to_usize();
         match self.starts.binary_search(&offset) {
             Ok(i) => i + 1,

@@ -4,8 +4,10 @@
 
 pub mod cfg;
 pub mod eliminate;
+pub mod statements;
 
 pub use eliminate::{eliminate, EliminateError, Elimination};
+pub use statements::{no_cover_pragma, statements, Statements};
 
 use ruff_python_ast::token::TokenKind;
 use ruff_python_parser::parse_module;

@@ -14,8 +14,8 @@ pub mod prompts;
 pub mod state;
 
 use config::{Config, Summaries};
-use critic_sdk::python::{eliminate, Elimination};
-use critic_sdk::{DetectorInput, DetectorOutput, FileStatus};
+use critic_sdk::python::{eliminate, no_cover_pragma, statements, Elimination};
+use critic_sdk::{DetectorInput, DetectorOutput, FileStatus, LineKind, Patch};
 use prompts::Prompts;
 use serde_json::{json, Value};
 use state::{Flag, Measure, State};
@@ -29,9 +29,6 @@ pub fn detect(input: &DetectorInput) -> Result<DetectorOutput, String> {
     let source = critic_sdk::host::read_file_string(path)
         .map_err(|e| format!("config.target: cannot read {path}: {e}"))?;
     let (mut state, reset) = State::load(&input.state, &config.target);
-    // The whole function, as the first slice: its statements and span.
-    let whole =
-        eliminate(&source, function, &[]).map_err(|e| format!("config.target: {path}: {e}"))?;
     if let Some(flag) = state.done {
         return Ok(DetectorOutput::pass()
             .with_metadata(
@@ -39,6 +36,35 @@ pub fn detect(input: &DetectorInput) -> Result<DetectorOutput, String> {
             )
             .with_state(serde_json::to_value(&state).map_err(|e| e.to_string())?));
     }
+    if let Some(pragmas) = changes(&input.patch, path) {
+        let text = prompts.render(
+            "refused",
+            json!({
+                "target": config.target,
+                "path": path,
+                "function": function,
+                "pragmas": pragmas,
+            }),
+        )?;
+        let summary = match pragmas.is_empty() {
+            true => format!("the patch changes {path}, the target's file; nothing was measured"),
+            false => format!("the patch adds `# pragma: no cover` to {path}; nothing was measured"),
+        };
+        return Ok(DetectorOutput::fire(text)
+            .with_metadata(json!({
+                "summary": summary,
+                "flag": Flag::Refused,
+                "pragmas": pragmas,
+                "state_reset": reset,
+            }))
+            .with_state(serde_json::to_value(&state).map_err(|e| e.to_string())?));
+    }
+    // The whole function, as the first slice, and the bounds of the
+    // statements coverage.py may report for it.
+    let whole =
+        eliminate(&source, function, &[]).map_err(|e| format!("config.target: {path}: {e}"))?;
+    let bounds =
+        statements(&source, function).map_err(|e| format!("config.target: {path}: {e}"))?;
     let mut context = context::retrieve(&source, path, function, |p| {
         critic_sdk::host::read_file_string(p).ok()
     });
@@ -100,16 +126,15 @@ pub fn detect(input: &DetectorInput) -> Result<DetectorOutput, String> {
         &input.patch.raw,
         config.test_timeout_secs,
     )?;
-    // The target's lines: coverage's statements within the function.
-    let span = span(&whole);
-    let in_target = |l: &usize| span.contains(l) && *l != *span.start();
-    let statements: Vec<usize> = measured
-        .statements
+    // The target's lines: coverage's statements in the function's body,
+    // once they are what its source says they can be.
+    let statements = coverage::check_statements(&config.target, &bounds, &measured.statements)?;
+    let uncovered: Vec<usize> = measured
+        .missing
         .iter()
         .copied()
-        .filter(in_target)
+        .filter(|l| bounds.body.contains(l))
         .collect();
-    let uncovered: Vec<usize> = measured.missing.iter().copied().filter(in_target).collect();
     let covered = statements.len() - uncovered.len();
     let previous = state
         .uncovered
@@ -229,11 +254,24 @@ pub fn detect(input: &DetectorInput) -> Result<DetectorOutput, String> {
     Ok(out)
 }
 
-/// The function's lines, from its first decorator or `def` to its end.
-fn span(whole: &Elimination) -> std::ops::RangeInclusive<usize> {
-    let first = whole.line_map.first().map_or(0, |m| m.1);
-    let last = whole.line_map.last().map_or(0, |m| m.1);
-    first..=last
+/// When the patch changes the target's file, the lines (of the patched
+/// file) where it adds coverage.py's `# pragma: no cover`. Such a finish is
+/// refused before its tests run: coverage is measured on the file as
+/// committed, and a change there would change what is measured instead of
+/// what is tested (the pragma takes lines out of measurement altogether).
+fn changes(patch: &Patch, path: &str) -> Option<Vec<u32>> {
+    let file = patch
+        .files
+        .iter()
+        .find(|f| f.path == path || f.old_path.as_deref() == Some(path))?;
+    Some(
+        file.hunks
+            .iter()
+            .flat_map(|h| &h.lines)
+            .filter(|l| l.kind == LineKind::Added && no_cover_pragma(&l.text))
+            .filter_map(|l| l.new_line)
+            .collect(),
+    )
 }
 
 /// One finish's numbers, as the prompts show them.

@@ -13,6 +13,7 @@ const SHIPPED: &[(&str, &str)] = &[
     ),
     ("refine", include_str!("../../templates/refine.md.j2")),
     ("report", include_str!("../../templates/report.md.j2")),
+    ("refused", include_str!("../../templates/refused.md.j2")),
     ("summary", include_str!("../../templates/summary.md.j2")),
 ];
 

@@ -17,6 +17,8 @@ pub enum Flag {
     LimitReached,
     /// The agent has written no test yet; the task was given.
     NoTests,
+    /// The patch changes the target's file; nothing was measured.
+    Refused,
 }
 
 impl Flag {
@@ -26,7 +28,7 @@ impl Flag {
             Flag::Covered => Some(1),
             Flag::Progress => Some(0),
             Flag::LimitReached => Some(-1),
-            Flag::Refine | Flag::NoTests => None,
+            Flag::Refine | Flag::NoTests | Flag::Refused => None,
         }
     }
 }
