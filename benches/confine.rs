@@ -1,6 +1,6 @@
 //! What confinement costs one run: `true` run through a scratch pool with
 //! one job, confined (Landlock + user, network, PID and IPC namespaces, see
-//! `src/confine.rs`) and unconfined (`--unconfined-runs`), in alternating
+//! `src/host/confine/`) and unconfined (`--unconfined-runs`), in alternating
 //! blocks so both see the same machine state.
 //!
 //! Run with `cargo bench --bench confine`; figures go in docs/PERFORMANCE.md
