@@ -1002,7 +1002,7 @@ fn a_confined_run_cannot_reach_a_server_of_the_host() {
         })
         .to_string()
     };
-    let script = "import socket,sys\nfor path,body in zip(sys.argv[1::2],sys.argv[2::2]):\n    s=socket.socket(socket.AF_UNIX)\n    try:\n        s.connect(path)\n        s.sendall(b'POST /v1/check HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\nContent-Length: %d\\r\\n\\r\\n' % len(body) + body.encode())\n        print('answer', s.recv(200))\n    except OSError as e:\n        print('refused', e.errno)\n";
+    let script = "import socket,sys\nfor path,body in zip(sys.argv[1::2],sys.argv[2::2]):\n    try:\n        s=socket.socket(socket.AF_UNIX)\n        s.connect(path)\n        s.sendall(b'POST /v1/check HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\nContent-Length: %d\\r\\n\\r\\n' % len(body) + body.encode())\n        print('answer', s.recv(200))\n    except OSError as e:\n        print('refused', e.errno)\n";
     let skill = temp_skill(&format!(
         "name: t\nversion: 0.1.0\ncapabilities: [run, run-matrix]\nsignals:\n  - {{name: s, type: hard_gate, detector: {{misbehave}}, timeout: 20s, config: {}}}\n",
         json!({"mode": "run", "requests": [{"argv": [
