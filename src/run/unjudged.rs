@@ -9,7 +9,7 @@
 //! the state directory, the host itself) stay errors, which hooks answer by
 //! letting the agent stop, loudly.
 
-use crate::evaluate::scorer::unjudged_verdict;
+use crate::evaluate::scorer::{unjudged_verdict, Standing};
 use crate::evaluate::state::{default_root, StateStore};
 use crate::evaluate::verdict::Verdict;
 use crate::run::{CheckRequest, EventsSource};
@@ -17,6 +17,7 @@ use crate::skill::Skill;
 use crate::workspace::PatchError;
 use crate::Error;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// Which of the agent's inputs a failure is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,9 +50,11 @@ pub(crate) fn cause(error: &Error, request: &CheckRequest) -> Option<Cause> {
 /// `error` of `request` as a verdict when the agent can cause it (see the
 /// module's documentation), else `error` itself. `skill` loads the
 /// request's skill, which must load for the finish to be counted: a skill
-/// that does not is the user's failure, reported instead.
+/// that does not is the user's failure, reported instead. The wait for the
+/// session's lock ends by `deadline`, the end of the check's time.
 pub(crate) fn or_error(
     request: &CheckRequest,
+    deadline: Option<Instant>,
     error: Error,
     skill: impl FnOnce() -> Result<std::sync::Arc<Skill>, Error>,
 ) -> Result<Verdict, Error> {
@@ -60,9 +63,29 @@ pub(crate) fn or_error(
     };
     let skill = skill()?;
     let root = root_guess(&request.workspace);
+    let state = state_root(request, &root)?;
+    let problem = error.to_string();
+    tracing::warn!(
+        "{}: the finish could not be judged ({problem}); counted as a rejection",
+        request.session
+    );
+    unjudged_verdict(
+        Standing::from(&*skill),
+        &StateStore::new(state),
+        request,
+        deadline,
+        &format!("unjudged@{}", root.display()),
+        &problem,
+        followup(cause, &problem),
+    )
+}
+
+/// The state directory of `request`, whose work tree's root is (or would
+/// be) `root`: the request's own, else the user's default; made private.
+fn state_root(request: &CheckRequest, root: &Path) -> Result<PathBuf, Error> {
     let state = match &request.state_dir {
         Some(dir) => dir.clone(),
-        None => default_root(&root).ok_or_else(|| {
+        None => default_root(root).ok_or_else(|| {
             Error::Usage(
                 "no place for the critic's state: set XDG_STATE_HOME or HOME, or pass --state-dir"
                     .into(),
@@ -71,19 +94,7 @@ pub(crate) fn or_error(
     };
     crate::sys::private_dir::ensure(&state)
         .map_err(|e| Error::Usage(format!("state directory {e}")))?;
-    let problem = error.to_string();
-    tracing::warn!(
-        "{}: the finish could not be judged ({problem}); counted as a rejection",
-        request.session
-    );
-    unjudged_verdict(
-        &skill,
-        &StateStore::new(state),
-        request,
-        &format!("unjudged@{}", root.display()),
-        &problem,
-        followup(cause, &problem),
-    )
+    Ok(state)
 }
 
 /// What the agent is told.
