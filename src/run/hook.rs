@@ -225,7 +225,7 @@ impl Hook {
         if let Some(server) = &self.server {
             match client::check(server, request) {
                 Ok(verdict) => return Ok(verdict),
-                Err(ClientError::Failed(e)) => return Err(Failure(e)),
+                Err(ClientError::Failed(e) | ClientError::Unfinished(e)) => return Err(Failure(e)),
                 Err(ClientError::NoServer(e)) => notices.push(format!(
                     "critic: no server answers ({e}); checking in process"
                 )),

@@ -216,7 +216,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let verdict = match &args.server {
         Some(server) => match client::check(server, &request) {
             Ok(verdict) => verdict,
-            Err(ClientError::Failed(e)) => anyhow::bail!(e),
+            // The server may count the finish yet: not checked twice.
+            Err(ClientError::Failed(e) | ClientError::Unfinished(e)) => anyhow::bail!(e),
             Err(ClientError::NoServer(e)) => {
                 eprintln!(
                     "critic: no server answers ({}); checking in process",
