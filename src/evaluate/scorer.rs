@@ -672,7 +672,13 @@ impl SkillCritic {
         let mut accepted = score >= m.threshold;
         let mut budget_exhausted = false;
         if !accepted {
-            if spend_rejection(&mut session.harness, m.max_iterations, self.max_rejections) {
+            let locked = session.locked_rejections();
+            if spend_rejection(
+                &mut session.harness,
+                m.max_iterations,
+                self.max_rejections,
+                locked,
+            ) {
                 session.save_harness()?;
             } else {
                 accepted = true;
@@ -757,10 +763,17 @@ impl SkillCritic {
 
 /// Spend one rejection of a session, if its budget has one left: the
 /// skill's `max_iterations` per round (a new base commit starts one), the
-/// request's `max_rejections` for the whole session. `false` when none is
+/// request's `max_rejections` for the whole session, `locked` of which were
+/// given while another check held the session (see
+/// [`crate::evaluate::state::count_locked_rejection`]). `false` when none is
 /// left, and the finish is accepted with `budget_exhausted`.
-fn spend_rejection(h: &mut HarnessState, max_iterations: u32, cap: Option<u32>) -> bool {
-    let capped = cap.is_some_and(|cap| h.session_rejections >= cap);
+fn spend_rejection(
+    h: &mut HarnessState,
+    max_iterations: u32,
+    cap: Option<u32>,
+    locked: u32,
+) -> bool {
+    let capped = cap.is_some_and(|cap| h.session_rejections.saturating_add(locked) >= cap);
     if h.rejections >= max_iterations || capped {
         return false;
     }
@@ -816,10 +829,12 @@ pub(crate) fn unjudged_verdict(
         fallback_instance,
         wait_within(request.lock_timeout, deadline),
     )?;
+    let locked = session.locked_rejections();
     let h = &mut session.harness;
     h.iteration = h.iteration.saturating_add(1);
     let iteration = h.iteration;
-    let budget_exhausted = !spend_rejection(h, skill.max_iterations, request.max_rejections);
+    let budget_exhausted =
+        !spend_rejection(h, skill.max_iterations, request.max_rejections, locked);
     session.save_harness()?;
     let max_iterations = request
         .max_rejections

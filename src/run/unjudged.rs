@@ -8,9 +8,14 @@
 //! never trapped. Failures on the user's side (the skill, the command line,
 //! the state directory, the host itself) stay errors, which hooks answer by
 //! letting the agent stop, loudly.
+//!
+//! A hook cannot judge a finish whose session another check still holds
+//! either; it is counted the same way ([`locked`]), since letting the
+//! agent stop on it would hand an agent whose code keeps checks busy a way
+//! to stop unchecked.
 
 use crate::evaluate::scorer::{unjudged_verdict, Standing};
-use crate::evaluate::state::{default_root, StateStore};
+use crate::evaluate::state::{self, default_root, StateError, StateStore};
 use crate::evaluate::verdict::Verdict;
 use crate::run::{CheckRequest, EventsSource};
 use crate::skill::Skill;
@@ -95,6 +100,77 @@ fn state_root(request: &CheckRequest, root: &Path) -> Result<PathBuf, Error> {
     crate::sys::private_dir::ensure(&state)
         .map_err(|e| Error::Usage(format!("state directory {e}")))?;
     Ok(state)
+}
+
+/// The verdict on a finish whose session another check holds (`error`, the
+/// wait for its lock that ran out): a check the server gave up on, still
+/// running, say. Stopping here would let an agent whose code keeps checks
+/// busy stop unchecked; waiting longer would outlast the agent's patience.
+/// So it is a rejection telling the agent to finish again, counted without
+/// the lock (see [`state::count_locked_rejection`]) toward the request's
+/// `max_rejections`; once the session's rejections reach it, the agent is
+/// let stop, unchecked. Without a cap to keep, `error` itself.
+pub(crate) fn locked(request: &CheckRequest, error: Error) -> Result<Verdict, Error> {
+    let (Some(cap), Error::State(StateError::Locked { lock, .. })) =
+        (request.max_rejections, &error)
+    else {
+        return Err(error);
+    };
+    let Some(dir) = lock.parent() else {
+        return Err(error);
+    };
+    let skill = crate::skill::load(&request.skill)?;
+    let skill = Standing::from(&skill);
+    let (recorded, locked) = state::peek(dir)?;
+    let spent = recorded.session_rejections.saturating_add(locked);
+    let problem = "another check of this session was still running";
+    let exhausted = spent >= cap;
+    if !exhausted {
+        state::count_locked_rejection(dir)?;
+    }
+    tracing::warn!(
+        "{}: {problem} ({error}); {}",
+        request.session,
+        if exhausted {
+            "the rejection budget is spent: the agent may stop"
+        } else {
+            "counted as a rejection"
+        }
+    );
+    Ok(Verdict {
+        accepted: exhausted,
+        score: 0.0,
+        threshold: skill.threshold,
+        message: if exhausted {
+            format!(
+                "accepted UNCHECKED because the rejection budget ran out ({cap} rejections); \
+                 {problem}"
+            )
+        } else {
+            format!("rejected: {problem}")
+        },
+        followup: (!exhausted).then(|| {
+            "The critic is still busy with an earlier check of this session, so this finish \
+             was not checked. If you left tests or other commands running, end them. Then \
+             finish again."
+                .to_string()
+        }),
+        // This finish, which is not counted among the session's iterations.
+        iteration: recorded.iteration.saturating_add(1),
+        max_iterations: cap,
+        budget_exhausted: exhausted,
+        skill: critic_sdk::SkillInfo {
+            name: skill.name.to_string(),
+            version: skill.version.to_string(),
+        },
+        session: request.session.clone(),
+        signals: Vec::new(),
+        warnings: Vec::new(),
+        metadata: serde_json::json!({
+            "unjudged": problem,
+            "rejections": spent.saturating_add(u32::from(!exhausted)),
+        }),
+    })
 }
 
 /// What the agent is told.
