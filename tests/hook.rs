@@ -64,7 +64,8 @@ fn input(agent: &str, session: &str, workspace: &Path, transcript: &Path) -> Vec
     v.to_string().into_bytes()
 }
 
-/// A state directory outside the work tree.
+/// A state directory outside every work tree: a hook refuses state the
+/// agent could reset.
 fn outside_state() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
@@ -158,7 +159,8 @@ fn fail_closed_turns_a_failure_into_a_block() {
 #[test]
 fn two_sessions_in_one_workspace_keep_separate_counts_and_null_ids_share_nothing() {
     let (repo, transcript) = finished_without_tests();
-    let state = repo.path().join(".state");
+    let state_dir = outside_state();
+    let state = state_dir.path();
     let ran_tests = skill("ran-tests");
     let args = [
         "--skill",
@@ -178,7 +180,7 @@ fn two_sessions_in_one_workspace_keep_separate_counts_and_null_ids_share_nothing
         assert!(blocks("claude-code", &call("alpha")));
     }
     assert!(blocks("claude-code", &call("beta")));
-    let sessions = common::agents::harness_state(&state, "ran-tests");
+    let sessions = common::agents::harness_state(state, "ran-tests");
     let mut counts: Vec<(String, u64)> = sessions
         .iter()
         .map(|s| {
@@ -196,7 +198,7 @@ fn two_sessions_in_one_workspace_keep_separate_counts_and_null_ids_share_nothing
     for id in ["null", ""] {
         assert!(blocks("claude-code", &call(id)));
     }
-    let after = common::agents::harness_state(&state, "ran-tests");
+    let after = common::agents::harness_state(state, "ran-tests");
     let names: Vec<&str> = after
         .iter()
         .map(|s| s["session"].as_str().unwrap())
@@ -216,7 +218,8 @@ fn two_sessions_in_one_workspace_keep_separate_counts_and_null_ids_share_nothing
 #[test]
 fn the_rejection_cap_holds_whatever_the_skill_allows() {
     let (repo, transcript) = finished_without_tests();
-    let state = repo.path().join(".state");
+    let state_dir = outside_state();
+    let state = state_dir.path();
     let ran_tests = skill("ran-tests");
     let args = [
         "--skill",
@@ -311,7 +314,8 @@ fn breaking_the_repository_does_not_switch_the_critic_off() {
 #[test]
 fn a_broken_transcript_is_a_rejection_and_a_broken_skill_lets_the_agent_stop() {
     let repo = Repo::new(&[("a.txt", "a\n")]);
-    let state = repo.path().join(".state");
+    let state_dir = outside_state();
+    let state = state_dir.path();
     let broken = repo.path().join("broken.jsonl");
     std::fs::write(&broken, "{\"type\": \"user\", \"sessionId\": \n").unwrap();
     let ran_tests = skill("ran-tests");
@@ -367,7 +371,8 @@ fn cursor_gets_a_followup_message_and_aborted_turns_are_not_judged() {
     let (repo, _) = finished_without_tests();
     let transcript = common::fixture("transcripts/cursor.reconstructed.jsonl");
     let ran_tests = skill("ran-tests");
-    let state = repo.path().join(".state");
+    let state_dir = outside_state();
+    let state = state_dir.path();
     let args = [
         "--skill",
         ran_tests.to_str().unwrap(),
@@ -413,7 +418,8 @@ fn openhands_finds_the_sessions_events_in_the_persistence_directory() {
     {
         std::fs::write(events.join(format!("event-{i:05}-x.json")), line).unwrap();
     }
-    let state = repo.path().join(".state");
+    let state_dir = outside_state();
+    let state = state_dir.path();
     let ran_tests = skill("ran-tests");
     let out = hook(
         "openhands",
@@ -430,7 +436,7 @@ fn openhands_finds_the_sessions_events_in_the_persistence_directory() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stderr(&out).is_empty(), "{}", stderr(&out));
-    let states = common::agents::harness_state(&state, "ran-tests");
+    let states = common::agents::harness_state(state, "ran-tests");
     assert_eq!(states.len(), 1);
     assert_eq!(states[0]["session"], "0123-abcd");
 }
@@ -727,7 +733,8 @@ impl Drop for Served {
 #[test]
 fn with_a_server_named_the_hook_is_its_client_and_falls_back_without_one() {
     let (repo, transcript) = finished_without_tests();
-    let state = repo.path().join(".state");
+    let state_dir = outside_state();
+    let state = state_dir.path();
     let ran_tests = skill("ran-tests");
     let socket = repo.path().join(".critic.sock");
     let stdin = input("claude-code", "s", repo.path(), &transcript);
@@ -736,7 +743,7 @@ fn with_a_server_named_the_hook_is_its_client_and_falls_back_without_one() {
             .args(["hook", "claude-code", "--skill"])
             .arg(&ran_tests)
             .arg("--state-dir")
-            .arg(&state)
+            .arg(state)
             .env("CRITIC_SERVER", &socket)
             .current_dir(repo.path())
             .stdin(Stdio::piped())
@@ -761,7 +768,7 @@ fn with_a_server_named_the_hook_is_its_client_and_falls_back_without_one() {
     assert!(blocks("claude-code", &out), "{}", stderr(&out));
     assert!(stderr(&out).is_empty(), "{}", stderr(&out));
     drop(server);
-    let states = common::agents::harness_state(&state, "ran-tests");
+    let states = common::agents::harness_state(state, "ran-tests");
     assert_eq!(states[0]["iteration"], 2);
     assert_eq!(states[0]["rejections"], 2);
 }
@@ -769,7 +776,8 @@ fn with_a_server_named_the_hook_is_its_client_and_falls_back_without_one() {
 #[test]
 fn the_cap_counts_the_session_across_commits() {
     let (repo, transcript) = finished_without_tests();
-    let state = repo.path().join(".state");
+    let state_dir = outside_state();
+    let state = state_dir.path();
     let ran_tests = skill("ran-tests");
     let args = [
         "--skill",
@@ -1145,6 +1153,103 @@ fn a_session_another_check_holds_is_a_counted_rejection() {
     let (out, _) = timed_hook(&args, &stdin, repo.path(), None, &[]);
     assert!(!blocks("claude-code", &out), "{}", stderr(&out));
     assert!(stderr(&out).contains("the cap"), "{}", stderr(&out));
+}
+
+// The skill copied into the workspace, or the state kept there: the agent
+// could rewrite the manifest to accept anything, break it to be let stop,
+// or reset its own count. `hook install` refuses both; a hook pointed at
+// them another way judges nothing, and its answer is a counted rejection,
+// never a stop the agent could bring about by breaking the files.
+#[test]
+fn a_skill_or_state_inside_the_workspace_is_refused_and_never_a_free_stop() {
+    let (repo, transcript) = finished_without_tests();
+    let ran_tests = skill("ran-tests");
+    let inside = repo.path().join("critic-skill");
+    common::copy_tree(&ran_tests, &inside);
+    let outside = tempfile::tempdir().unwrap();
+    let link = outside.path().join("skill");
+    std::os::unix::fs::symlink(&inside, &link).unwrap();
+    let install = |skill: &Path, more: &[&str]| {
+        run(critic()
+            .args(["hook", "install", "claude-code", "--project"])
+            .arg(repo.path())
+            .arg("--skill")
+            .arg(skill)
+            .arg("--")
+            .args(more))
+    };
+    let in_repo_state = repo.path().join(".critic-state");
+    for (skill, more) in [
+        (inside.as_path(), vec![]),
+        (link.as_path(), vec![]),
+        (
+            ran_tests.as_path(),
+            vec!["--state-dir", in_repo_state.to_str().unwrap()],
+        ),
+    ] {
+        let out = install(skill, &more);
+        assert!(!out.status.success(), "{skill:?} {more:?}");
+        assert!(
+            stderr(&out).contains("inside the project"),
+            "{}",
+            stderr(&out)
+        );
+        assert!(!repo.path().join(".claude").exists(), "nothing written");
+    }
+
+    let state_dir = outside_state();
+    let args = [
+        "--skill",
+        inside.to_str().unwrap(),
+        "--state-dir",
+        state_dir.path().to_str().unwrap(),
+        "--max-rejections",
+        "2",
+    ];
+    let stdin = input("claude-code", "s", repo.path(), &transcript);
+    for manifest in [None, Some("# broken\n")] {
+        if let Some(text) = manifest {
+            std::fs::write(inside.join("critic.yaml"), text).unwrap();
+        }
+        let out = hook("claude-code", &args, &stdin, repo.path());
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            blocks("claude-code", &out),
+            "{manifest:?}: {said} {}",
+            stderr(&out)
+        );
+        assert!(said.contains("inside your workspace"), "{said}");
+        assert!(stderr(&out).contains("NOT CHECKED"), "{}", stderr(&out));
+    }
+    let out = hook("claude-code", &args, &stdin, repo.path());
+    assert!(!blocks("claude-code", &out), "the cap ends the loop");
+
+    // State inside the work tree: counted in the user's own state
+    // directory instead, where the agent cannot reset it.
+    let home_state = tempfile::tempdir().unwrap();
+    let mut child = critic()
+        .args(["hook", "claude-code", "--skill"])
+        .arg(&ran_tests)
+        .arg("--state-dir")
+        .arg(&in_repo_state)
+        .env("XDG_STATE_HOME", home_state.path())
+        .current_dir(repo.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&stdin).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(blocks("claude-code", &out), "{}", stderr(&out));
+    assert!(stderr(&out).contains("state directory"), "{}", stderr(&out));
+    assert!(
+        !in_repo_state.exists(),
+        "nothing kept where the agent can reach"
+    );
+    assert!(common::snapshot(home_state.path())
+        .keys()
+        .any(|f| f.ends_with("harness.json")));
 }
 
 // The hook's check must answer before the agent gives up on the hook:

@@ -19,17 +19,20 @@
 //!   ([`DEFAULT_TIME_LIMIT`], counted from the hook's start) ends it before
 //!   the agent's own timeout ends the hook, a server that still gives up on
 //!   it is followed by a check in process, and a session another check
-//!   still holds gets a rejection counted without its lock. Only a failure
-//!   on the user's side or the host's (no skill, a bad manifest, a
-//!   malformed hook input, a bad command line, a panic) lets the agent
-//!   stop, and says so loudly, unless the user asked to fail closed: it
-//!   never answers with the agent's "block".
+//!   still holds gets a rejection counted without its lock. And so is a
+//!   finish whose critic keeps its skill or state within the agent's
+//!   reach. Only a failure on the user's side or the host's (no skill, a
+//!   bad manifest, a malformed hook input, a bad command line, a panic)
+//!   lets the agent stop, and says so loudly, unless the user asked to fail
+//!   closed: it never answers with the agent's "block".
 
 use crate::agents::hook::{Answer, HookInput, HookProtocol, Reply};
+use crate::evaluate::state::default_root;
 use crate::evaluate::verdict::{escape_terminal, Verdict};
 use crate::run::client::{self, ClientError, ServerAddress};
-use crate::run::unjudged;
+use crate::run::unjudged::{self, root_guess};
 use crate::run::{oneshot, CheckRequest};
+use crate::sys::real_path::{resolved, within};
 use serde_json::Value;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -180,7 +183,20 @@ impl Hook {
             return Ok((Answer::Stop { notice: None }, None));
         }
         let (request, counted) = self.request_for(&input)?;
-        let verdict = self.evaluate(&request, deadline, notices)?;
+        let verdict = match misplaced(&request) {
+            Some((problem, root)) => {
+                notices.push(format!(
+                    "critic hook {}: NOT CHECKED: {problem}, within the agent's reach; keep \
+                     the critic's skill and state outside every workspace (the skill under \
+                     ~/.config/pluggable-critic/, say, the state in its default place), then \
+                     install the hook again. Until then every finish is a counted rejection",
+                    self.protocol.agent
+                ));
+                unjudged::misplaced(&request, deadline, &root, &problem)
+                    .map_err(|e| Failure(e.to_string()))?
+            }
+            None => self.evaluate(&request, deadline, notices)?,
+        };
         let answer = if verdict.accepted {
             Answer::Stop {
                 notice: verdict.budget_exhausted.then(|| {
@@ -284,6 +300,32 @@ impl Hook {
             .or_else(|e| unjudged::locked(&request, e))
             .map_err(|e| failed(&e))
     }
+}
+
+/// What of the critic lies within the work tree `request` names (the root
+/// above its directory, else the directory), where the agent can change
+/// it: the problem, and that root. Paths are compared with their symbolic
+/// links resolved.
+fn misplaced(request: &CheckRequest) -> Option<(String, PathBuf)> {
+    let root = root_guess(&request.workspace);
+    let shown = |p: &Path| escape_terminal(&p.display().to_string(), false).into_owned();
+    let skill = request.skill.canonicalize().ok();
+    let what = if let Some(skill) = skill.filter(|s| within(s, &root)) {
+        format!("the skill directory {}", shown(&skill))
+    } else {
+        let state = match &request.state_dir {
+            Some(dir) => dir.clone(),
+            None => default_root(&root)?,
+        };
+        if !within(&state, &root) {
+            return None;
+        }
+        format!("the state directory {}", shown(&resolved(&state)))
+    };
+    Some((
+        format!("{what} lies inside the workspace {}", shown(&root)),
+        root,
+    ))
 }
 
 /// Wait until the last part of `transcript` holds `marker`, or `limit`

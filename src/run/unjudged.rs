@@ -9,16 +9,17 @@
 //! the state directory, the host itself) stay errors, which hooks answer by
 //! letting the agent stop, loudly.
 //!
-//! A hook cannot judge a finish whose session another check still holds
-//! either; it is counted the same way ([`locked`]), since letting the
-//! agent stop on it would hand an agent whose code keeps checks busy a way
-//! to stop unchecked.
+//! Two more finishes a hook cannot judge are counted the same way, since
+//! letting the agent stop on them would hand it a way to stop unchecked:
+//! one whose session another check still holds ([`locked`]), and one whose
+//! critic keeps its files within the agent's reach ([`misplaced`]).
 
 use crate::evaluate::scorer::{unjudged_verdict, Standing};
 use crate::evaluate::state::{self, default_root, StateError, StateStore};
 use crate::evaluate::verdict::Verdict;
 use crate::run::{CheckRequest, EventsSource};
 use crate::skill::Skill;
+use crate::sys::real_path::within;
 use crate::workspace::PatchError;
 use crate::Error;
 use std::path::{Path, PathBuf};
@@ -87,7 +88,7 @@ pub(crate) fn or_error(
 
 /// The state directory of `request`, whose work tree's root is (or would
 /// be) `root`: the request's own, else the user's default; made private.
-fn state_root(request: &CheckRequest, root: &Path) -> Result<PathBuf, Error> {
+pub(crate) fn state_root(request: &CheckRequest, root: &Path) -> Result<PathBuf, Error> {
     let state = match &request.state_dir {
         Some(dir) => dir.clone(),
         None => default_root(root).ok_or_else(|| {
@@ -100,6 +101,53 @@ fn state_root(request: &CheckRequest, root: &Path) -> Result<PathBuf, Error> {
     crate::sys::private_dir::ensure(&state)
         .map_err(|e| Error::Usage(format!("state directory {e}")))?;
     Ok(state)
+}
+
+/// The name a [`misplaced`] finish is counted under: not the skill's, which
+/// its manifest within the agent's reach says.
+const MISPLACED: &str = "misplaced-critic";
+
+/// The verdict on a finish whose critic keeps its skill or state directory
+/// within the agent's reach (`problem` says which, and where): the agent
+/// could rewrite the manifest to accept anything, break it to be let stop,
+/// or reset its own count, so its work is not judged. Stopping it
+/// would let an agent that can move its workspace over the critic's files
+/// (its `cwd`) stop unchecked, so the finish is a rejection counted like
+/// [`or_error`]'s, under a name of its own and the request's cap only (the
+/// manifest's `max_iterations` is the agent's to change), in a state
+/// directory outside the work tree at `root` if the request's is not.
+pub(crate) fn misplaced(
+    request: &CheckRequest,
+    deadline: Option<Instant>,
+    root: &Path,
+    problem: &str,
+) -> Result<Verdict, Error> {
+    let mut trusted = request.clone();
+    if request
+        .state_dir
+        .as_deref()
+        .is_some_and(|dir| within(dir, root))
+    {
+        trusted.state_dir = None;
+    }
+    let state = state_root(&trusted, root)?;
+    unjudged_verdict(
+        Standing {
+            name: MISPLACED,
+            version: "",
+            threshold: 1.0,
+            max_iterations: u32::MAX,
+        },
+        &StateStore::new(state),
+        request,
+        deadline,
+        &format!("{MISPLACED}@{}", root.display()),
+        problem,
+        "The finish critic did not check your work: its own files lie inside your workspace, \
+         where your edits could change how you are judged, and only the user can move them. \
+         Do not edit them. Tell the user in your final answer, then finish again."
+            .into(),
+    )
 }
 
 /// The verdict on a finish whose session another check holds (`error`, the
@@ -194,7 +242,7 @@ fn followup(cause: Cause, problem: &str) -> String {
 /// The work tree's root as the check would have found it: the nearest
 /// directory holding `.git`, else `dir` itself; canonical where it exists.
 /// The state of the session's earlier finishes is kept there.
-fn root_guess(dir: &Path) -> PathBuf {
+pub(crate) fn root_guess(dir: &Path) -> PathBuf {
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     dir.ancestors()
         .find(|d| d.join(".git").exists())

@@ -12,7 +12,7 @@ use pluggable_critic::run::hook::{
     MAX_INPUT_BYTES, MIN_AGENT_TIMEOUT,
 };
 use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// `critic hook`'s flags: an agent to answer, or an action.
@@ -245,6 +245,13 @@ fn install(args: InstallArgs) -> anyhow::Result<u8> {
     // A hook that cannot load its skill would let every finish through.
     pluggable_critic::skill::load(&skill)?;
     let project = std::path::absolute(&args.project)?;
+    // The agent works in the project: a skill or state it can edit is a
+    // critic it can switch off. A user-wide hook has no project to check
+    // against; the hook itself refuses such files in each workspace.
+    if let ScopeArg::Project = args.scope {
+        let state = flag(&args.hook_args, "--state-dir").map(Path::new);
+        install::refuse_within_project(&project, &skill, state)?;
+    }
     let time_limit = time_limit_for(args.timeout, &args.hook_args)?;
     let critic = std::env::current_exe()?;
     let mut hook_args = vec!["--skill".to_string(), skill.to_string_lossy().into_owned()];
