@@ -371,3 +371,55 @@ fn artifacts_are_written_for_the_agent_and_kept_out_of_the_patch() {
     );
     assert!(!repo.path().join(".critic/feedback/escape.md").exists());
 }
+
+#[test]
+fn a_time_limit_stops_every_signal_and_on_error_decides() {
+    // A signal whose run sleeps is still going when the check's second is
+    // up: stopped, it fails as its `on_error` says.
+    let sleeping = |on_error: &str| {
+        format!(
+            "  - {{name: tests, type: soft, weight: 1, detector: {{misbehave}}, timeout: 10m, \
+             on_error: {on_error}, config: {{mode: run, request: {{argv: [sleep, \"30\"]}}}}}}\n"
+        )
+    };
+    let repo = Repo::demo();
+    repo.apply(&demo_patch(3));
+    for (on_error, accepted) in [("fail_closed", false), ("fail_open", true)] {
+        let skill = temp_skill(&format!(
+            "name: t\nversion: 0.1.0\nthreshold: 0.5\ncapabilities: [run]\nsignals:\n{}",
+            sleeping(on_error)
+        ));
+        let state = tempfile::tempdir().unwrap();
+        let started = std::time::Instant::now();
+        let out = run(
+            check(skill.path(), repo.path(), &demo_events(3), state.path())
+                .args(["--time-limit", "1"]),
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(8),
+            "{:?}",
+            started.elapsed()
+        );
+        let v = json_out(&out);
+        assert_eq!(v["accepted"], accepted, "{on_error}: {v:#}");
+        assert_eq!(out.status.code(), Some(if accepted { 0 } else { 1 }));
+        let signal = &v["signals"][0];
+        assert_eq!(signal["status"], "error", "{v:#}");
+        assert!(
+            signal["error"]
+                .as_str()
+                .unwrap()
+                .contains("time limit of 1.0 s"),
+            "{v:#}"
+        );
+    }
+    let out = run(check(
+        &root().join("examples/demo-skill"),
+        repo.path(),
+        &demo_events(3),
+        tempfile::tempdir().unwrap().path(),
+    )
+    .arg("--time-limit=-1"));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--time-limit"), "{}", stderr(&out));
+}

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use std::io::Write;
 use std::path::Path;
 use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
 
 const AGENTS: &[&str] = &[
     "claude-code",
@@ -61,6 +62,12 @@ fn input(agent: &str, session: &str, workspace: &Path, transcript: &Path) -> Vec
                     "hook_event_name": "Stop", "stop_hook_active": false}),
     };
     v.to_string().into_bytes()
+}
+
+/// A state directory outside every work tree: a hook refuses state the
+/// agent could reset.
+fn outside_state() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
 }
 
 /// A repo with an uncommitted change and a Claude Code transcript of a
@@ -152,7 +159,8 @@ fn fail_closed_turns_a_failure_into_a_block() {
 #[test]
 fn two_sessions_in_one_workspace_keep_separate_counts_and_null_ids_share_nothing() {
     let (repo, transcript) = finished_without_tests();
-    let state = repo.path().join(".state");
+    let state_dir = outside_state();
+    let state = state_dir.path();
     let ran_tests = skill("ran-tests");
     let args = [
         "--skill",
@@ -172,7 +180,7 @@ fn two_sessions_in_one_workspace_keep_separate_counts_and_null_ids_share_nothing
         assert!(blocks("claude-code", &call("alpha")));
     }
     assert!(blocks("claude-code", &call("beta")));
-    let sessions = common::agents::harness_state(&state, "ran-tests");
+    let sessions = common::agents::harness_state(state, "ran-tests");
     let mut counts: Vec<(String, u64)> = sessions
         .iter()
         .map(|s| {
@@ -190,7 +198,7 @@ fn two_sessions_in_one_workspace_keep_separate_counts_and_null_ids_share_nothing
     for id in ["null", ""] {
         assert!(blocks("claude-code", &call(id)));
     }
-    let after = common::agents::harness_state(&state, "ran-tests");
+    let after = common::agents::harness_state(state, "ran-tests");
     let names: Vec<&str> = after
         .iter()
         .map(|s| s["session"].as_str().unwrap())
@@ -210,7 +218,8 @@ fn two_sessions_in_one_workspace_keep_separate_counts_and_null_ids_share_nothing
 #[test]
 fn the_rejection_cap_holds_whatever_the_skill_allows() {
     let (repo, transcript) = finished_without_tests();
-    let state = repo.path().join(".state");
+    let state_dir = outside_state();
+    let state = state_dir.path();
     let ran_tests = skill("ran-tests");
     let args = [
         "--skill",
@@ -305,7 +314,8 @@ fn breaking_the_repository_does_not_switch_the_critic_off() {
 #[test]
 fn a_broken_transcript_is_a_rejection_and_a_broken_skill_lets_the_agent_stop() {
     let repo = Repo::new(&[("a.txt", "a\n")]);
-    let state = repo.path().join(".state");
+    let state_dir = outside_state();
+    let state = state_dir.path();
     let broken = repo.path().join("broken.jsonl");
     std::fs::write(&broken, "{\"type\": \"user\", \"sessionId\": \n").unwrap();
     let ran_tests = skill("ran-tests");
@@ -361,7 +371,8 @@ fn cursor_gets_a_followup_message_and_aborted_turns_are_not_judged() {
     let (repo, _) = finished_without_tests();
     let transcript = common::fixture("transcripts/cursor.reconstructed.jsonl");
     let ran_tests = skill("ran-tests");
-    let state = repo.path().join(".state");
+    let state_dir = outside_state();
+    let state = state_dir.path();
     let args = [
         "--skill",
         ran_tests.to_str().unwrap(),
@@ -407,7 +418,8 @@ fn openhands_finds_the_sessions_events_in_the_persistence_directory() {
     {
         std::fs::write(events.join(format!("event-{i:05}-x.json")), line).unwrap();
     }
-    let state = repo.path().join(".state");
+    let state_dir = outside_state();
+    let state = state_dir.path();
     let ran_tests = skill("ran-tests");
     let out = hook(
         "openhands",
@@ -424,7 +436,7 @@ fn openhands_finds_the_sessions_events_in_the_persistence_directory() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stderr(&out).is_empty(), "{}", stderr(&out));
-    let states = common::agents::harness_state(&state, "ran-tests");
+    let states = common::agents::harness_state(state, "ran-tests");
     assert_eq!(states.len(), 1);
     assert_eq!(states[0]["session"], "0123-abcd");
 }
@@ -686,10 +698,17 @@ struct Served(std::process::Child);
 
 impl Served {
     fn start(socket: &Path) -> Served {
+        Served::with(socket, &[], &[])
+    }
+
+    /// A server with more flags (`--check-timeout 3`) and environment.
+    fn with(socket: &Path, flags: &[&str], env: &[(&str, &str)]) -> Served {
         use std::io::BufRead;
         let mut child = critic()
             .args(["serve", "--socket"])
             .arg(socket)
+            .args(flags)
+            .envs(env.iter().copied())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
@@ -714,7 +733,8 @@ impl Drop for Served {
 #[test]
 fn with_a_server_named_the_hook_is_its_client_and_falls_back_without_one() {
     let (repo, transcript) = finished_without_tests();
-    let state = repo.path().join(".state");
+    let state_dir = outside_state();
+    let state = state_dir.path();
     let ran_tests = skill("ran-tests");
     let socket = repo.path().join(".critic.sock");
     let stdin = input("claude-code", "s", repo.path(), &transcript);
@@ -723,7 +743,7 @@ fn with_a_server_named_the_hook_is_its_client_and_falls_back_without_one() {
             .args(["hook", "claude-code", "--skill"])
             .arg(&ran_tests)
             .arg("--state-dir")
-            .arg(&state)
+            .arg(state)
             .env("CRITIC_SERVER", &socket)
             .current_dir(repo.path())
             .stdin(Stdio::piped())
@@ -748,7 +768,7 @@ fn with_a_server_named_the_hook_is_its_client_and_falls_back_without_one() {
     assert!(blocks("claude-code", &out), "{}", stderr(&out));
     assert!(stderr(&out).is_empty(), "{}", stderr(&out));
     drop(server);
-    let states = common::agents::harness_state(&state, "ran-tests");
+    let states = common::agents::harness_state(state, "ran-tests");
     assert_eq!(states[0]["iteration"], 2);
     assert_eq!(states[0]["rejections"], 2);
 }
@@ -756,7 +776,8 @@ fn with_a_server_named_the_hook_is_its_client_and_falls_back_without_one() {
 #[test]
 fn the_cap_counts_the_session_across_commits() {
     let (repo, transcript) = finished_without_tests();
-    let state = repo.path().join(".state");
+    let state_dir = outside_state();
+    let state = state_dir.path();
     let ran_tests = skill("ran-tests");
     let args = [
         "--skill",
@@ -946,4 +967,351 @@ fn install_refuses_another_users_file() {
         stderr(&out)
     );
     assert_eq!(std::fs::metadata(&settings).unwrap().uid(), 65534);
+}
+
+/// A skill whose one gate runs the agent's tests, which sleep for half a
+/// minute: slow code of the agent's, as the check's time limit meets it.
+fn slow_tests_skill() -> tempfile::TempDir {
+    common::temp_skill(
+        "name: slow\nversion: 0.1.0\ncapabilities: [run]\nsignals:\n  - {name: tests, \
+         type: hard_gate, detector: {misbehave}, timeout: 10m, config: {mode: run, request: \
+         {argv: [sleep, \"30\"], timeout_ms: 600000}}}\n",
+    )
+}
+
+/// The hook's answer to `stdin`, asked with `args` (and a server at
+/// `server`, if any) in `repo` with more `env`, and how long it took.
+fn timed_hook(
+    args: &[&str],
+    stdin: &[u8],
+    repo: &Path,
+    server: Option<&Path>,
+    env: &[(&str, &str)],
+) -> (Output, Duration) {
+    let mut cmd = critic();
+    cmd.args(["hook", "claude-code"])
+        .args(args)
+        .envs(env.iter().copied())
+        .current_dir(repo);
+    if let Some(socket) = server {
+        cmd.env("CRITIC_SERVER", socket);
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (out, started.elapsed())
+}
+
+// The attack as it was found: the agent's tests sleep, so the check outlasts
+// whoever waits for it (the agent kills an in-process hook at its timeout;
+// a server answers 504) and the agent stops unchecked, uncounted. The
+// check's time limit stops the run in time, and the skill's `on_error`
+// (fail_closed) makes the finish a rejection counted toward the cap.
+#[test]
+fn tests_slower_than_the_time_limit_are_a_counted_rejection_in_time() {
+    let (repo, transcript) = finished_without_tests();
+    let skill = slow_tests_skill();
+    let stdin = input("claude-code", "s", repo.path(), &transcript);
+    let socket = repo.path().join(".critic.sock");
+    // In process with a time limit of 2 s, then through a server that gives
+    // a check 3 s (the hook's own limit is the default, far longer).
+    let _server = Served::with(&socket, &["--check-timeout", "3"], &[]);
+    for (through, limit) in [(None, Some("2")), (Some(socket.as_path()), None)] {
+        let state_dir = outside_state();
+        let mut args = vec![
+            "--skill",
+            skill.path().to_str().unwrap(),
+            "--state-dir",
+            state_dir.path().to_str().unwrap(),
+            "--max-rejections",
+            "1",
+        ];
+        if let Some(limit) = limit {
+            args.extend(["--time-limit", limit]);
+        }
+        let (out, took) = timed_hook(&args, &stdin, repo.path(), through, &[]);
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            blocks("claude-code", &out),
+            "{through:?}: {said} {}",
+            stderr(&out)
+        );
+        assert!(said.contains("ran out of time"), "{through:?}: {said}");
+        assert!(took < Duration::from_secs(10), "{through:?}: {took:?}");
+        assert!(!stderr(&out).contains("NOT CHECKED"), "{}", stderr(&out));
+        // Counted: the next finish reaches the cap and ends the loop.
+        let (out, took) = timed_hook(&args, &stdin, repo.path(), through, &[]);
+        assert!(
+            !blocks("claude-code", &out),
+            "{through:?}: the loop must end"
+        );
+        assert!(stderr(&out).contains("the cap"), "{}", stderr(&out));
+        assert!(took < Duration::from_secs(10), "{through:?}: {took:?}");
+        let states = common::agents::harness_state(state_dir.path(), "slow");
+        assert_eq!(states[0]["rejections"], 1, "{through:?}: {states:#?}");
+    }
+}
+
+// A server that gives up on a check (504) is no free stop either: the hook
+// checks in process. Here the server's git waits on a FIFO the agent
+// planted as its `.gitignore` for longer than the server gives a check;
+// the hook's own git gives up sooner, and the finish is a counted
+// rejection that names the problem.
+#[test]
+fn a_server_that_gives_up_is_followed_by_a_check_in_process() {
+    let (repo, transcript) = finished_without_tests();
+    let fifo = repo.path().join(".gitignore");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let state_dir = outside_state();
+    let ran_tests = skill("ran-tests");
+    let args = [
+        "--skill",
+        ran_tests.to_str().unwrap(),
+        "--state-dir",
+        state_dir.path().to_str().unwrap(),
+    ];
+    let stdin = input("claude-code", "s", repo.path(), &transcript);
+    let socket = repo.path().join(".critic.sock");
+    let _server = Served::with(
+        &socket,
+        &["--check-timeout", "2"],
+        &[("CRITIC_GIT_TIMEOUT", "30")],
+    );
+    let (out, took) = timed_hook(
+        &args,
+        &stdin,
+        repo.path(),
+        Some(&socket),
+        &[("CRITIC_GIT_TIMEOUT", "1")],
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(blocks("claude-code", &out), "{said} {}", stderr(&out));
+    assert!(said.contains("could not read your changes"), "{said}");
+    assert!(
+        stderr(&out).contains("504") && stderr(&out).contains("checking in process"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let states = common::agents::harness_state(state_dir.path(), "ran-tests");
+    assert_eq!(states[0]["rejections"], 1, "{states:#?}");
+}
+
+// A session still held by another check (one the server gave up on, still
+// running its slow tests) is no free stop either: the finish is a rejection
+// counted without the lock, and the cap still ends the loop.
+#[test]
+fn a_session_another_check_holds_is_a_counted_rejection() {
+    let (repo, transcript) = finished_without_tests();
+    let state_dir = outside_state();
+    let ran_tests = skill("ran-tests");
+    let args = [
+        "--skill",
+        ran_tests.to_str().unwrap(),
+        "--state-dir",
+        state_dir.path().to_str().unwrap(),
+        "--max-rejections",
+        "2",
+        "--lock-timeout",
+        "1",
+    ];
+    let stdin = input("claude-code", "s", repo.path(), &transcript);
+    let session = state_dir.path().join("ran-tests/s");
+    std::fs::create_dir_all(&session).unwrap();
+    let held = std::fs::File::create(session.join(".lock")).unwrap();
+    rustix::fs::flock(&held, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let socket = repo.path().join(".critic.sock");
+    let _server = Served::start(&socket);
+    // In process, then through the server, which finds the session locked
+    // (409): the hook checks in process, and meets the lock too.
+    for through in [None, Some(socket.as_path())] {
+        let (out, took) = timed_hook(&args, &stdin, repo.path(), through, &[]);
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            blocks("claude-code", &out),
+            "{through:?}: {said} {}",
+            stderr(&out)
+        );
+        assert!(said.contains("still busy"), "{through:?}: {said}");
+        assert!(took < Duration::from_secs(10), "{through:?}: {took:?}");
+    }
+    let (out, _) = timed_hook(&args, &stdin, repo.path(), None, &[]);
+    assert!(!blocks("claude-code", &out), "the cap ends the loop");
+    assert!(stderr(&out).contains("UNCHECKED"), "{}", stderr(&out));
+    // Once the lock is free, the rejections given without it still count.
+    drop(held);
+    let (out, _) = timed_hook(&args, &stdin, repo.path(), None, &[]);
+    assert!(!blocks("claude-code", &out), "{}", stderr(&out));
+    assert!(stderr(&out).contains("the cap"), "{}", stderr(&out));
+}
+
+// The skill copied into the workspace, or the state kept there: the agent
+// could rewrite the manifest to accept anything, break it to be let stop,
+// or reset its own count. `hook install` refuses both; a hook pointed at
+// them another way judges nothing, and its answer is a counted rejection,
+// never a stop the agent could bring about by breaking the files.
+#[test]
+fn a_skill_or_state_inside_the_workspace_is_refused_and_never_a_free_stop() {
+    let (repo, transcript) = finished_without_tests();
+    let ran_tests = skill("ran-tests");
+    let inside = repo.path().join("critic-skill");
+    common::copy_tree(&ran_tests, &inside);
+    let outside = tempfile::tempdir().unwrap();
+    let link = outside.path().join("skill");
+    std::os::unix::fs::symlink(&inside, &link).unwrap();
+    let install = |skill: &Path, more: &[&str]| {
+        run(critic()
+            .args(["hook", "install", "claude-code", "--project"])
+            .arg(repo.path())
+            .arg("--skill")
+            .arg(skill)
+            .arg("--")
+            .args(more))
+    };
+    let in_repo_state = repo.path().join(".critic-state");
+    for (skill, more) in [
+        (inside.as_path(), vec![]),
+        (link.as_path(), vec![]),
+        (
+            ran_tests.as_path(),
+            vec!["--state-dir", in_repo_state.to_str().unwrap()],
+        ),
+    ] {
+        let out = install(skill, &more);
+        assert!(!out.status.success(), "{skill:?} {more:?}");
+        assert!(
+            stderr(&out).contains("inside the project"),
+            "{}",
+            stderr(&out)
+        );
+        assert!(!repo.path().join(".claude").exists(), "nothing written");
+    }
+
+    let state_dir = outside_state();
+    let args = [
+        "--skill",
+        inside.to_str().unwrap(),
+        "--state-dir",
+        state_dir.path().to_str().unwrap(),
+        "--max-rejections",
+        "2",
+    ];
+    let stdin = input("claude-code", "s", repo.path(), &transcript);
+    for manifest in [None, Some("# broken\n")] {
+        if let Some(text) = manifest {
+            std::fs::write(inside.join("critic.yaml"), text).unwrap();
+        }
+        let out = hook("claude-code", &args, &stdin, repo.path());
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            blocks("claude-code", &out),
+            "{manifest:?}: {said} {}",
+            stderr(&out)
+        );
+        assert!(said.contains("inside your workspace"), "{said}");
+        assert!(stderr(&out).contains("NOT CHECKED"), "{}", stderr(&out));
+    }
+    let out = hook("claude-code", &args, &stdin, repo.path());
+    assert!(!blocks("claude-code", &out), "the cap ends the loop");
+
+    // State inside the work tree: counted in the user's own state
+    // directory instead, where the agent cannot reset it.
+    let home_state = tempfile::tempdir().unwrap();
+    let mut child = critic()
+        .args(["hook", "claude-code", "--skill"])
+        .arg(&ran_tests)
+        .arg("--state-dir")
+        .arg(&in_repo_state)
+        .env("XDG_STATE_HOME", home_state.path())
+        .current_dir(repo.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&stdin).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(blocks("claude-code", &out), "{}", stderr(&out));
+    assert!(stderr(&out).contains("state directory"), "{}", stderr(&out));
+    assert!(
+        !in_repo_state.exists(),
+        "nothing kept where the agent can reach"
+    );
+    assert!(common::snapshot(home_state.path())
+        .keys()
+        .any(|f| f.ends_with("harness.json")));
+}
+
+// The hook's check must answer before the agent gives up on the hook:
+// `install` gives it a time limit a margin below the timeout it writes,
+// in each agent's unit, and refuses one the agent would cut short.
+#[test]
+fn install_gives_the_check_a_time_limit_within_the_agents_timeout() {
+    let ran_tests = skill("ran-tests");
+    for (agent, rel, timeout_at) in [
+        (
+            "claude-code",
+            ".claude/settings.json",
+            "/hooks/Stop/0/hooks/0/timeout",
+        ),
+        (
+            "gemini",
+            ".gemini/settings.json",
+            "/hooks/AfterAgent/0/hooks/0/timeout",
+        ),
+        (
+            "copilot",
+            ".github/hooks/pluggable-critic.json",
+            "/hooks/agentStop/0/timeoutSec",
+        ),
+    ] {
+        let project = tempfile::tempdir().unwrap();
+        let install = |more: &[&str]| {
+            run(critic()
+                .args(["hook", "install", agent, "--project"])
+                .arg(project.path())
+                .arg("--skill")
+                .arg(&ran_tests)
+                .args(more))
+        };
+        let out = install(&["--timeout", "120"]);
+        assert!(out.status.success(), "{agent}: {}", stderr(&out));
+        let doc: Value =
+            serde_json::from_slice(&std::fs::read(project.path().join(rel)).unwrap()).unwrap();
+        let unit = if agent == "gemini" { 1000 } else { 1 };
+        assert_eq!(doc.pointer(timeout_at), Some(&json!(120 * unit)), "{doc:#}");
+        assert!(
+            doc.to_string().contains("--time-limit 108"),
+            "{agent}: {doc:#}"
+        );
+        for (more, why) in [
+            (&["--timeout", "5"][..], "at least 10 s"),
+            (
+                &["--timeout", "120", "--", "--time-limit", "115"][..],
+                "at most 108 s",
+            ),
+        ] {
+            let out = install(more);
+            assert!(!out.status.success(), "{agent} {more:?}");
+            assert!(stderr(&out).contains(why), "{}", stderr(&out));
+        }
+        // One within it is kept as given.
+        let out = install(&["--timeout", "120", "--", "--time-limit", "60"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let text = std::fs::read_to_string(project.path().join(rel)).unwrap();
+        assert!(
+            text.contains("--time-limit 60") && !text.contains("--time-limit 108"),
+            "{text}"
+        );
+    }
 }

@@ -239,8 +239,11 @@ fn bad_requests_get_4xx_naming_the_field() {
     let server = Server::start(&["--max-body-mib", "1"]);
     let ws = demo_workspace();
     let skill = root().join("examples/demo-skill");
+    // Each run's own: the finishes in `/`, which is no work tree, are
+    // counted, and would reach the cap in a state directory kept between runs.
+    let state = tempfile::tempdir().unwrap();
     let base = |extra: Value| {
-        let mut r = json!({"skill": skill, "workspace": ws.path(), "events": demo_events(1)});
+        let mut r = json!({"skill": skill, "workspace": ws.path(), "events": demo_events(1), "state_dir": state.path()});
         r.as_object_mut()
             .unwrap()
             .extend(extra.as_object().unwrap().clone());
@@ -287,6 +290,16 @@ fn bad_requests_get_4xx_naming_the_field() {
             base(json!({"lock_timeout": -1})).to_string().into_bytes(),
             400,
             "lock_timeout",
+        ),
+        (
+            base(json!({"time_limit": -1})).to_string().into_bytes(),
+            400,
+            "time_limit",
+        ),
+        (
+            base(json!({"time_limit": 1e9})).to_string().into_bytes(),
+            400,
+            "time_limit",
         ),
         (
             base(json!({"events_inline": "x"})).to_string().into_bytes(),
@@ -738,10 +751,12 @@ fn a_slow_client_does_not_hold_up_others() {
 }
 
 #[test]
-fn a_full_queue_is_refused_at_once_and_a_slow_check_times_out() {
-    let server = Server::start(&["--concurrency", "1", "--queue", "0", "--check-timeout", "2"]);
+fn a_full_queue_is_refused_at_once_and_a_slow_check_answers_in_time() {
+    let server = Server::start(&["--concurrency", "1", "--queue", "0", "--check-timeout", "4"]);
+    // A command that sleeps: a detector's own wait past its deadline ends at
+    // once, a run is stopped only at the deadline.
     let skill = temp_skill(
-        "name: t\nversion: 0.1.0\nsignals:\n  - {name: s, type: hard_gate, detector: {misbehave}, timeout: 10s, config: {mode: sleep, ms: 4000}}\n",
+        "name: t\nversion: 0.1.0\ncapabilities: [run]\nsignals:\n  - {name: s, type: hard_gate, detector: {misbehave}, timeout: 10s, config: {mode: run, request: {argv: [sleep, \"30\"]}}}\n",
     );
     let ws = demo_workspace();
     let state = tempfile::tempdir().unwrap();
@@ -760,12 +775,22 @@ fn a_full_queue_is_refused_at_once_and_a_slow_check_times_out() {
     other["session"] = json!("other");
     let (status, v) = server.check(&other);
     assert_eq!(status, 503, "{v}");
-    // Refused without waiting for the 4 s check ahead of it.
+    // Refused without waiting for the check ahead of it.
     assert!(started.elapsed() < Duration::from_secs(2));
+    // The check gets the server's 4 s less a margin, and its signal, still
+    // sleeping then, fails closed: a verdict, not a 504.
     let (status, v) = slow.join().unwrap();
-    assert_eq!(status, 504, "{v}");
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["accepted"], false, "{v}");
     assert!(
-        v["error"].as_str().unwrap().contains("longer than 2 s"),
+        v["signals"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("time limit"),
+        "{v}"
+    );
+    assert!(
+        v["followup"].as_str().unwrap().contains("ran out of time"),
         "{v}"
     );
 }

@@ -101,6 +101,21 @@ pub enum InstallError {
     /// The agent has no such file.
     #[error("{0}")]
     NoFile(String),
+    /// The hook's skill or state directory lies inside the project the
+    /// hook is for, where the agent works and could change it.
+    #[error("{path}: the {what} lies inside the project {project}, where the agent could {could}; keep it outside every project an agent works in ({instead}); nothing was installed")]
+    WithinProject {
+        /// "skill directory" or "state directory".
+        what: &'static str,
+        /// The directory, its links resolved.
+        path: PathBuf,
+        /// The project's root, its links resolved.
+        project: PathBuf,
+        /// What the agent could do with it.
+        could: &'static str,
+        /// Where to keep it instead.
+        instead: &'static str,
+    },
 }
 
 impl HookConfig {
@@ -416,6 +431,48 @@ fn edit(
     Ok(outcome)
 }
 
+/// Refuse a hook for the project at `project` whose skill directory
+/// `skill`, or state directory `state` (a relative one is the project's:
+/// the hook runs there), lies inside the project: the agent could rewrite
+/// the manifest to accept anything, break it to be let stop, or reset its
+/// own rejection count. Symbolic links are resolved first.
+pub fn refuse_within_project(
+    project: &Path,
+    skill: &Path,
+    state: Option<&Path>,
+) -> Result<(), InstallError> {
+    use crate::sys::real_path::{resolved, within};
+    let project = resolved(project);
+    let inside = |what, path: &Path, could, instead| {
+        let path = resolved(&project.join(path));
+        match within(&path, &project) {
+            true => Err(InstallError::WithinProject {
+                what,
+                path,
+                project: project.clone(),
+                could,
+                instead,
+            }),
+            false => Ok(()),
+        }
+    };
+    inside(
+        "skill directory",
+        skill,
+        "rewrite its manifest to accept any finish, or break it to be let stop",
+        "e.g. under ~/.config/pluggable-critic/skills/",
+    )?;
+    match state {
+        Some(state) => inside(
+            "state directory",
+            state,
+            "reset its own rejection count",
+            "leave out --state-dir for the default, under $XDG_STATE_HOME or ~/.local/state",
+        ),
+        None => Ok(()),
+    }
+}
+
 /// `$HOME/<rel>`, if `HOME` is set to an absolute path.
 pub(super) fn home_file(rel: &str) -> Option<PathBuf> {
     let home = PathBuf::from(std::env::var_os("HOME")?);
@@ -449,6 +506,33 @@ mod tests {
         },
         note: None,
     };
+
+    #[test]
+    fn a_skill_or_state_directory_inside_the_project_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(project.join("critic-skill")).unwrap();
+        let outside = dir.path().join("skill");
+        std::fs::create_dir(&outside).unwrap();
+        std::os::unix::fs::symlink(project.join("critic-skill"), dir.path().join("link")).unwrap();
+        assert!(refuse_within_project(&project, &outside, None).is_ok());
+        assert!(refuse_within_project(&project, &outside, Some(&dir.path().join("state"))).is_ok());
+        for (skill, state) in [
+            (project.join("critic-skill"), None),
+            // A link from outside into the project is inside it.
+            (dir.path().join("link"), None),
+            (outside.clone(), Some(project.join(".state"))),
+            // A relative state directory is the project's.
+            (outside.clone(), Some(PathBuf::from(".critic-state"))),
+        ] {
+            let e = refuse_within_project(&project, &skill, state.as_deref()).unwrap_err();
+            let text = e.to_string();
+            assert!(
+                text.contains("inside the project") && text.contains("nothing was installed"),
+                "{text}"
+            );
+        }
+    }
 
     #[test]
     fn recognizes_only_its_own_commands() {

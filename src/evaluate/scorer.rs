@@ -6,6 +6,11 @@
 //! `score >= threshold`. Rejections are counted per session; once the skill's
 //! `max_iterations` rejections are spent, the next finish is accepted with
 //! `budget_exhausted`, so the agent loop always ends.
+//!
+//! A request's `time_limit` bounds the whole evaluation: each signal's
+//! deadline is its own `timeout` or the end of the check's time, whichever
+//! comes first, and a signal still running at the end of the check's time
+//! has failed (`on_error` decides), whatever it was about to return.
 
 use crate::detector::feed::EventFeed;
 use crate::detector::wasm::{CallContext, CallLimits, DetectorError, Runtime};
@@ -17,7 +22,7 @@ use crate::evaluate::{Critic, Finish};
 use crate::host::artifacts;
 use crate::host::llm::{LlmClient, LlmConfig};
 use crate::host::run::Runner;
-use crate::host::{self, log::LogLine, Grants};
+use crate::host::{self, log::LogLine, Capability, Grants};
 use crate::run::{CheckRequest, HostSettings};
 use crate::skill::{OnError, Signal, SignalKind, Skill};
 use crate::Error;
@@ -39,6 +44,12 @@ pub struct SkillCritic {
     unconfined_runs: bool,
     /// The request's `max_rejections`, which may lower the skill's budget.
     max_rejections: Option<u32>,
+    /// The request's `time_limit`, counted from each evaluation's start
+    /// unless [`SkillCritic::until`] fixed the end.
+    time_limit: Option<Duration>,
+    /// When the check's time is up, if a front-end started counting before
+    /// the evaluation (see [`SkillCritic::until`]).
+    deadline: Option<Instant>,
 }
 
 /// The part of a detector's input shared by all signals, serialized once.
@@ -104,7 +115,24 @@ impl SkillCritic {
             llm: host.llm.clone(),
             unconfined_runs: host.unconfined_runs,
             max_rejections: request.max_rejections,
+            time_limit: request.time_limit,
+            deadline: None,
         }
+    }
+
+    /// The critic with its check's time ending at `deadline` (the request's
+    /// `time_limit` after the check started, work before the evaluation
+    /// included), instead of `time_limit` after the evaluation starts.
+    pub(crate) fn until(mut self, deadline: Option<Instant>) -> SkillCritic {
+        self.deadline = deadline;
+        self
+    }
+
+    /// When the check's time is up, for an evaluation that started at
+    /// `start`.
+    fn deadline(&self, start: Instant) -> Option<Instant> {
+        self.deadline
+            .or_else(|| self.time_limit.map(|limit| start + limit))
     }
 
     /// How many rejections a session may have: the skill's
@@ -192,6 +220,7 @@ impl SkillCritic {
         &self,
         finish: &Finish,
         inputs: &[String],
+        deadline: Option<Instant>,
         beside: Option<impl FnOnce() -> U + Send>,
     ) -> (Ran, Option<U>) {
         let m = &self.skill.manifest;
@@ -208,6 +237,13 @@ impl SkillCritic {
         let llm = Arc::new(LlmClient::new(self.llm.clone()));
         let call = |i: usize| -> Call {
             let (signal, detector) = (&m.signals[i], &self.detectors[i]);
+            let own = Instant::now() + signal.timeout;
+            // The check's end bounds the call: its clock, its epoch limit
+            // and whatever it waits for in the host.
+            let (call_deadline, check_ends_it) = match deadline {
+                Some(end) if end < own => (end, true),
+                _ => (own, false),
+            };
             let ctx = CallContext {
                 skill: m.name.clone(),
                 signal: signal.name.clone(),
@@ -217,15 +253,32 @@ impl SkillCritic {
                 logs: Default::default(),
                 runner: runner.clone(),
                 llm: llm.clone(),
-                deadline: Instant::now() + signal.timeout,
+                deadline: call_deadline,
             };
             let call_started = Instant::now();
+            let mut limits = self.limits(signal);
+            if check_ends_it {
+                limits.timeout = call_deadline.saturating_duration_since(call_started);
+            }
             let outcome = detector
-                .call(&inputs[i], &self.limits(signal), &ctx)
+                .call(&inputs[i], &limits, &ctx)
                 .and_then(|(json, _report)| {
                     serde_json::from_str::<DetectorOutput>(&json)
                         .map_err(|e| DetectorError::BadOutput(e.to_string()))
                 });
+            // A call the check's end stopped failed, even if it went on to
+            // answer: a run or a model call cut short at the deadline hands
+            // the detector a result that says nothing of the code.
+            let out_of_time = check_ends_it
+                && (matches!(outcome, Err(DetectorError::Timeout(_)))
+                    || Instant::now() >= call_deadline);
+            let outcome = if out_of_time {
+                Err(DetectorError::OutOfTime(
+                    self.time_limit.unwrap_or_default(),
+                ))
+            } else {
+                outcome
+            };
             Call {
                 outcome: Some(outcome),
                 duration_ms: call_started.elapsed().as_secs_f64() * 1000.0,
@@ -323,11 +376,15 @@ impl SkillCritic {
                     let error = format!("signal {:?} ({}): {e}", signal.name, signal.detector);
                     tracing::warn!("{}", crate::evaluate::verdict::one_line(&error));
                     let triggered = signal.on_error == OnError::FailClosed;
+                    let followup = || match &e {
+                        DetectorError::OutOfTime(limit) => {
+                            out_of_time_followup(&signal.name, *limit, self.runs_code())
+                        }
+                        _ => error_followup(&signal.name, &e.for_agent()),
+                    };
                     SignalResult {
                         triggered,
-                        followup_text: triggered.then(|| {
-                            redacted(error_followup(&signal.name, &e.for_agent()), &mut hidden)
-                        }),
+                        followup_text: triggered.then(|| redacted(followup(), &mut hidden)),
                         error: Some(error),
                         duration_ms,
                         compile_cache: detector.cache_outcome(),
@@ -357,6 +414,14 @@ impl SkillCritic {
             gate_fired,
             redactions,
         }
+    }
+
+    /// Whether the skill may run commands on the agent's code.
+    fn runs_code(&self) -> bool {
+        self.grants
+            .effective()
+            .iter()
+            .any(|c| matches!(c, Capability::Run | Capability::RunMatrix))
     }
 
     fn limits(&self, signal: &Signal) -> CallLimits {
@@ -452,6 +517,24 @@ fn error_followup(signal: &str, error: &str) -> String {
     )
 }
 
+/// The follow-up of a fail-closed signal the check's time limit stopped:
+/// what ran out and, when the skill runs the agent's code, the likely cause.
+fn out_of_time_followup(signal: &str, limit: Duration, runs_code: bool) -> String {
+    let limit = limit.as_secs_f64();
+    if runs_code {
+        format!(
+            "The critic's check `{signal}` ran out of time: it runs your code (tests, builds), \
+             and the whole check may take {limit:.0} s. Make your code and its tests finish \
+             quickly, with nothing left waiting or hanging, then finish again."
+        )
+    } else {
+        format!(
+            "The critic's check `{signal}` ran out of time (the whole check may take \
+             {limit:.0} s). Finish again; if this persists, tell the user."
+        )
+    }
+}
+
 /// A finish counted before its evaluation: its session is locked and the
 /// new iteration is on disk. See [`SkillCritic::count_ahead`].
 #[derive(Debug)]
@@ -476,14 +559,22 @@ impl CountedFinish {
 impl Critic for SkillCritic {
     fn evaluate(&self, finish: &Finish) -> Result<Verdict, Error> {
         let m = &self.skill.manifest;
+        let deadline = self.deadline(Instant::now());
         let session = self.state.open(
             &m.name,
             &finish.session,
             &finish.instance_key(),
-            self.lock_timeout,
+            wait_within(self.lock_timeout, deadline),
         )?;
-        self.evaluate_in(session, false, finish)
+        self.evaluate_in(session, false, finish, deadline)
     }
+}
+
+/// `wait`, cut to what is left until `deadline`.
+pub(crate) fn wait_within(wait: Duration, deadline: Option<Instant>) -> Duration {
+    deadline.map_or(wait, |end| {
+        wait.min(end.saturating_duration_since(Instant::now()))
+    })
 }
 
 impl SkillCritic {
@@ -523,18 +614,21 @@ impl SkillCritic {
         if session.dir() == self.state.session_dir(&m.name, &finish.session)
             && session.instance() == finish.instance_key()
         {
-            return self.evaluate_in(counted.0, true, finish);
+            let deadline = self.deadline(Instant::now());
+            return self.evaluate_in(counted.0, true, finish, deadline);
         }
         counted.undo()?;
         self.evaluate(finish)
     }
 
-    /// Evaluate `finish` in its open `session`, counting it unless `counted`.
+    /// Evaluate `finish` in its open `session`, counting it unless
+    /// `counted`; its signals end by `deadline`.
     fn evaluate_in(
         &self,
         mut session: Session,
         counted: bool,
         finish: &Finish,
+        deadline: Option<Instant>,
     ) -> Result<Verdict, Error> {
         let started = Instant::now();
         let m = &self.skill.manifest;
@@ -565,7 +659,7 @@ impl SkillCritic {
         // the write waits on the disk while they use the CPU. A rejection is
         // recorded at the end, once known.
         let count = (!counted).then_some(|| session.save_harness());
-        let (ran, recorded) = self.run_signals(finish, &inputs, count);
+        let (ran, recorded) = self.run_signals(finish, &inputs, deadline, count);
         recorded.transpose()?;
         let Ran {
             results,
@@ -578,7 +672,13 @@ impl SkillCritic {
         let mut accepted = score >= m.threshold;
         let mut budget_exhausted = false;
         if !accepted {
-            if spend_rejection(&mut session.harness, m.max_iterations, self.max_rejections) {
+            let locked = session.locked_rejections();
+            if spend_rejection(
+                &mut session.harness,
+                m.max_iterations,
+                self.max_rejections,
+                locked,
+            ) {
                 session.save_harness()?;
             } else {
                 accepted = true;
@@ -663,10 +763,17 @@ impl SkillCritic {
 
 /// Spend one rejection of a session, if its budget has one left: the
 /// skill's `max_iterations` per round (a new base commit starts one), the
-/// request's `max_rejections` for the whole session. `false` when none is
+/// request's `max_rejections` for the whole session, `locked` of which were
+/// given while another check held the session (see
+/// [`crate::evaluate::state::count_locked_rejection`]). `false` when none is
 /// left, and the finish is accepted with `budget_exhausted`.
-fn spend_rejection(h: &mut HarnessState, max_iterations: u32, cap: Option<u32>) -> bool {
-    let capped = cap.is_some_and(|cap| h.session_rejections >= cap);
+fn spend_rejection(
+    h: &mut HarnessState,
+    max_iterations: u32,
+    cap: Option<u32>,
+    locked: u32,
+) -> bool {
+    let capped = cap.is_some_and(|cap| h.session_rejections.saturating_add(locked) >= cap);
     if h.rejections >= max_iterations || capped {
         return false;
     }
@@ -675,36 +782,63 @@ fn spend_rejection(h: &mut HarnessState, max_iterations: u32, cap: Option<u32>) 
     true
 }
 
+/// What a verdict no signal gave needs of the skill it is given for.
+pub(crate) struct Standing<'a> {
+    /// The skill's name, which keys its state.
+    pub name: &'a str,
+    /// Its version, for the verdict.
+    pub version: &'a str,
+    /// Its threshold, for the verdict.
+    pub threshold: f64,
+    /// Its rejections per round (`max_iterations`).
+    pub max_iterations: u32,
+}
+
+impl<'a> From<&'a Skill> for Standing<'a> {
+    fn from(skill: &'a Skill) -> Standing<'a> {
+        let m = &skill.manifest;
+        Standing {
+            name: &m.name,
+            version: &m.version,
+            threshold: m.threshold,
+            max_iterations: m.max_iterations,
+        }
+    }
+}
+
 /// The verdict on a finish the critic could not judge because of something
 /// the agent can cause (see [`crate::run::unjudged`]): counted in
 /// `request`'s session and rejected with `followup`, like any rejection,
 /// until the budget is spent; then accepted with `budget_exhausted`, so
 /// the loop still ends. No signal ran. `fallback_instance` names the
 /// session's instance when it has none yet (the work tree that would tell
-/// it is broken; a recorded one is kept, so the count is not reset).
+/// it is broken; a recorded one is kept, so the count is not reset). The
+/// wait for the session's lock ends by `deadline`.
 pub(crate) fn unjudged_verdict(
-    skill: &Skill,
+    skill: Standing<'_>,
     state: &StateStore,
     request: &CheckRequest,
+    deadline: Option<Instant>,
     fallback_instance: &str,
     problem: &str,
     followup: String,
 ) -> Result<Verdict, Error> {
-    let m = &skill.manifest;
     let mut session = state.open_current_instance(
-        &m.name,
+        skill.name,
         &request.session,
         fallback_instance,
-        request.lock_timeout,
+        wait_within(request.lock_timeout, deadline),
     )?;
+    let locked = session.locked_rejections();
     let h = &mut session.harness;
     h.iteration = h.iteration.saturating_add(1);
     let iteration = h.iteration;
-    let budget_exhausted = !spend_rejection(h, m.max_iterations, request.max_rejections);
+    let budget_exhausted =
+        !spend_rejection(h, skill.max_iterations, request.max_rejections, locked);
     session.save_harness()?;
     let max_iterations = request
         .max_rejections
-        .map_or(m.max_iterations, |cap| cap.min(m.max_iterations));
+        .map_or(skill.max_iterations, |cap| cap.min(skill.max_iterations));
     // The problem names files of the agent's; it should quote none of
     // them, and what looks like a secret goes anyway.
     let mut hidden = 0;
@@ -724,15 +858,15 @@ pub(crate) fn unjudged_verdict(
     Ok(Verdict {
         accepted: budget_exhausted,
         score: 0.0,
-        threshold: m.threshold,
+        threshold: skill.threshold,
         message,
         followup: (!budget_exhausted).then_some(followup),
         iteration,
         max_iterations,
         budget_exhausted,
         skill: SkillInfo {
-            name: m.name.clone(),
-            version: m.version.clone(),
+            name: skill.name.to_string(),
+            version: skill.version.to_string(),
         },
         session: request.session.clone(),
         signals: Vec::new(),

@@ -6,6 +6,11 @@
 //! lock held for a whole check, so two checks on one session run one after the
 //! other and neither loses the other's update. Writes are atomic (temp file,
 //! fsync, rename). A file that does not parse is moved aside, never overwritten.
+//!
+//! One file is written without the lock: `locked-rejections`, one byte
+//! appended for each rejection a hook gave while another check held the
+//! session (see [`count_locked_rejection`]); they count toward the
+//! session's cap like the ones `harness.json` records.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -21,6 +26,10 @@ pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Poll interval while waiting for a session lock.
 const LOCK_POLL: Duration = Duration::from_millis(20);
+
+/// The file of a session directory counting the rejections given while
+/// another check held the session, one byte each.
+const LOCKED_REJECTIONS: &str = "locked-rejections";
 
 /// Why state could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -106,6 +115,9 @@ pub struct Session {
     pub harness: HarnessState,
     /// Problems found and handled while opening (corrupt files moved aside, resets).
     pub warnings: Vec<String>,
+    /// Rejections given while another check held the session, when it was
+    /// opened.
+    locked_rejections: u32,
 }
 
 impl StateStore {
@@ -236,6 +248,7 @@ impl StateStore {
             clear_signals(&dir)?;
             harness = fresh;
         }
+        let locked_rejections = locked_rejections(&dir)?;
         Ok(Some(Session {
             dir,
             skill: skill.to_string(),
@@ -245,6 +258,7 @@ impl StateStore {
             _lock: lock,
             harness,
             warnings,
+            locked_rejections,
         }))
     }
 }
@@ -288,6 +302,12 @@ impl Session {
     /// The instance (base commit and workspace) the state belongs to.
     pub fn instance(&self) -> &str {
         &self.instance
+    }
+
+    /// Rejections given while another check held the session (see
+    /// [`count_locked_rejection`]); they count toward the session's cap.
+    pub fn locked_rejections(&self) -> u32 {
+        self.locked_rejections
     }
 
     fn signal_path(&self, signal: &str) -> PathBuf {
@@ -350,6 +370,49 @@ fn lock(path: &Path, session: &str, timeout: Duration) -> Result<File, StateErro
                 })
             }
         }
+    }
+}
+
+/// The session in `dir` as far as it can be read without its lock: the
+/// harness record the last check left (the default when there is none, or
+/// it does not parse, which the next check that opens the session
+/// handles), and the rejections given while it was locked.
+pub(crate) fn peek(dir: &Path) -> Result<(HarnessState, u32), StateError> {
+    let recorded = std::fs::read(dir.join("harness.json"))
+        .ok()
+        .and_then(|text| serde_json::from_slice::<HarnessState>(&text).ok())
+        .unwrap_or_default();
+    Ok((recorded, locked_rejections(dir)?))
+}
+
+/// Count a rejection given to a finish of the session in `dir` while
+/// another check held its lock (a check the agent's slow code kept past
+/// its time, say). Such a rejection cannot wait for the lock, so it is
+/// appended to a file of its own, which every check adds to the session's
+/// rejections when it opens the session: the cap holds for these too.
+pub(crate) fn count_locked_rejection(dir: &Path) -> Result<(), StateError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join(LOCKED_REJECTIONS);
+    // One `write` of one byte in append mode: concurrent hooks each add
+    // theirs, and none is lost.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .and_then(|mut file| file.write_all(b"x"))
+        .map_err(|source| StateError::Io { path, source })
+}
+
+/// How many rejections [`count_locked_rejection`] counted in `dir`.
+fn locked_rejections(dir: &Path) -> Result<u32, StateError> {
+    let path = dir.join(LOCKED_REJECTIONS);
+    match std::fs::symlink_metadata(&path) {
+        Ok(meta) => Ok(u32::try_from(meta.len()).unwrap_or(u32::MAX)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+        Err(source) => Err(StateError::Io { path, source }),
     }
 }
 

@@ -5,7 +5,8 @@
 //!
 //! Requests of one call run in parallel, at most `concurrency` at a time, each
 //! with a timeout and retries with exponential backoff on connection errors,
-//! 429 and 5xx. With a cache directory, every answer is recorded under a key
+//! 429 and 5xx; none of it goes past the calling detector's deadline, since
+//! a detector cannot be stopped while it waits in the host. With a cache directory, every answer is recorded under a key
 //! derived from the request (endpoint, model, messages, options, sample
 //! number) and replayed on the next identical request, so an experiment can
 //! be re-run exactly, offline.
@@ -14,7 +15,7 @@ use critic_sdk::{LlmRequest, LlmResult};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Where and how to reach the model.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,16 +68,22 @@ impl LlmClient {
     }
 
     /// Capability `llm-complete`: a JSON array of `LlmRequest`s in, a JSON
-    /// array of `LlmResult`s out.
-    pub fn complete_json(&self, requests: &str) -> Result<String, String> {
+    /// array of `LlmResult`s out, by `deadline`.
+    pub fn complete_json(&self, requests: &str, deadline: Instant) -> Result<String, String> {
         let requests: Vec<LlmRequest> = serde_json::from_str(requests)
             .map_err(|e| format!("invalid llm-complete request: {e}"))?;
-        let results = self.complete(&requests)?;
+        let results = self.complete(&requests, deadline)?;
         serde_json::to_string(&results).map_err(|e| e.to_string())
     }
 
-    /// Complete every request, in parallel; results in request order.
-    pub fn complete(&self, requests: &[LlmRequest]) -> Result<Vec<LlmResult>, String> {
+    /// Complete every request, in parallel; results in request order. No
+    /// request, retry or pause between them goes past `deadline`: what is
+    /// not done by then is an error result.
+    pub fn complete(
+        &self,
+        requests: &[LlmRequest],
+        deadline: Instant,
+    ) -> Result<Vec<LlmResult>, String> {
         let Some(config) = &self.config else {
             return Err(
                 "no model is configured for llm-complete; pass --llm-base-url and --llm-model \
@@ -93,7 +100,7 @@ impl LlmClient {
         Ok(crate::sys::parallel::map(
             requests.len(),
             config.concurrency,
-            |i| one(&agent, config, key.as_deref(), &requests[i]),
+            |i| one(&agent, config, key.as_deref(), &requests[i], deadline),
         ))
     }
 }
@@ -129,6 +136,7 @@ fn one(
     config: &LlmConfig,
     key: Option<&str>,
     request: &LlmRequest,
+    deadline: Instant,
 ) -> LlmResult {
     let cached = config
         .cache_dir
@@ -154,7 +162,12 @@ fn one(
     let mut delay = config.backoff;
     let mut last_error = String::new();
     for attempt in 1..=config.attempts.max(1) {
-        match post(agent, &url, key, &payload) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            last_error = format!("{url}: no time left for the request (the detector's deadline)");
+            break;
+        }
+        match post(agent, &url, key, &payload, left.min(config.timeout)) {
             Ok(content) => {
                 if let Some(path) = &cached {
                     record(path, request, &content);
@@ -170,7 +183,7 @@ fn one(
                 if !retryable || attempt == config.attempts {
                     break;
                 }
-                std::thread::sleep(delay);
+                std::thread::sleep(delay.min(deadline.saturating_duration_since(Instant::now())));
                 delay *= 2;
             }
         }
@@ -182,14 +195,21 @@ fn one(
     }
 }
 
-/// One POST; the error says whether a retry may help.
+/// One POST, given up after `timeout`; the error says whether a retry may
+/// help.
 fn post(
     agent: &ureq::Agent,
     url: &str,
     key: Option<&str>,
     payload: &str,
+    timeout: Duration,
 ) -> Result<String, (String, bool)> {
-    let mut req = agent.post(url).header("Content-Type", "application/json");
+    let mut req = agent
+        .post(url)
+        .config()
+        .timeout_global(Some(timeout))
+        .build()
+        .header("Content-Type", "application/json");
     if let Some(k) = key {
         req = req.header("Authorization", &format!("Bearer {k}"));
     }

@@ -31,6 +31,14 @@ const FIRST_ANSWER_TIMEOUT: Duration = Duration::from_secs(3);
 /// the server's default check timeout, after which it answers 504 itself.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(660);
 
+/// How long past a request's `time_limit` to wait for its answer: the
+/// server stops the check's signals when the time is up, and what follows
+/// them (state, the answer) takes a moment. A tenth of the limit, from 1 s
+/// to 5 s: a hook's own margin must leave room for a check in process after.
+fn answer_slack(limit: Duration) -> Duration {
+    (limit / 10).clamp(Duration::from_secs(1), Duration::from_secs(5))
+}
+
 /// Where a server listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServerAddress {
@@ -84,6 +92,14 @@ pub enum ClientError {
     /// process as well could count it twice: the caller reports this instead.
     #[error("{0}")]
     Failed(String),
+    /// The server took the request but did not judge it: it gave up on the
+    /// check (504), found the session held by another check (409), or did
+    /// not answer within the request's time. A check of the session may
+    /// still be running there and may count the finish; a caller that
+    /// must have a verdict (a hook) checks in process, which waits for that
+    /// check's lock and may count the finish a second time.
+    #[error("{0}")]
+    Unfinished(String),
 }
 
 /// Ask the server at `address` to judge `request`. Relative paths of the
@@ -105,7 +121,10 @@ pub fn check(address: &ServerAddress, request: &CheckRequest) -> Result<Verdict,
         .enable_all()
         .build()
         .map_err(|e| ClientError::NoServer(format!("cannot start a client runtime: {e}")))?;
-    let (status, answer) = runtime.block_on(post(address, "/v1/check", body))?;
+    let answer_timeout = request.time_limit.map_or(ANSWER_TIMEOUT, |limit| {
+        (limit + answer_slack(limit)).min(ANSWER_TIMEOUT)
+    });
+    let (status, answer) = runtime.block_on(post(address, "/v1/check", body, answer_timeout))?;
     let text = String::from_utf8_lossy(&answer);
     if status.is_success() {
         return serde_json::from_slice(&answer).map_err(|e| {
@@ -117,21 +136,27 @@ pub fn check(address: &ServerAddress, request: &CheckRequest) -> Result<Verdict,
         .and_then(|v| v.get("error")?.as_str().map(str::to_string))
         .unwrap_or_else(|| text.into_owned());
     let message = format!("{address}: {status}: {message}");
-    // A full queue is refused before the check is admitted: nothing counted.
-    if status == hyper::StatusCode::SERVICE_UNAVAILABLE {
-        return Err(ClientError::NoServer(message));
+    match status {
+        // A full queue is refused before the check is admitted: nothing counted.
+        hyper::StatusCode::SERVICE_UNAVAILABLE => Err(ClientError::NoServer(message)),
+        hyper::StatusCode::GATEWAY_TIMEOUT | hyper::StatusCode::CONFLICT => {
+            Err(ClientError::Unfinished(message))
+        }
+        _ => Err(ClientError::Failed(message)),
     }
-    Err(ClientError::Failed(message))
 }
 
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
+/// POST `body` to `path`, waiting `answer_timeout` for the answer once it
+/// is sent.
 async fn post(
     address: &ServerAddress,
     path: &str,
     body: Vec<u8>,
+    answer_timeout: Duration,
 ) -> Result<(hyper::StatusCode, Bytes), ClientError> {
     let no_server = |e: &dyn std::fmt::Display| ClientError::NoServer(format!("{address}: {e}"));
     let failed = |e: &dyn std::fmt::Display| ClientError::Failed(format!("{address}: {e}"));
@@ -230,9 +255,14 @@ async fn post(
             .to_bytes();
         Ok((status, answer))
     };
-    tokio::time::timeout(ANSWER_TIMEOUT, exchange)
+    tokio::time::timeout(answer_timeout, exchange)
         .await
-        .map_err(|_| failed(&format!("no answer within {} s", ANSWER_TIMEOUT.as_secs())))?
+        .map_err(|_| {
+            ClientError::Unfinished(format!(
+                "{address}: no answer within {:.0} s",
+                answer_timeout.as_secs_f64()
+            ))
+        })?
 }
 
 enum Stream {

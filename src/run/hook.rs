@@ -14,16 +14,25 @@
 //! - A failure the agent can cause (its work tree or git state broken, its
 //!   transcript unreadable) does not let it stop: the finish is counted as a
 //!   rejection whose follow-up names the problem (see
-//!   [`crate::run::unjudged`]), within the same cap. Only a failure on the
-//!   user's side or the host's (no skill, a bad manifest, a malformed hook
-//!   input, a bad command line, a panic) lets the agent stop, and says so
-//!   loudly, unless the user asked to fail closed: it never answers with the
-//!   agent's "block".
+//!   [`crate::run::unjudged`]), within the same cap. So is a check the
+//!   agent's slow code keeps busy: the check's time limit
+//!   ([`DEFAULT_TIME_LIMIT`], counted from the hook's start) ends it before
+//!   the agent's own timeout ends the hook, a server that still gives up on
+//!   it is followed by a check in process, and a session another check
+//!   still holds gets a rejection counted without its lock. And so is a
+//!   finish whose critic keeps its skill or state within the agent's
+//!   reach. Only a failure on the user's side or the host's (no skill, a
+//!   bad manifest, a malformed hook input, a bad command line, a panic)
+//!   lets the agent stop, and says so loudly, unless the user asked to fail
+//!   closed: it never answers with the agent's "block".
 
 use crate::agents::hook::{Answer, HookInput, HookProtocol, Reply};
+use crate::evaluate::state::default_root;
 use crate::evaluate::verdict::{escape_terminal, Verdict};
 use crate::run::client::{self, ClientError, ServerAddress};
+use crate::run::unjudged::{self, root_guess};
 use crate::run::{oneshot, CheckRequest};
+use crate::sys::real_path::{resolved, within};
 use serde_json::Value;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -36,6 +45,29 @@ pub const DEFAULT_MAX_REJECTIONS: u32 = 8;
 /// The largest hook input read (an agent's last message rides in it).
 pub const MAX_INPUT_BYTES: usize = 64 << 20;
 
+/// The time an agent gives its hook that `critic hook install` writes into
+/// the agent's configuration unless told otherwise (`--timeout`).
+pub const DEFAULT_AGENT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The shortest time an agent may give its hook: less leaves a check no
+/// time to run.
+pub const MIN_AGENT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The default of a hook's `--time-limit`: what
+/// [`time_limit_within`] leaves of [`DEFAULT_AGENT_TIMEOUT`].
+pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(540);
+
+/// The time a hook's check may take when the agent gives the hook
+/// `agent_timeout`: that less a margin (a tenth, from 5 s to 60 s) for the
+/// hook's start, what follows the signals, and a check in process after a
+/// server that did not answer in time. An agent that times its hook out
+/// lets the agent stop (Claude Code reads it as a non-blocking error), so
+/// the check must answer first.
+pub fn time_limit_within(agent_timeout: Duration) -> Duration {
+    let margin = (agent_timeout / 10).clamp(Duration::from_secs(5), Duration::from_secs(60));
+    agent_timeout.saturating_sub(margin)
+}
+
 /// How long a hook waits for an agent that writes its transcript in
 /// batches to record the stop (Copilot CLI took up to 0.5 s here).
 const TRANSCRIPT_WAIT: Duration = Duration::from_secs(10);
@@ -47,7 +79,9 @@ pub struct Hook {
     pub protocol: &'static HookProtocol,
     /// The check as the command line sets it. Its `workspace`, `events` and
     /// `session` are the hook input's unless the fields below override them;
-    /// its `max_rejections` should be set (see [`DEFAULT_MAX_REJECTIONS`]).
+    /// its `max_rejections` should be set (see [`DEFAULT_MAX_REJECTIONS`]),
+    /// and its `time_limit`, counted from the start of [`Hook::run`], should
+    /// end before the agent gives up on the hook (see [`time_limit_within`]).
     pub request: CheckRequest,
     /// The workspace, instead of the hook input's.
     pub workspace: Option<PathBuf>,
@@ -79,9 +113,10 @@ struct Failure(String);
 impl Hook {
     /// Answer the hook input `stdin`.
     pub fn run(&self, stdin: &[u8]) -> HookOutcome {
+        let deadline = self.request.deadline(Instant::now());
         let mut notices = Vec::new();
         let judged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.judge(stdin, &mut notices)
+            self.judge(stdin, deadline, &mut notices)
         }))
         .unwrap_or_else(|_| Err(Failure("internal error (a panic; see above)".into())));
         let (answer, verdict) = match judged {
@@ -136,6 +171,7 @@ impl Hook {
     fn judge(
         &self,
         stdin: &[u8],
+        deadline: Option<Instant>,
         notices: &mut Vec<String>,
     ) -> Result<(Answer, Option<Verdict>), Failure> {
         let input = read_input(self.protocol, stdin)?;
@@ -147,7 +183,20 @@ impl Hook {
             return Ok((Answer::Stop { notice: None }, None));
         }
         let (request, counted) = self.request_for(&input)?;
-        let verdict = self.evaluate(&request, notices)?;
+        let verdict = match misplaced(&request) {
+            Some((problem, root)) => {
+                notices.push(format!(
+                    "critic hook {}: NOT CHECKED: {problem}, within the agent's reach; keep \
+                     the critic's skill and state outside every workspace (the skill under \
+                     ~/.config/pluggable-critic/, say, the state in its default place), then \
+                     install the hook again. Until then every finish is a counted rejection",
+                    self.protocol.agent
+                ));
+                unjudged::misplaced(&request, deadline, &root, &problem)
+                    .map_err(|e| Failure(e.to_string()))?
+            }
+            None => self.evaluate(&request, deadline, notices)?,
+        };
         let answer = if verdict.accepted {
             Answer::Stop {
                 notice: verdict.budget_exhausted.then(|| {
@@ -216,23 +265,67 @@ impl Hook {
         Ok((request, counted))
     }
 
+    /// Judge `request`, by `deadline`: by the server if one is named and
+    /// judges it, else in process.
     fn evaluate(
         &self,
         request: &CheckRequest,
+        deadline: Option<Instant>,
         notices: &mut Vec<String>,
     ) -> Result<Verdict, Failure> {
         let failed = |e: &dyn std::fmt::Display| Failure(e.to_string());
+        // The time left when each check starts is its time limit.
+        let timed = || {
+            let mut request = request.clone();
+            request.time_limit = deadline.map(|end| end.saturating_duration_since(Instant::now()));
+            request
+        };
         if let Some(server) = &self.server {
-            match client::check(server, request) {
+            match client::check(server, &timed()) {
                 Ok(verdict) => return Ok(verdict),
                 Err(ClientError::Failed(e)) => return Err(Failure(e)),
                 Err(ClientError::NoServer(e)) => notices.push(format!(
                     "critic: no server answers ({e}); checking in process"
                 )),
+                // The server may still count this finish; checking it again
+                // can only bring the cap nearer, while letting the agent
+                // stop would let slow code switch the critic off.
+                Err(ClientError::Unfinished(e)) => notices.push(format!(
+                    "critic: the server did not judge the finish ({e}); checking in process"
+                )),
             }
         }
-        oneshot::check(request).map_err(|e| failed(&e))
+        let request = timed();
+        oneshot::check(&request)
+            .or_else(|e| unjudged::locked(&request, e))
+            .map_err(|e| failed(&e))
     }
+}
+
+/// What of the critic lies within the work tree `request` names (the root
+/// above its directory, else the directory), where the agent can change
+/// it: the problem, and that root. Paths are compared with their symbolic
+/// links resolved.
+fn misplaced(request: &CheckRequest) -> Option<(String, PathBuf)> {
+    let root = root_guess(&request.workspace);
+    let shown = |p: &Path| escape_terminal(&p.display().to_string(), false).into_owned();
+    let skill = request.skill.canonicalize().ok();
+    let what = if let Some(skill) = skill.filter(|s| within(s, &root)) {
+        format!("the skill directory {}", shown(&skill))
+    } else {
+        let state = match &request.state_dir {
+            Some(dir) => dir.clone(),
+            None => default_root(&root)?,
+        };
+        if !within(&state, &root) {
+            return None;
+        }
+        format!("the state directory {}", shown(&resolved(&state)))
+    };
+    Some((
+        format!("{what} lies inside the workspace {}", shown(&root)),
+        root,
+    ))
 }
 
 /// Wait until the last part of `transcript` holds `marker`, or `limit`
@@ -384,6 +477,15 @@ mod tests {
         let started = Instant::now();
         wait_for(&file, "\"timestamp\":43", Duration::from_millis(100));
         assert!(started.elapsed() < Duration::from_secs(2));
+    }
+
+    #[test]
+    fn the_check_answers_a_margin_before_the_agent_gives_up() {
+        let s = Duration::from_secs;
+        assert_eq!(time_limit_within(DEFAULT_AGENT_TIMEOUT), DEFAULT_TIME_LIMIT);
+        assert_eq!(time_limit_within(s(3600)), s(3540));
+        assert_eq!(time_limit_within(s(30)), s(25));
+        assert_eq!(time_limit_within(MIN_AGENT_TIMEOUT), s(5));
     }
 
     #[test]

@@ -9,5 +9,5 @@ pub mod server;
 pub mod service;
 mod unjudged;
 
-pub use request::{CheckRequest, EventsSource, HostSettings, DEFAULT_SESSION};
+pub use request::{CheckRequest, EventsSource, HostSettings, DEFAULT_SESSION, MAX_TIME_LIMIT};
 pub use service::Service;

@@ -6,7 +6,7 @@
 //! The start-up tricks that buy this path its speed live here and only here.
 
 use crate::detector::wasm::Runtime;
-use crate::evaluate::scorer::{load_detectors, CountedFinish, SkillCritic};
+use crate::evaluate::scorer::{load_detectors, wait_within, CountedFinish, SkillCritic};
 use crate::evaluate::state::StateStore;
 use crate::evaluate::verdict::Verdict;
 use crate::evaluate::{instance_key, with_followup, Critic, Finish};
@@ -40,7 +40,8 @@ impl Prepared {
 
 /// Run one check, from a cold start, in a process that exits after it. A
 /// finish the agent made unreadable (its work tree, its transcript) is a
-/// counted rejection, not an error (see [`crate::run::unjudged`]).
+/// counted rejection, not an error (see [`crate::run::unjudged`]). The
+/// request's `time_limit` counts from this call.
 ///
 /// The loaded skill, its runtime and the finish are left to the process's
 /// exit instead of being torn down here: unmapping the detectors' code and
@@ -50,10 +51,11 @@ impl Prepared {
 /// [`crate::Service`].
 pub fn check(request: &CheckRequest) -> Result<Verdict, Error> {
     let started = Instant::now();
-    let mut prepared = match prepare(request) {
+    let deadline = request.deadline(started);
+    let mut prepared = match prepare(request, deadline) {
         Ok(prepared) => prepared,
         Err(e) => {
-            return crate::run::unjudged::or_error(request, e, || {
+            return crate::run::unjudged::or_error(request, deadline, e, || {
                 Ok(skill::load(&request.skill)?.into())
             })
         }
@@ -72,8 +74,8 @@ pub fn check(request: &CheckRequest) -> Result<Verdict, Error> {
 /// also reads the events and then counts the finish (see
 /// [`SkillCritic::count_ahead`]); a check that fails before
 /// [`Prepared::decide`] takes the count back, while a `Prepared` dropped
-/// undecided leaves it counted.
-fn prepare(request: &CheckRequest) -> Result<Prepared, Error> {
+/// undecided leaves it counted. The check's time ends at `deadline`.
+fn prepare(request: &CheckRequest, deadline: Option<Instant>) -> Result<Prepared, Error> {
     let started = Instant::now();
     let ((root, patch, critic, events), counted) = std::thread::scope(|s| {
         // The thread only starts git's processes (or, for a patch file,
@@ -120,7 +122,7 @@ fn prepare(request: &CheckRequest) -> Result<Prepared, Error> {
             .then(|| Workspace::find(&request.workspace))
             .flatten();
         let counted = match &ahead {
-            Some(ws) => count_ahead(request, &skill_name, ws, &ws.head)?,
+            Some(ws) => count_ahead(request, deadline, &skill_name, ws, &ws.head)?,
             None => None,
         };
         let classifier = test_classifier(&patterns, &manifest_path);
@@ -142,7 +144,8 @@ fn prepare(request: &CheckRequest) -> Result<Prepared, Error> {
                 state,
                 request,
                 &request.host,
-            );
+            )
+            .until(deadline);
             let root = workspace_root(&ws)?;
             Ok::<_, Error>((root, patch, critic, events?))
         };
@@ -172,9 +175,11 @@ fn prepare(request: &CheckRequest) -> Result<Prepared, Error> {
 
 /// Count the finish on `ws` (found by [`Workspace::find`], so its root is
 /// canonical, as a finish's is) against `base`, if the session's state is
-/// theirs (see [`SkillCritic::count_ahead`]).
+/// theirs (see [`SkillCritic::count_ahead`]), waiting for the session's
+/// lock until `deadline` at most.
 fn count_ahead(
     request: &CheckRequest,
+    deadline: Option<Instant>,
     skill: &str,
     ws: &Workspace,
     base: &str,
@@ -184,7 +189,7 @@ fn count_ahead(
         skill,
         &request.session,
         &instance_key(base, &ws.root),
-        request.lock_timeout,
+        wait_within(request.lock_timeout, deadline),
     )
 }
 

@@ -8,10 +8,15 @@ use crate::host::llm::LlmConfig;
 use crate::host::Capability;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Session id used when none is given.
 pub const DEFAULT_SESSION: &str = "default";
+
+/// The longest [`CheckRequest::time_limit`] a request may ask for: a day,
+/// as for a signal's own `timeout`, some bound past which a number is a
+/// mistake.
+pub const MAX_TIME_LIMIT: Duration = Duration::from_secs(86_400);
 
 /// One finish to judge, and how.
 ///
@@ -57,6 +62,15 @@ pub struct CheckRequest {
     /// How long to wait for a concurrent check of the same session, in seconds.
     #[serde(default = "default_lock_timeout", with = "seconds")]
     pub lock_timeout: Duration,
+    /// The time the whole check may take, from when it starts: every
+    /// signal is stopped when it is up (the wait for the session's lock
+    /// counts too), and a signal stopped so is a detector failure the
+    /// skill's `on_error` decides. `None`: only each signal's own
+    /// `timeout` holds. Whoever waits for the answer (a hook, whose agent
+    /// gives it a timeout of its own; a client of `critic serve`) sets it,
+    /// so that the check answers before they give up.
+    #[serde(default, with = "optional_seconds")]
+    pub time_limit: Option<Duration>,
     /// At most this many rejections per session, however many the skill's
     /// `max_iterations` allows: a hook's guarantee that an untrusted skill
     /// cannot keep an agent from stopping.
@@ -117,10 +131,17 @@ impl CheckRequest {
             state_dir: None,
             deny: Vec::new(),
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            time_limit: None,
             max_rejections: None,
             finish_message: None,
             host: HostSettings::default(),
         }
+    }
+
+    /// When the signals of this check, started at `start`, must have
+    /// ended: `start` plus [`CheckRequest::time_limit`].
+    pub fn deadline(&self, start: Instant) -> Option<Instant> {
+        self.time_limit.map(|limit| start + limit)
     }
 
     /// The request's event stream; exactly one of `events` and
@@ -167,6 +188,37 @@ mod seconds {
     }
 }
 
+/// An optional [`Duration`] as seconds on the wire, fractions allowed (a
+/// hook passes on what is left of its time), at most [`MAX_TIME_LIMIT`].
+mod optional_seconds {
+    use super::MAX_TIME_LIMIT;
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_f64(d.as_secs_f64()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let Some(secs) = Option::<f64>::deserialize(d)? else {
+            return Ok(None);
+        };
+        Duration::try_from_secs_f64(secs)
+            .ok()
+            .filter(|limit| *limit <= MAX_TIME_LIMIT)
+            .map(Some)
+            .ok_or_else(|| {
+                D::Error::custom(format!(
+                    "expected seconds from 0 to {}, got {secs}",
+                    MAX_TIME_LIMIT.as_secs()
+                ))
+            })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,7 +234,22 @@ mod tests {
         assert_eq!(r.deny, vec![Capability::Run]);
         assert_eq!(r.lock_timeout, Duration::from_secs(5));
         assert!(matches!(r.events_source(), Ok(EventsSource::Path(_))));
+        assert_eq!(r.time_limit, None);
+        let timed: CheckRequest =
+            serde_json::from_str(r#"{"skill":"s","events":"e","time_limit":2.5}"#).unwrap();
+        assert_eq!(timed.time_limit, Some(Duration::from_millis(2500)));
+        let start = Instant::now();
+        assert_eq!(
+            timed.deadline(start),
+            Some(start + Duration::from_millis(2500))
+        );
+        let back: CheckRequest =
+            serde_json::from_value(serde_json::to_value(&timed).unwrap()).unwrap();
+        assert_eq!(back.time_limit, timed.time_limit);
         for body in [
+            r#"{"skill":"s","events":"e","time_limit":-1}"#,
+            r#"{"skill":"s","events":"e","time_limit":86401}"#,
+            r#"{"skill":"s","events":"e","time_limit":"10"}"#,
             r#"{"skill":"s","events":"e","allow_native":true}"#,
             r#"{"skill":"s","events":"e","unconfined_runs":true}"#,
             r#"{"skill":"s","events":"e","host":{}}"#,

@@ -23,7 +23,10 @@
 //! have not all arrived, at most `concurrency` checks at once with at most
 //! `queue` more waiting (more get 503 at once), and a per-check timeout
 //! (504; the check itself runs to its end, holding its slot, since a thread
-//! cannot be stopped safely). Over TCP, an answer to a request without the
+//! cannot be stopped safely). The 504 is a last resort: every check gets a
+//! time limit (the request's, at most the check timeout less a margin, the
+//! wait for a slot included), which stops its signals in time for the
+//! answer to come first. Over TCP, an answer to a request without the
 //! token closes its connection, so no one without it holds one open.
 //! SIGTERM or SIGINT stops accepting, lets checks in flight finish (their
 //! scratch copies are removed as they end) and removes the socket; a second
@@ -486,14 +489,20 @@ async fn check(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Respo
     {
         return failure(StatusCode::BAD_REQUEST, e);
     }
-    // A lock wait longer than the check's own deadline would only hold a slot.
-    request.lock_timeout = request.lock_timeout.min(shared.config.check_timeout);
+    // The check answers before the client gives up, and before the server's
+    // own timeout would answer 504 for it (its wait for the session's lock
+    // included).
+    let limit = time_limit_within(shared.config.check_timeout);
+    let limit = request.time_limit.map_or(limit, |asked| asked.min(limit));
     let service = shared.service.clone();
     let slots = shared.slots.clone();
+    let arrived = std::time::Instant::now();
     // The deadline covers the wait for a slot too.
     let running = async move {
         let slot = slots.acquire_owned().await.expect("never closed");
         tokio::task::spawn_blocking(move || {
+            // ... and so does the check's time.
+            request.time_limit = Some(limit.saturating_sub(arrived.elapsed()));
             let verdict = service.check(&request);
             drop((slot, admitted));
             verdict
@@ -512,6 +521,16 @@ async fn check(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Respo
         Ok(Ok(Ok(verdict))) => Json(verdict).into_response(),
         Ok(Ok(Err(e))) => failure(status_of(&e), e.to_string()),
     }
+}
+
+/// The time a check may take on a server whose checks answer 504 after
+/// `check_timeout`: that less a margin for what follows the signals (a
+/// tenth, from 1 s to 60 s, at most half).
+pub fn time_limit_within(check_timeout: Duration) -> Duration {
+    let margin = (check_timeout / 10)
+        .clamp(Duration::from_secs(1), Duration::from_secs(60))
+        .min(check_timeout / 2);
+    check_timeout - margin
 }
 
 /// Every path of a request must be absolute: the server's working directory
@@ -605,6 +624,15 @@ fn status_of(e: &Error) -> StatusCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_check_gets_its_time_less_a_margin_for_the_answer() {
+        let s = Duration::from_secs;
+        assert_eq!(time_limit_within(s(600)), s(540));
+        assert_eq!(time_limit_within(s(3600)), s(3540));
+        assert_eq!(time_limit_within(s(3)), s(2));
+        assert_eq!(time_limit_within(s(1)), Duration::from_millis(500));
+    }
 
     #[test]
     fn tokens_compare_whole() {

@@ -21,7 +21,7 @@ use crate::Error;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 /// How long after a skill file changed its load stays suspect: a file
 /// rewritten within the same timestamp tick and at the same size looks
@@ -131,10 +131,12 @@ impl Service {
 
     /// Judge the finish `request` names. A finish the agent made unreadable
     /// (its work tree, its transcript) is a counted rejection, not an error
-    /// (see [`crate::run::unjudged`]).
+    /// (see [`crate::run::unjudged`]). The request's `time_limit` counts
+    /// from this call.
     pub fn check(&self, request: &CheckRequest) -> Result<Verdict, Error> {
-        self.judge(request).or_else(|e| {
-            crate::run::unjudged::or_error(request, e, || {
+        let deadline = request.deadline(Instant::now());
+        self.judge(request, deadline).or_else(|e| {
+            crate::run::unjudged::or_error(request, deadline, e, || {
                 Ok(self.skill(&request.skill)?.skill.clone())
             })
         })
@@ -142,7 +144,7 @@ impl Service {
 
     /// [`Service::check`] but for a finish the agent made unreadable,
     /// which is an error here.
-    fn judge(&self, request: &CheckRequest) -> Result<Verdict, Error> {
+    fn judge(&self, request: &CheckRequest, deadline: Option<Instant>) -> Result<Verdict, Error> {
         // git runs on its own while the skill and the events are read.
         let diff = match &request.patch {
             Some(file) => DiffSource::File(file),
@@ -168,7 +170,8 @@ impl Service {
             StateStore::new(state_root(request, &ws)?),
             request,
             &self.settings,
-        );
+        )
+        .until(deadline);
         let finish = Finish {
             events: events.events.into(),
             transcript: events.raw_file,

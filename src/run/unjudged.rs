@@ -8,15 +8,22 @@
 //! never trapped. Failures on the user's side (the skill, the command line,
 //! the state directory, the host itself) stay errors, which hooks answer by
 //! letting the agent stop, loudly.
+//!
+//! Two more finishes a hook cannot judge are counted the same way, since
+//! letting the agent stop on them would hand it a way to stop unchecked:
+//! one whose session another check still holds ([`locked`]), and one whose
+//! critic keeps its files within the agent's reach ([`misplaced`]).
 
-use crate::evaluate::scorer::unjudged_verdict;
-use crate::evaluate::state::{default_root, StateStore};
+use crate::evaluate::scorer::{unjudged_verdict, Standing};
+use crate::evaluate::state::{self, default_root, StateError, StateStore};
 use crate::evaluate::verdict::Verdict;
 use crate::run::{CheckRequest, EventsSource};
 use crate::skill::Skill;
+use crate::sys::real_path::within;
 use crate::workspace::PatchError;
 use crate::Error;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// Which of the agent's inputs a failure is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,9 +56,11 @@ pub(crate) fn cause(error: &Error, request: &CheckRequest) -> Option<Cause> {
 /// `error` of `request` as a verdict when the agent can cause it (see the
 /// module's documentation), else `error` itself. `skill` loads the
 /// request's skill, which must load for the finish to be counted: a skill
-/// that does not is the user's failure, reported instead.
+/// that does not is the user's failure, reported instead. The wait for the
+/// session's lock ends by `deadline`, the end of the check's time.
 pub(crate) fn or_error(
     request: &CheckRequest,
+    deadline: Option<Instant>,
     error: Error,
     skill: impl FnOnce() -> Result<std::sync::Arc<Skill>, Error>,
 ) -> Result<Verdict, Error> {
@@ -60,9 +69,29 @@ pub(crate) fn or_error(
     };
     let skill = skill()?;
     let root = root_guess(&request.workspace);
+    let state = state_root(request, &root)?;
+    let problem = error.to_string();
+    tracing::warn!(
+        "{}: the finish could not be judged ({problem}); counted as a rejection",
+        request.session
+    );
+    unjudged_verdict(
+        Standing::from(&*skill),
+        &StateStore::new(state),
+        request,
+        deadline,
+        &format!("unjudged@{}", root.display()),
+        &problem,
+        followup(cause, &problem),
+    )
+}
+
+/// The state directory of `request`, whose work tree's root is (or would
+/// be) `root`: the request's own, else the user's default; made private.
+pub(crate) fn state_root(request: &CheckRequest, root: &Path) -> Result<PathBuf, Error> {
     let state = match &request.state_dir {
         Some(dir) => dir.clone(),
-        None => default_root(&root).ok_or_else(|| {
+        None => default_root(root).ok_or_else(|| {
             Error::Usage(
                 "no place for the critic's state: set XDG_STATE_HOME or HOME, or pass --state-dir"
                     .into(),
@@ -71,19 +100,125 @@ pub(crate) fn or_error(
     };
     crate::sys::private_dir::ensure(&state)
         .map_err(|e| Error::Usage(format!("state directory {e}")))?;
-    let problem = error.to_string();
-    tracing::warn!(
-        "{}: the finish could not be judged ({problem}); counted as a rejection",
-        request.session
-    );
+    Ok(state)
+}
+
+/// The name a [`misplaced`] finish is counted under: not the skill's, which
+/// its manifest within the agent's reach says.
+const MISPLACED: &str = "misplaced-critic";
+
+/// The verdict on a finish whose critic keeps its skill or state directory
+/// within the agent's reach (`problem` says which, and where): the agent
+/// could rewrite the manifest to accept anything, break it to be let stop,
+/// or reset its own count, so its work is not judged. Stopping it
+/// would let an agent that can move its workspace over the critic's files
+/// (its `cwd`) stop unchecked, so the finish is a rejection counted like
+/// [`or_error`]'s, under a name of its own and the request's cap only (the
+/// manifest's `max_iterations` is the agent's to change), in a state
+/// directory outside the work tree at `root` if the request's is not.
+pub(crate) fn misplaced(
+    request: &CheckRequest,
+    deadline: Option<Instant>,
+    root: &Path,
+    problem: &str,
+) -> Result<Verdict, Error> {
+    let mut trusted = request.clone();
+    if request
+        .state_dir
+        .as_deref()
+        .is_some_and(|dir| within(dir, root))
+    {
+        trusted.state_dir = None;
+    }
+    let state = state_root(&trusted, root)?;
     unjudged_verdict(
-        &skill,
+        Standing {
+            name: MISPLACED,
+            version: "",
+            threshold: 1.0,
+            max_iterations: u32::MAX,
+        },
         &StateStore::new(state),
         request,
-        &format!("unjudged@{}", root.display()),
-        &problem,
-        followup(cause, &problem),
+        deadline,
+        &format!("{MISPLACED}@{}", root.display()),
+        problem,
+        "The finish critic did not check your work: its own files lie inside your workspace, \
+         where your edits could change how you are judged, and only the user can move them. \
+         Do not edit them. Tell the user in your final answer, then finish again."
+            .into(),
     )
+}
+
+/// The verdict on a finish whose session another check holds (`error`, the
+/// wait for its lock that ran out): a check the server gave up on, still
+/// running, say. Stopping here would let an agent whose code keeps checks
+/// busy stop unchecked; waiting longer would outlast the agent's patience.
+/// So it is a rejection telling the agent to finish again, counted without
+/// the lock (see [`state::count_locked_rejection`]) toward the request's
+/// `max_rejections`; once the session's rejections reach it, the agent is
+/// let stop, unchecked. Without a cap to keep, `error` itself.
+pub(crate) fn locked(request: &CheckRequest, error: Error) -> Result<Verdict, Error> {
+    let (Some(cap), Error::State(StateError::Locked { lock, .. })) =
+        (request.max_rejections, &error)
+    else {
+        return Err(error);
+    };
+    let Some(dir) = lock.parent() else {
+        return Err(error);
+    };
+    let skill = crate::skill::load(&request.skill)?;
+    let skill = Standing::from(&skill);
+    let (recorded, locked) = state::peek(dir)?;
+    let spent = recorded.session_rejections.saturating_add(locked);
+    let problem = "another check of this session was still running";
+    let exhausted = spent >= cap;
+    if !exhausted {
+        state::count_locked_rejection(dir)?;
+    }
+    tracing::warn!(
+        "{}: {problem} ({error}); {}",
+        request.session,
+        if exhausted {
+            "the rejection budget is spent: the agent may stop"
+        } else {
+            "counted as a rejection"
+        }
+    );
+    Ok(Verdict {
+        accepted: exhausted,
+        score: 0.0,
+        threshold: skill.threshold,
+        message: if exhausted {
+            format!(
+                "accepted UNCHECKED because the rejection budget ran out ({cap} rejections); \
+                 {problem}"
+            )
+        } else {
+            format!("rejected: {problem}")
+        },
+        followup: (!exhausted).then(|| {
+            "The critic is still busy with an earlier check of this session, so this finish \
+             was not checked. If you left tests or other commands running, end them. Then \
+             finish again."
+                .to_string()
+        }),
+        // This finish, which is not counted among the session's iterations.
+        iteration: recorded.iteration.saturating_add(1),
+        max_iterations: cap,
+        budget_exhausted: exhausted,
+        skill: critic_sdk::SkillInfo {
+            name: skill.name.to_string(),
+            version: skill.version.to_string(),
+        },
+        session: request.session.clone(),
+        signals: Vec::new(),
+        warnings: Vec::new(),
+        metadata: serde_json::json!({
+            "unjudged": problem,
+            "rejections": spent.saturating_add(u32::from(!exhausted)),
+        }),
+    })
 }
 
 /// What the agent is told.
@@ -107,7 +242,7 @@ fn followup(cause: Cause, problem: &str) -> String {
 /// The work tree's root as the check would have found it: the nearest
 /// directory holding `.git`, else `dir` itself; canonical where it exists.
 /// The state of the session's earlier finishes is kept there.
-fn root_guess(dir: &Path) -> PathBuf {
+pub(crate) fn root_guess(dir: &Path) -> PathBuf {
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     dir.ancestors()
         .find(|d| d.join(".git").exists())

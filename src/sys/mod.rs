@@ -1,8 +1,8 @@
 //! Operating-system helpers the layers share: private directories, atomic
 //! and bounded file writes, tree removal that cannot be led astray, the
 //! registry of what an interrupted host undoes, the one work queue, JSON
-//! errors told without quoting their input, and who is at the other end of
-//! a local connection.
+//! errors told without quoting their input, who is at the other end of
+//! a local connection, and paths with their links resolved.
 
 pub mod atomic_file;
 pub mod bounded_read;
@@ -11,4 +11,5 @@ pub mod json_error;
 pub mod parallel;
 pub mod peer;
 pub mod private_dir;
+pub mod real_path;
 pub mod remove_tree;

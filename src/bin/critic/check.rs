@@ -56,6 +56,9 @@ pub struct SkillArgs {
     /// Accept after this many rejections in a session, if the skill allows more (`critic hook`: 8 unless given).
     #[arg(long)]
     pub max_rejections: Option<u32>,
+    /// Seconds the whole check may take; signals still running then are stopped and count as failed (`critic hook`: 540 unless given, within the 600 s `hook install` gives it).
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    pub time_limit: Option<Duration>,
     #[command(flatten)]
     host: HostArgs,
 }
@@ -81,11 +84,22 @@ impl SkillArgs {
             state_dir: self.state_dir,
             deny: self.deny,
             lock_timeout: Duration::from_secs(self.lock_timeout),
+            time_limit: self.time_limit,
             max_rejections: self.max_rejections,
             finish_message: None,
             host: self.host.settings(),
         }
     }
+}
+
+/// A number of seconds (fractions allowed) as a time limit.
+pub fn seconds(text: &str) -> Result<Duration, String> {
+    let max = pluggable_critic::run::MAX_TIME_LIMIT;
+    text.parse::<f64>()
+        .ok()
+        .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+        .filter(|limit| *limit <= max)
+        .ok_or_else(|| format!("expected seconds from 0 to {}", max.as_secs()))
 }
 
 /// The operator's settings: what a check may do beyond the skill's sandbox.
@@ -202,7 +216,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let verdict = match &args.server {
         Some(server) => match client::check(server, &request) {
             Ok(verdict) => verdict,
-            Err(ClientError::Failed(e)) => anyhow::bail!(e),
+            // The server may count the finish yet: not checked twice.
+            Err(ClientError::Failed(e) | ClientError::Unfinished(e)) => anyhow::bail!(e),
             Err(ClientError::NoServer(e)) => {
                 eprintln!(
                     "critic: no server answers ({}); checking in process",

@@ -1,15 +1,19 @@
 //! `critic hook <agent>`: answer an agent's stop hook; `critic hook install`
 //! and `uninstall`: write or remove that hook in the agent's configuration.
 
-use crate::check::SkillArgs;
+use crate::check::{seconds, SkillArgs};
 use clap::Parser;
 use pluggable_critic::agents::hook::{self as protocols, HookProtocol};
 use pluggable_critic::agents::install::{self, Change, Scope};
 use pluggable_critic::evaluate::verdict::escape_terminal;
 use pluggable_critic::run::client::{ServerAddress, SERVER_ENV};
-use pluggable_critic::run::hook::{Hook, DEFAULT_MAX_REJECTIONS, MAX_INPUT_BYTES};
+use pluggable_critic::run::hook::{
+    time_limit_within, Hook, DEFAULT_AGENT_TIMEOUT, DEFAULT_MAX_REJECTIONS, DEFAULT_TIME_LIMIT,
+    MAX_INPUT_BYTES, MIN_AGENT_TIMEOUT,
+};
 use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// `critic hook`'s flags: an agent to answer, or an action.
 #[derive(clap::Args)]
@@ -78,8 +82,8 @@ struct InstallArgs {
     /// The project's root (for --scope project).
     #[arg(long, default_value = ".")]
     project: PathBuf,
-    /// Seconds the agent gives the hook before it stops waiting.
-    #[arg(long, default_value_t = 600)]
+    /// Seconds the agent gives the hook before it stops waiting; the hook's check gets a time limit a margin below it.
+    #[arg(long, default_value_t = DEFAULT_AGENT_TIMEOUT.as_secs() as u32)]
     timeout: u32,
     /// More flags for the hook call, after `--` (e.g. `-- --max-rejections 3 --deny run`).
     #[arg(last = true)]
@@ -145,6 +149,8 @@ fn answer(protocol: &'static HookProtocol, args: RunArgs) -> u8 {
     let mut request = args.skill.request(PathBuf::from("."), None, String::new());
     // A hook always has a cap: no skill may keep an agent from stopping.
     request.max_rejections = request.max_rejections.or(Some(DEFAULT_MAX_REJECTIONS));
+    // ... and a time limit: an agent that gives up waiting lets its agent stop.
+    request.time_limit = request.time_limit.or(Some(DEFAULT_TIME_LIMIT));
     let hook = Hook {
         protocol,
         request,
@@ -238,13 +244,23 @@ fn install(args: InstallArgs) -> anyhow::Result<u8> {
     let skill = std::path::absolute(&args.skill)?;
     // A hook that cannot load its skill would let every finish through.
     pluggable_critic::skill::load(&skill)?;
+    let project = std::path::absolute(&args.project)?;
+    // The agent works in the project: a skill or state it can edit is a
+    // critic it can switch off. A user-wide hook has no project to check
+    // against; the hook itself refuses such files in each workspace.
+    if let ScopeArg::Project = args.scope {
+        let state = flag(&args.hook_args, "--state-dir").map(Path::new);
+        install::refuse_within_project(&project, &skill, state)?;
+    }
+    let time_limit = time_limit_for(args.timeout, &args.hook_args)?;
     let critic = std::env::current_exe()?;
     let mut hook_args = vec!["--skill".to_string(), skill.to_string_lossy().into_owned()];
+    if let Some(limit) = time_limit {
+        hook_args.extend(["--time-limit".to_string(), limit.as_secs().to_string()]);
+    }
     hook_args.extend(args.hook_args);
     let command = install::command_line(&critic, protocol.agent, &hook_args);
-    let file = protocol
-        .config
-        .file(args.scope.into(), &std::path::absolute(&args.project)?)?;
+    let file = protocol.config.file(args.scope.into(), &project)?;
     let change = install::install(
         &protocol.config,
         &file,
@@ -263,6 +279,46 @@ fn install(args: InstallArgs) -> anyhow::Result<u8> {
         println!("note: {note}");
     }
     Ok(crate::EXIT_ACCEPT)
+}
+
+/// The `--time-limit` to add to a hook the agent gives `timeout` seconds:
+/// what [`time_limit_within`] leaves, unless `hook_args` set one already
+/// (`None`), which must then end before the agent's timeout too.
+fn time_limit_for(timeout: u32, hook_args: &[String]) -> anyhow::Result<Option<Duration>> {
+    let timeout = Duration::from_secs(timeout.into());
+    if timeout < MIN_AGENT_TIMEOUT {
+        anyhow::bail!(
+            "--timeout {}: at least {} s; the hook's check needs time to run",
+            timeout.as_secs(),
+            MIN_AGENT_TIMEOUT.as_secs()
+        );
+    }
+    let within = time_limit_within(timeout);
+    let Some(given) = flag(hook_args, "--time-limit") else {
+        return Ok(Some(within));
+    };
+    let limit = seconds(given).map_err(|e| anyhow::anyhow!("--time-limit {given:?}: {e}"))?;
+    if limit > within {
+        anyhow::bail!(
+            "--time-limit {given}: the agent gives the hook {} s (--timeout), and the check must \
+             answer a margin before that, or the agent stops unchecked when it gives up; give \
+             at most {} s, or raise --timeout",
+            timeout.as_secs(),
+            within.as_secs()
+        );
+    }
+    Ok(None)
+}
+
+/// The value of the flag `name` among `args` (`name VALUE` or `name=VALUE`).
+fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter().enumerate().find_map(|(i, arg)| {
+        if arg == name {
+            args.get(i + 1).map(String::as_str)
+        } else {
+            arg.strip_prefix(name)?.strip_prefix('=')
+        }
+    })
 }
 
 fn uninstall(args: UninstallArgs) -> anyhow::Result<u8> {

@@ -26,7 +26,7 @@ pub struct Args {
     /// Largest request body, in MiB.
     #[arg(long, default_value_t = 64)]
     max_body_mib: usize,
-    /// Seconds a check may take before its client gets 504.
+    /// Seconds a check may take before its client gets 504; each check's time limit is this less a tenth (1 s to 60 s), so it answers with a verdict first.
     #[arg(long, default_value_t = 600)]
     check_timeout: u64,
     #[command(flatten)]

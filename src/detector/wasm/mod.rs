@@ -102,6 +102,10 @@ pub enum DetectorError {
     /// Ran past its deadline.
     #[error("timed out after {0:?} (raise the signal's `timeout` if it needs longer)")]
     Timeout(Duration),
+    /// Still running when the time of the whole check (the request's
+    /// `time_limit`) was up.
+    #[error("stopped when the check's time limit of {:.1} s ran out (`--time-limit`, or the server's `--check-timeout`)", .0.as_secs_f64())]
+    OutOfTime(Duration),
     /// Tried to grow memory past its cap.
     #[error("exceeded its memory limit of {} MiB (raise `limits.memory_mb` or the signal's `memory_mb`)", .0 >> 20)]
     OutOfMemory(u64),
@@ -150,6 +154,9 @@ impl DetectorError {
     pub fn for_agent(&self) -> String {
         match self {
             DetectorError::Timeout(t) => format!("the detector timed out after {t:?}"),
+            DetectorError::OutOfTime(t) => {
+                format!("the check ran out of time ({:.0} s)", t.as_secs_f64())
+            }
             DetectorError::OutOfMemory(_) => "the detector ran out of memory".into(),
             DetectorError::Trap { .. } => "the detector crashed".into(),
             DetectorError::Reported(m) => {
@@ -818,7 +825,9 @@ impl critic::detector::host::Host for HostState {
 
     fn llm_complete(&mut self, requests: String) -> Result<String, String> {
         self.call().grants.check(Capability::LlmComplete)?;
-        self.call().llm.complete_json(&requests)
+        self.call()
+            .llm
+            .complete_json(&requests, self.call().deadline)
     }
 
     fn events(&mut self) -> String {
