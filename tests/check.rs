@@ -373,21 +373,29 @@ fn artifacts_are_written_for_the_agent_and_kept_out_of_the_patch() {
 }
 
 #[test]
-fn a_time_limit_stops_every_signal_and_on_error_decides() {
+fn a_time_limit_stops_every_signal_and_slow_code_never_passes() {
     // A signal whose run sleeps is still going when the check's second is
-    // up: stopped, it fails as its `on_error` says.
-    let sleeping = |on_error: &str| {
+    // up: stopped, it fails, whatever its `on_error` says, since the
+    // agent's code may be what was slow. A signal that runs no code and
+    // times out is decided by its `on_error`.
+    let sleeping_run = |on_error: &str| {
         format!(
-            "  - {{name: tests, type: soft, weight: 1, detector: {{misbehave}}, timeout: 10m, \
-             on_error: {on_error}, config: {{mode: run, request: {{argv: [sleep, \"30\"]}}}}}}\n"
+            "capabilities: [run]\nsignals:\n  - {{name: tests, type: soft, weight: 1, \
+             detector: {{misbehave}}, timeout: 10m, on_error: {on_error}, config: {{mode: run, \
+             request: {{argv: [sleep, \"30\"]}}}}}}\n"
         )
     };
+    let sleeping_detector = "signals:\n  - {name: judge, type: soft, weight: 1, \
+        detector: {misbehave}, timeout: 10m, on_error: fail_open, config: {mode: sleep, ms: 30000}}\n";
     let repo = Repo::demo();
     repo.apply(&demo_patch(3));
-    for (on_error, accepted) in [("fail_closed", false), ("fail_open", true)] {
+    for (signals, accepted) in [
+        (sleeping_run("fail_closed"), false),
+        (sleeping_run("fail_open"), false),
+        (sleeping_detector.to_string(), true),
+    ] {
         let skill = temp_skill(&format!(
-            "name: t\nversion: 0.1.0\nthreshold: 0.5\ncapabilities: [run]\nsignals:\n{}",
-            sleeping(on_error)
+            "name: t\nversion: 0.1.0\nthreshold: 0.5\n{signals}"
         ));
         let state = tempfile::tempdir().unwrap();
         let started = std::time::Instant::now();
@@ -401,7 +409,7 @@ fn a_time_limit_stops_every_signal_and_on_error_decides() {
             started.elapsed()
         );
         let v = json_out(&out);
-        assert_eq!(v["accepted"], accepted, "{on_error}: {v:#}");
+        assert_eq!(v["accepted"], accepted, "{signals}: {v:#}");
         assert_eq!(out.status.code(), Some(if accepted { 0 } else { 1 }));
         let signal = &v["signals"][0];
         assert_eq!(signal["status"], "error", "{v:#}");

@@ -562,61 +562,89 @@ const AGENT_SETTINGS: &[(&str, &str, &str, &str)] = &[
 
 #[test]
 fn install_and_uninstall_keep_the_agents_example_settings_byte_for_byte() {
-    let ran_tests = skill("ran-tests");
     for &(agent, rel, fixture, command_at) in AGENT_SETTINGS {
         let original =
             std::fs::read_to_string(common::fixture("agent-settings").join(fixture)).unwrap();
-        let project = tempfile::tempdir().unwrap();
-        let file = project.path().join(rel);
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(&file, &original).unwrap();
-        let install = || {
-            run(critic()
-                .args(["hook", "install", agent, "--project"])
-                .arg(project.path())
-                .arg("--skill")
-                .arg(&ran_tests))
-        };
-        let out = install();
-        assert!(out.status.success(), "{agent}: {}", stderr(&out));
-        let installed = std::fs::read_to_string(&file).unwrap();
-        // The install inserted one run of text, and every other byte is the
-        // file's own: no number, escape or line of it was rewritten.
-        let head = common_prefix(&original, &installed);
-        let tail = common_prefix(
-            &original[head..].chars().rev().collect::<String>(),
-            &installed[head..].chars().rev().collect::<String>(),
-        );
-        assert_eq!(head + tail, original.len(), "{agent}:\n{installed}");
-        let added = &installed[head..installed.len() - tail];
-        assert!(
-            added.contains(&format!("hook {agent} --skill")),
-            "{agent}: {added}"
-        );
-        // ... where the agent reads it.
-        let doc: Value = serde_json::from_str(&installed).unwrap();
-        let command = doc.pointer(command_at).and_then(Value::as_str);
-        assert!(
-            command.is_some_and(|c| c.contains(&format!("hook {agent} --skill"))),
-            "{agent}: {installed}"
-        );
-        let out = install();
-        assert!(
-            String::from_utf8_lossy(&out.stdout).contains("already"),
-            "{agent}"
-        );
-        assert_eq!(
-            std::fs::read_to_string(&file).unwrap(),
-            installed,
-            "{agent}"
-        );
-
-        let out = run(critic()
-            .args(["hook", "uninstall", agent, "--project"])
-            .arg(project.path()));
-        assert!(out.status.success(), "{agent}: {}", stderr(&out));
-        assert_eq!(std::fs::read_to_string(&file).unwrap(), original, "{agent}");
+        assert_install_round_trip(agent, rel, &original, command_at);
     }
+}
+
+// Gemini CLI's package ships an example hooks file of its own: installed
+// into, then uninstalled from, it comes back byte for byte.
+#[test]
+fn install_and_uninstall_keep_gemini_clis_own_example_hooks_file() {
+    let gemini = common::agents::npm_bin("gemini");
+    let package = gemini
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("@google/gemini-cli/bundle/examples/hooks/hooks/hooks.json");
+    let original =
+        std::fs::read_to_string(&package).unwrap_or_else(|e| panic!("{}: {e}", package.display()));
+    assert_install_round_trip(
+        "gemini",
+        ".gemini/settings.json",
+        &original,
+        "/hooks/AfterAgent/0/hooks/0/command",
+    );
+}
+
+/// `critic hook install` into `original` (the agent's file `rel` of a
+/// project) adds one run of text and changes no other byte, puts the
+/// command at `command_at`, changes nothing when run again, and `uninstall`
+/// gives `original` back byte for byte.
+fn assert_install_round_trip(agent: &str, rel: &str, original: &str, command_at: &str) {
+    let ran_tests = skill("ran-tests");
+    let project = tempfile::tempdir().unwrap();
+    let file = project.path().join(rel);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, original).unwrap();
+    let install = || {
+        run(critic()
+            .args(["hook", "install", agent, "--project"])
+            .arg(project.path())
+            .arg("--skill")
+            .arg(&ran_tests))
+    };
+    let out = install();
+    assert!(out.status.success(), "{agent}: {}", stderr(&out));
+    let installed = std::fs::read_to_string(&file).unwrap();
+    // The install inserted one run of text, and every other byte is the
+    // file's own: no number, escape or line of it was rewritten.
+    let head = common_prefix(original, &installed);
+    let tail = common_prefix(
+        &original[head..].chars().rev().collect::<String>(),
+        &installed[head..].chars().rev().collect::<String>(),
+    );
+    assert_eq!(head + tail, original.len(), "{agent}:\n{installed}");
+    let added = &installed[head..installed.len() - tail];
+    assert!(
+        added.contains(&format!("hook {agent} --skill")),
+        "{agent}: {added}"
+    );
+    // ... where the agent reads it.
+    let doc: Value = serde_json::from_str(&installed).unwrap();
+    let command = doc.pointer(command_at).and_then(Value::as_str);
+    assert!(
+        command.is_some_and(|c| c.contains(&format!("hook {agent} --skill"))),
+        "{agent}: {installed}"
+    );
+    let out = install();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("already"),
+        "{agent}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        installed,
+        "{agent}"
+    );
+
+    let out = run(critic()
+        .args(["hook", "uninstall", agent, "--project"])
+        .arg(project.path()));
+    assert!(out.status.success(), "{agent}: {}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), original, "{agent}");
 }
 
 /// The length in bytes of the longest common prefix of `a` and `b`, whole
@@ -1196,6 +1224,17 @@ fn a_skill_or_state_inside_the_workspace_is_refused_and_never_a_free_stop() {
         );
         assert!(!repo.path().join(".claude").exists(), "nothing written");
     }
+    // A project in a subdirectory belongs to its repository, which the
+    // hook judges: a skill elsewhere in that repository is inside too.
+    let sub = repo.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let out = run(critic()
+        .args(["hook", "install", "claude-code", "--project"])
+        .arg(&sub)
+        .arg("--skill")
+        .arg(&inside));
+    assert!(!out.status.success(), "{}", stderr(&out));
+    assert!(!sub.join(".claude").exists(), "nothing written");
 
     let state_dir = outside_state();
     let args = [
@@ -1312,6 +1351,47 @@ fn install_gives_the_check_a_time_limit_within_the_agents_timeout() {
         assert!(
             text.contains("--time-limit 60") && !text.contains("--time-limit 108"),
             "{text}"
+        );
+    }
+}
+
+// git missing from PATH is the host's failure, not the agent's: the agent
+// stops (loudly), and nothing is counted against it.
+#[test]
+fn a_host_without_git_lets_the_agent_stop_and_counts_nothing() {
+    let (repo, transcript) = finished_without_tests();
+    let state = tempfile::tempdir().unwrap();
+    let ran_tests = skill("ran-tests");
+    let args = [
+        "--skill",
+        ran_tests.to_str().unwrap(),
+        "--state-dir",
+        state.path().to_str().unwrap(),
+    ];
+    let stdin = input("claude-code", "s", repo.path(), &transcript);
+    let mut child = critic()
+        .args(["hook", "claude-code"])
+        .args(args)
+        .current_dir(repo.path())
+        .env("PATH", "/nonexistent")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&stdin).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(!blocks("claude-code", &out), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("NOT CHECKED") && err.contains("git"), "{err}");
+    // The finish counted while git was looked for was taken back.
+    let harness = state.path().join("ran-tests/s/harness.json");
+    if let Ok(text) = std::fs::read_to_string(&harness) {
+        let h: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            (h["iteration"].as_u64(), h["rejections"].as_u64()),
+            (Some(0), Some(0)),
+            "{h}"
         );
     }
 }

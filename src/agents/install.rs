@@ -442,14 +442,17 @@ pub fn refuse_within_project(
     state: Option<&Path>,
 ) -> Result<(), InstallError> {
     use crate::sys::real_path::{resolved, within};
-    let project = resolved(project);
+    let dir = resolved(project);
+    // The work tree the hook will judge, as it will find it: a project
+    // inside a repository is that repository's.
+    let root = crate::workspace::nearest_root(&dir);
     let inside = |what, path: &Path, could, instead| {
-        let path = resolved(&project.join(path));
-        match within(&path, &project) {
+        let path = resolved(&dir.join(path));
+        match within(&path, &root) {
             true => Err(InstallError::WithinProject {
                 what,
                 path,
-                project: project.clone(),
+                project: root.clone(),
                 could,
                 instead,
             }),

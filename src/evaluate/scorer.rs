@@ -375,10 +375,14 @@ impl SkillCritic {
                 Err(e) => {
                     let error = format!("signal {:?} ({}): {e}", signal.name, signal.detector);
                     tracing::warn!("{}", crate::evaluate::verdict::one_line(&error));
-                    let triggered = signal.on_error == OnError::FailClosed;
+                    // Out of the check's time while running the agent's code,
+                    // the code may be what was slow: a pass then would let
+                    // slow code through, whatever `on_error` says.
+                    let slow_code = matches!(e, DetectorError::OutOfTime(_)) && self.runs_code();
+                    let triggered = signal.on_error == OnError::FailClosed || slow_code;
                     let followup = || match &e {
-                        DetectorError::OutOfTime(limit) => {
-                            out_of_time_followup(&signal.name, *limit, self.runs_code())
+                        DetectorError::OutOfTime(_) => {
+                            out_of_time_followup(&signal.name, self.runs_code())
                         }
                         _ => error_followup(&signal.name, &e.for_agent()),
                     };
@@ -517,20 +521,20 @@ fn error_followup(signal: &str, error: &str) -> String {
     )
 }
 
-/// The follow-up of a fail-closed signal the check's time limit stopped:
-/// what ran out and, when the skill runs the agent's code, the likely cause.
-fn out_of_time_followup(signal: &str, limit: Duration, runs_code: bool) -> String {
-    let limit = limit.as_secs_f64();
+/// The follow-up of a signal the check's time limit stopped: what ran out
+/// and, when the skill runs the agent's code, the likely cause. No figure:
+/// what was left of the limit when the check started says nothing useful.
+fn out_of_time_followup(signal: &str, runs_code: bool) -> String {
     if runs_code {
         format!(
-            "The critic's check `{signal}` ran out of time: it runs your code (tests, builds), \
-             and the whole check may take {limit:.0} s. Make your code and its tests finish \
-             quickly, with nothing left waiting or hanging, then finish again."
+            "The critic's check `{signal}` ran out of time: it runs your code (tests, builds) \
+             within the check's time limit. Make your code and its tests finish quickly, with \
+             nothing left waiting or hanging, then finish again."
         )
     } else {
         format!(
-            "The critic's check `{signal}` ran out of time (the whole check may take \
-             {limit:.0} s). Finish again; if this persists, tell the user."
+            "The critic's check `{signal}` ran out of time (the check has a time limit). \
+             Finish again; if this persists, tell the user."
         )
     }
 }

@@ -31,13 +31,23 @@ const FIRST_ANSWER_TIMEOUT: Duration = Duration::from_secs(3);
 /// the server's default check timeout, after which it answers 504 itself.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(660);
 
+/// The most [`answer_slack`] gives.
+const MAX_SLACK: Duration = Duration::from_secs(5);
+
 /// How long past a request's `time_limit` to wait for its answer: the
 /// server stops the check's signals when the time is up, and what follows
 /// them (state, the answer) takes a moment. A tenth of the limit, from 1 s
 /// to 5 s: a hook's own margin must leave room for a check in process after.
 fn answer_slack(limit: Duration) -> Duration {
-    (limit / 10).clamp(Duration::from_secs(1), Duration::from_secs(5))
+    (limit / 10).clamp(Duration::from_secs(1), MAX_SLACK)
 }
+
+/// The longest [`check`] waits beyond a request's `time_limit`: for the
+/// connection, the first answer and the slack. A caller with a deadline of
+/// its own gives the server that much less.
+pub const WAIT_BEYOND_LIMIT: Duration = Duration::from_secs(
+    CONNECT_TIMEOUT.as_secs() + FIRST_ANSWER_TIMEOUT.as_secs() + MAX_SLACK.as_secs(),
+);
 
 /// Where a server listens.
 #[derive(Debug, Clone, PartialEq, Eq)]

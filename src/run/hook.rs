@@ -30,7 +30,7 @@ use crate::agents::hook::{Answer, HookInput, HookProtocol, Reply};
 use crate::evaluate::state::default_root;
 use crate::evaluate::verdict::{escape_terminal, Verdict};
 use crate::run::client::{self, ClientError, ServerAddress};
-use crate::run::unjudged::{self, root_guess};
+use crate::run::unjudged;
 use crate::run::{oneshot, CheckRequest};
 use crate::sys::real_path::{resolved, within};
 use serde_json::Value;
@@ -54,7 +54,7 @@ pub const DEFAULT_AGENT_TIMEOUT: Duration = Duration::from_secs(600);
 pub const MIN_AGENT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The default of a hook's `--time-limit`: what
-/// [`time_limit_within`] leaves of [`DEFAULT_AGENT_TIMEOUT`].
+/// [`hook_time_limit`] leaves of [`DEFAULT_AGENT_TIMEOUT`].
 pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(540);
 
 /// The time a hook's check may take when the agent gives the hook
@@ -63,7 +63,7 @@ pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(540);
 /// server that did not answer in time. An agent that times its hook out
 /// lets the agent stop (Claude Code reads it as a non-blocking error), so
 /// the check must answer first.
-pub fn time_limit_within(agent_timeout: Duration) -> Duration {
+pub fn hook_time_limit(agent_timeout: Duration) -> Duration {
     let margin = (agent_timeout / 10).clamp(Duration::from_secs(5), Duration::from_secs(60));
     agent_timeout.saturating_sub(margin)
 }
@@ -81,7 +81,7 @@ pub struct Hook {
     /// `session` are the hook input's unless the fields below override them;
     /// its `max_rejections` should be set (see [`DEFAULT_MAX_REJECTIONS`]),
     /// and its `time_limit`, counted from the start of [`Hook::run`], should
-    /// end before the agent gives up on the hook (see [`time_limit_within`]).
+    /// end before the agent gives up on the hook (see [`hook_time_limit`]).
     pub request: CheckRequest,
     /// The workspace, instead of the hook input's.
     pub workspace: Option<PathBuf>,
@@ -280,8 +280,27 @@ impl Hook {
             request.time_limit = deadline.map(|end| end.saturating_duration_since(Instant::now()));
             request
         };
-        if let Some(server) = &self.server {
-            match client::check(server, &timed()) {
+        // The client may wait a little beyond the server's limit: the server
+        // gets what is left after that, so the answer comes in time.
+        let for_server = self.server.as_ref().and_then(|server| {
+            let mut request = timed();
+            match request.time_limit {
+                None => Some((server, request)),
+                Some(left) => left
+                    .checked_sub(client::WAIT_BEYOND_LIMIT)
+                    .filter(|l| !l.is_zero())
+                    .map(|l| {
+                        request.time_limit = Some(l);
+                        (server, request)
+                    }),
+            }
+        });
+        if self.server.is_some() && for_server.is_none() {
+            notices
+                .push("critic: too little time left to ask the server; checking in process".into());
+        }
+        if let Some((server, request)) = for_server {
+            match client::check(server, &request) {
                 Ok(verdict) => return Ok(verdict),
                 Err(ClientError::Failed(e)) => return Err(Failure(e)),
                 Err(ClientError::NoServer(e)) => notices.push(format!(
@@ -307,7 +326,7 @@ impl Hook {
 /// it: the problem, and that root. Paths are compared with their symbolic
 /// links resolved.
 fn misplaced(request: &CheckRequest) -> Option<(String, PathBuf)> {
-    let root = root_guess(&request.workspace);
+    let root = crate::workspace::nearest_root(&request.workspace);
     let shown = |p: &Path| escape_terminal(&p.display().to_string(), false).into_owned();
     let skill = request.skill.canonicalize().ok();
     let what = if let Some(skill) = skill.filter(|s| within(s, &root)) {
@@ -482,10 +501,10 @@ mod tests {
     #[test]
     fn the_check_answers_a_margin_before_the_agent_gives_up() {
         let s = Duration::from_secs;
-        assert_eq!(time_limit_within(DEFAULT_AGENT_TIMEOUT), DEFAULT_TIME_LIMIT);
-        assert_eq!(time_limit_within(s(3600)), s(3540));
-        assert_eq!(time_limit_within(s(30)), s(25));
-        assert_eq!(time_limit_within(MIN_AGENT_TIMEOUT), s(5));
+        assert_eq!(hook_time_limit(DEFAULT_AGENT_TIMEOUT), DEFAULT_TIME_LIMIT);
+        assert_eq!(hook_time_limit(s(3600)), s(3540));
+        assert_eq!(hook_time_limit(s(30)), s(25));
+        assert_eq!(hook_time_limit(MIN_AGENT_TIMEOUT), s(5));
     }
 
     #[test]

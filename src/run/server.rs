@@ -492,7 +492,7 @@ async fn check(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Respo
     // The check answers before the client gives up, and before the server's
     // own timeout would answer 504 for it (its wait for the session's lock
     // included).
-    let limit = time_limit_within(shared.config.check_timeout);
+    let limit = server_time_limit(shared.config.check_timeout);
     let limit = request.time_limit.map_or(limit, |asked| asked.min(limit));
     let service = shared.service.clone();
     let slots = shared.slots.clone();
@@ -526,7 +526,7 @@ async fn check(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Respo
 /// The time a check may take on a server whose checks answer 504 after
 /// `check_timeout`: that less a margin for what follows the signals (a
 /// tenth, from 1 s to 60 s, at most half).
-pub fn time_limit_within(check_timeout: Duration) -> Duration {
+pub fn server_time_limit(check_timeout: Duration) -> Duration {
     let margin = (check_timeout / 10)
         .clamp(Duration::from_secs(1), Duration::from_secs(60))
         .min(check_timeout / 2);
@@ -628,10 +628,10 @@ mod tests {
     #[test]
     fn a_check_gets_its_time_less_a_margin_for_the_answer() {
         let s = Duration::from_secs;
-        assert_eq!(time_limit_within(s(600)), s(540));
-        assert_eq!(time_limit_within(s(3600)), s(3540));
-        assert_eq!(time_limit_within(s(3)), s(2));
-        assert_eq!(time_limit_within(s(1)), Duration::from_millis(500));
+        assert_eq!(server_time_limit(s(600)), s(540));
+        assert_eq!(server_time_limit(s(3600)), s(3540));
+        assert_eq!(server_time_limit(s(3)), s(2));
+        assert_eq!(server_time_limit(s(1)), Duration::from_millis(500));
     }
 
     #[test]

@@ -43,6 +43,8 @@ pub(crate) fn cause(error: &Error, request: &CheckRequest) -> Option<Cause> {
         Error::Patch(PatchError::BadBase { .. }) => None,
         Error::Patch(PatchError::Io { path, .. }) if named_by_user(path) => None,
         Error::Patch(PatchError::Parse { .. }) if request.patch.is_some() => None,
+        // git missing, or the host's own files: nothing of the agent's.
+        Error::Patch(PatchError::Git(git)) if git.host => None,
         Error::Patch(_) => Some(Cause::Workspace),
         // Events sent in the request body are the client's own.
         Error::Events(_) => match request.events_source() {
@@ -68,7 +70,7 @@ pub(crate) fn or_error(
         return Err(error);
     };
     let skill = skill()?;
-    let root = root_guess(&request.workspace);
+    let root = crate::workspace::nearest_root(&request.workspace);
     let state = state_root(request, &root)?;
     let problem = error.to_string();
     tracing::warn!(
@@ -169,6 +171,9 @@ pub(crate) fn locked(request: &CheckRequest, error: Error) -> Result<Verdict, Er
     };
     let skill = crate::skill::load(&request.skill)?;
     let skill = Standing::from(&skill);
+    // Read and counted without the lock, which another check holds: hooks
+    // racing here may count past the cap by a few, which only ends the
+    // loop sooner and never traps the agent.
     let (recorded, locked) = state::peek(dir)?;
     let spent = recorded.session_rejections.saturating_add(locked);
     let problem = "another check of this session was still running";
@@ -237,14 +242,4 @@ fn followup(cause: Cause, problem: &str) -> String {
              move or delete it. Finish again; if this persists, tell the user."
         ),
     }
-}
-
-/// The work tree's root as the check would have found it: the nearest
-/// directory holding `.git`, else `dir` itself; canonical where it exists.
-/// The state of the session's earlier finishes is kept there.
-pub(crate) fn root_guess(dir: &Path) -> PathBuf {
-    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    dir.ancestors()
-        .find(|d| d.join(".git").exists())
-        .map_or(dir.clone(), Path::to_path_buf)
 }

@@ -49,6 +49,10 @@ pub struct GitError {
     pub dir: String,
     /// git's stderr, or why it could not run.
     pub message: String,
+    /// Whether the failure is the host's own (git could not start, its
+    /// output could not be read, the private copy of the git directory
+    /// could not be made), not something of the repository's.
+    pub host: bool,
 }
 
 /// The git executable: the first `git` on `PATH`, found once per process
@@ -263,10 +267,11 @@ impl PrivateGitDir {
     /// The private directory for the repository at `git_dir`, work tree
     /// `work_tree`.
     pub fn new(work_tree: &Path, git_dir: &Path) -> Result<PrivateGitDir, GitError> {
-        let fail = |what: &Path, e: std::io::Error| GitError {
+        let fail = |what: &Path, e: std::io::Error, host: bool| GitError {
             args: "(private copy of the git directory)".into(),
             dir: work_tree.display().to_string(),
             message: format!("{}: {e}", what.display()),
+            host,
         };
         let config = config_snapshot(work_tree, git_dir)?;
         let shm = Path::new("/dev/shm");
@@ -302,7 +307,10 @@ impl PrivateGitDir {
             }
         }
         let (path, e) = failure.expect("at least the temp dir was tried");
-        Err(fail(&path, e))
+        // Failing to make the directory itself is the host's failure; failing
+        // to copy a file of the repository's into it is the repository's.
+        let host = places.contains(&path);
+        Err(fail(&path, e, host))
     }
 
     /// The private directory.
@@ -343,6 +351,7 @@ fn config_snapshot(work_tree: &Path, git_dir: &Path) -> Result<Vec<u8>, GitError
         args: "(reading the configuration)".into(),
         dir: work_tree.display().to_string(),
         message: format!("{}: {e}", path.display()),
+        host: false,
     })?;
     let plain = common == git_dir
         && !git_dir.join("config.worktree").exists()
@@ -594,6 +603,7 @@ pub fn spawn(mut cmd: Command) -> Result<Running, GitError> {
             args,
             dir,
             message: format!("cannot run git: {e} (is git installed and on PATH?)"),
+            host: true,
         }),
     }
 }
@@ -648,18 +658,21 @@ impl Running {
                      that needs longer, raise CRITIC_GIT_TIMEOUT (seconds)",
                     limit.as_secs_f64()
                 ),
+                host: false,
             });
         }
         let output: Output = output.map_err(|e| GitError {
             args: args.clone(),
             dir: dir.clone(),
             message: format!("cannot read git's output: {e}"),
+            host: true,
         })?;
         if !output.status.success() {
             return Err(GitError {
                 args,
                 dir,
                 message: String::from_utf8_lossy(&output.stderr).trim().to_string(),
+                host: false,
             });
         }
         Ok(output.stdout)

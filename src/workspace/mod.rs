@@ -292,6 +292,17 @@ impl Workspace {
     }
 }
 
+/// The work tree's root as a check finds it, without git (whose state may
+/// be broken): the nearest directory holding `.git`, else `dir` itself;
+/// canonical where it exists. The critic's state and files must lie
+/// outside it.
+pub fn nearest_root(dir: &Path) -> PathBuf {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    dir.ancestors()
+        .find(|d| d.join(".git").exists())
+        .map_or(dir.clone(), Path::to_path_buf)
+}
+
 /// A branch's commit from its loose ref file or `packed-refs`.
 fn resolve_ref(git_dir: &Path, name: &str) -> Option<String> {
     if !name.starts_with("refs/") || name.split('/').any(|p| p.is_empty() || p == "..") {
@@ -493,6 +504,7 @@ fn resolve_commit(dir: &Path, rev: &str) -> Result<String, GitError> {
             args: format!("rev-parse {rev}"),
             dir: dir.display().to_string(),
             message: "unknown revision".into(),
+            host: false,
         });
     }
     Ok(id)

@@ -8,7 +8,7 @@ use pluggable_critic::agents::install::{self, Change, Scope};
 use pluggable_critic::evaluate::verdict::escape_terminal;
 use pluggable_critic::run::client::{ServerAddress, SERVER_ENV};
 use pluggable_critic::run::hook::{
-    time_limit_within, Hook, DEFAULT_AGENT_TIMEOUT, DEFAULT_MAX_REJECTIONS, DEFAULT_TIME_LIMIT,
+    hook_time_limit, Hook, DEFAULT_AGENT_TIMEOUT, DEFAULT_MAX_REJECTIONS, DEFAULT_TIME_LIMIT,
     MAX_INPUT_BYTES, MIN_AGENT_TIMEOUT,
 };
 use std::io::{Read, Write};
@@ -282,7 +282,7 @@ fn install(args: InstallArgs) -> anyhow::Result<u8> {
 }
 
 /// The `--time-limit` to add to a hook the agent gives `timeout` seconds:
-/// what [`time_limit_within`] leaves, unless `hook_args` set one already
+/// what [`hook_time_limit`] leaves, unless `hook_args` set one already
 /// (`None`), which must then end before the agent's timeout too.
 fn time_limit_for(timeout: u32, hook_args: &[String]) -> anyhow::Result<Option<Duration>> {
     let timeout = Duration::from_secs(timeout.into());
@@ -293,7 +293,7 @@ fn time_limit_for(timeout: u32, hook_args: &[String]) -> anyhow::Result<Option<D
             MIN_AGENT_TIMEOUT.as_secs()
         );
     }
-    let within = time_limit_within(timeout);
+    let within = hook_time_limit(timeout);
     let Some(given) = flag(hook_args, "--time-limit") else {
         return Ok(Some(within));
     };

@@ -27,9 +27,9 @@
 //!   devices (`/dev/null`...); from ABI 9 on, no connecting to a Unix socket
 //!   outside them either (below it, a **seccomp** filter refuses making Unix
 //!   sockets at all, see [`seccomp`]); processes outside the domain (the
-//!   host among them)
-//!   cannot be traced, so `/proc/<host>/environ`, `cwd` and `mem` are closed
-//!   (and the waiter, a copy of the host, is not dumpable);
+//!   host among them) cannot be traced, so `/proc/<host>/environ`, `cwd`
+//!   and `mem` are closed (and the waiter, a copy of the host, is not
+//!   dumpable);
 //! - **resource limits**: no core files, a ceiling on file size and on
 //!   processes;
 //!
@@ -109,7 +109,6 @@ const RUN_KEPT: &[&str] = &[
     "opengl-driver",
     "opengl-driver-32",
     "wrappers",
-    "shm",
     "lock",
 ];
 
@@ -359,7 +358,7 @@ impl Support {
     pub fn unix_sockets(&self) -> UnixSockets {
         if self.landlock_abi >= Some(UNIX_SOCKET_ABI) {
             UnixSockets::Landlock
-        } else if seccomp::Filter::no_unix_sockets().is_some() {
+        } else if seccomp::WRITTEN_FOR_THIS_MACHINE {
             UnixSockets::Seccomp
         } else {
             UnixSockets::Unguarded
@@ -555,9 +554,9 @@ pub fn report(support: &Support) -> serde_json::Value {
         "landlock_abi": support.landlock_abi,
         "namespaces": support.namespaces.as_ref().map(|()| "available").map_err(Clone::clone),
         "private_dirs": PRIVATE_DIRS,
-        "private_home": true,
+        "private_home": support.namespaces.is_ok(),
         "fresh_proc": support.namespaces.is_ok(),
-        "minimal_dev": true,
+        "minimal_dev": support.namespaces.is_ok(),
         "unix_sockets": unix_sockets(support),
         "seccomp": support.unix_sockets() == UnixSockets::Seccomp,
         "confined_runs": support.missing().map_or_else(
@@ -698,10 +697,15 @@ impl Confinement {
         let writable: Vec<PathBuf> = writable.iter().map(|w| real(w)).collect::<Result<_, _>>()?;
         // A private directory is not covered where a writable one holds it
         // (a scratch place of `/`, say): that would hide part of the copy.
+        // `/dev/shm` is made in the command's fresh `/dev`, whatever the
+        // host's is (a link to `/run/shm` on some systems).
         let private: Vec<PathBuf> = PRIVATE_DIRS
             .iter()
             .map(Path::new)
-            .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()))
+            .filter(|p| {
+                *p == Path::new("/dev/shm")
+                    || std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
+            })
             .filter(|p| !writable.iter().any(|w| p.starts_with(w)))
             .map(Path::to_path_buf)
             .collect();
@@ -1044,7 +1048,6 @@ unsafe fn build_mounts(mounts: &Mounts, ruleset: libc::c_int) -> std::io::Result
             return Err(os());
         }
     }
-    make_dir(c"/dev/pts", 0o755)?;
     for dir in &mounts.private {
         make_dir(dir, 0o1777)?;
         mount(

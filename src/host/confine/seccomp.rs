@@ -5,9 +5,11 @@
 //! A filter sees a system call's arguments, not the memory they point to,
 //! so it cannot tell a socket path in the scratch copy from one in the
 //! user's home; it refuses the socket itself instead. `socket(AF_UNIX, ...)`
-//! fails with `EACCES`, and so does `socketpair(AF_UNIX, SOCK_DGRAM, ...)`
-//! (a datagram socket can `sendto` any path); stream socket pairs, which
-//! reach nothing but each other, stay (Python's `socketpair()`, asyncio and
+//! fails with `EACCES`, and so does a Unix socket pair of any type but
+//! `SOCK_STREAM` and `SOCK_SEQPACKET`: a datagram socket (and `SOCK_RAW`,
+//! which the kernel makes one) can `sendto` or `connect` any path, while
+//! stream and sequenced-packet pairs are connected for good and reach
+//! nothing but each other (Python's `socketpair()`, asyncio and
 //! `multiprocessing.Pipe` use them). `io_uring_setup` fails with `ENOSYS`:
 //! a ring makes sockets without the `socket` call. So does every call of
 //! another ABI (i386's `int 0x80`, x32), which would name `socket` by
@@ -77,6 +79,10 @@ mod abi {
     pub const IO_URING_SETUP: u32 = 425;
 }
 
+/// Whether the filter is written for this machine's architecture.
+pub(super) const WRITTEN_FOR_THIS_MACHINE: bool =
+    cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));
+
 /// The filter, ready to install in a forked child.
 #[derive(Debug, Clone)]
 pub(super) struct Filter(Vec<Instruction>);
@@ -131,25 +137,26 @@ fn program() -> Vec<Instruction> {
     // are what the offsets were worked out from.
     vec![
         /* 0 */ stmt(BPF_LD_W_ABS, ARCH),
-        /* 1 */ jump(BPF_JEQ_K, abi::ARCH, 0, 15), // another ABI: 17
+        /* 1 */ jump(BPF_JEQ_K, abi::ARCH, 0, 16), // another ABI: 18
         /* 2 */ stmt(BPF_LD_W_ABS, NR),
-        /* 3 */ jump(BPF_JGE_K, 0x4000_0000, 13, 0), // x32: 17
-        /* 4 */ jump(BPF_JEQ_K, abi::IO_URING_SETUP, 12, 0), // 17
+        /* 3 */ jump(BPF_JGE_K, 0x4000_0000, 14, 0), // x32: 18
+        /* 4 */ jump(BPF_JEQ_K, abi::IO_URING_SETUP, 13, 0), // 18
         /* 5 */ jump(BPF_JEQ_K, abi::SOCKET, 2, 0), // 8
         /* 6 */ jump(BPF_JEQ_K, abi::SOCKETPAIR, 3, 0), // 10
         /* 7 */ stmt(BPF_RET_K, SECCOMP_RET_ALLOW),
         // socket(domain, ...)
         /* 8 */ stmt(BPF_LD_W_ABS, ARG0),
-        /* 9 */ jump(BPF_JEQ_K, libc::AF_UNIX as u32, 6, 5), // 16 : 15
+        /* 9 */ jump(BPF_JEQ_K, libc::AF_UNIX as u32, 7, 6), // 17 : 16
         // socketpair(domain, type, ...)
         /* 10 */ stmt(BPF_LD_W_ABS, ARG0),
-        /* 11 */ jump(BPF_JEQ_K, libc::AF_UNIX as u32, 0, 3), // 12 : 15
+        /* 11 */ jump(BPF_JEQ_K, libc::AF_UNIX as u32, 0, 4), // 12 : 16
         /* 12 */ stmt(BPF_LD_W_ABS, ARG1),
         /* 13 */ stmt(BPF_AND_K, 0xf), // the type without its flags
-        /* 14 */ jump(BPF_JEQ_K, libc::SOCK_DGRAM as u32, 1, 0), // 16 : 15
-        /* 15 */ stmt(BPF_RET_K, SECCOMP_RET_ALLOW),
-        /* 16 */ stmt(BPF_RET_K, SECCOMP_RET_ERRNO | libc::EACCES as u32),
-        /* 17 */ stmt(BPF_RET_K, SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
+        /* 14 */ jump(BPF_JEQ_K, libc::SOCK_STREAM as u32, 1, 0), // 16 : 15
+        /* 15 */ jump(BPF_JEQ_K, libc::SOCK_SEQPACKET as u32, 0, 1), // 16 : 17
+        /* 16 */ stmt(BPF_RET_K, SECCOMP_RET_ALLOW),
+        /* 17 */ stmt(BPF_RET_K, SECCOMP_RET_ERRNO | libc::EACCES as u32),
+        /* 18 */ stmt(BPF_RET_K, SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
     ]
 }
 
@@ -157,9 +164,17 @@ fn program() -> Vec<Instruction> {
 mod tests {
     use super::*;
 
-    /// What each call gives in a child with the filter installed: 0 for
-    /// success, else its errno.
-    fn outcomes() -> [i32; 6] {
+    /// The calls tried in a child with the filter installed.
+    #[derive(Clone, Copy)]
+    enum Call {
+        Socket(libc::c_int, libc::c_int),
+        Pair(libc::c_int),
+        IoUringSetup,
+    }
+
+    /// What each of `calls` gives in a child with the filter installed: 0
+    /// for success, else its errno.
+    fn outcomes<const N: usize>(calls: [Call; N]) -> [i32; N] {
         let filter = Filter::no_unix_sockets().expect("a filter for this architecture");
         let mut pipe = [0; 2];
         // SAFETY: a pipe of our own; the child makes only async-signal-safe
@@ -173,67 +188,58 @@ mod tests {
                 if filter.install().is_err() {
                     libc::_exit(1);
                 }
-                let errno = || std::io::Error::last_os_error().raw_os_error().unwrap_or(-1);
-                let try_fd = |fd: libc::c_int| if fd >= 0 { 0 } else { errno() };
-                let mut pair = [0; 2];
-                let answers: [i32; 6] = [
-                    try_fd(libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0)),
-                    try_fd(libc::socket(
-                        libc::AF_UNIX,
-                        libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
-                        0,
-                    )),
-                    try_fd(libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0)),
-                    if libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, pair.as_mut_ptr()) == 0
-                    {
+                let mut answers = [0i32; N];
+                for (answer, call) in answers.iter_mut().zip(calls) {
+                    let mut pair = [0; 2];
+                    let made = match call {
+                        Call::Socket(domain, kind) => libc::socket(domain, kind, 0),
+                        Call::Pair(kind) => {
+                            libc::socketpair(libc::AF_UNIX, kind, 0, pair.as_mut_ptr())
+                        }
+                        Call::IoUringSetup => {
+                            let params = [0u8; 120];
+                            libc::syscall(libc::SYS_io_uring_setup, 1, params.as_ptr())
+                                as libc::c_int
+                        }
+                    };
+                    *answer = if made >= 0 {
                         0
                     } else {
-                        errno()
-                    },
-                    if libc::socketpair(libc::AF_UNIX, libc::SOCK_DGRAM, 0, pair.as_mut_ptr()) == 0
-                    {
-                        0
-                    } else {
-                        errno()
-                    },
-                    try_fd(
-                        libc::syscall(libc::SYS_io_uring_setup, 1, [0u8; 120].as_ptr())
-                            as libc::c_int,
-                    ),
-                ];
-                libc::write(
-                    pipe[1],
-                    answers.as_ptr().cast(),
-                    std::mem::size_of_val(&answers),
-                );
+                        std::io::Error::last_os_error().raw_os_error().unwrap_or(-1)
+                    };
+                }
+                let size = std::mem::size_of_val(&answers);
+                libc::write(pipe[1], answers.as_ptr().cast(), size);
                 libc::_exit(0);
             }
             libc::close(pipe[1]);
-            let mut answers = [0i32; 6];
-            let n = libc::read(
-                pipe[0],
-                answers.as_mut_ptr().cast(),
-                std::mem::size_of_val(&answers),
-            );
+            let mut answers = [0i32; N];
+            let size = std::mem::size_of_val(&answers);
+            let n = libc::read(pipe[0], answers.as_mut_ptr().cast(), size);
             let mut status = 0;
             libc::waitpid(pid, &mut status, 0);
-            assert_eq!(
-                n as usize,
-                std::mem::size_of_val(&answers),
-                "the child could not install the filter"
-            );
+            assert_eq!(n as usize, size, "the child could not install the filter");
             answers
         }
     }
 
     #[test]
     fn unix_sockets_are_refused_and_everything_else_works() {
-        let [stream, dgram, inet, stream_pair, dgram_pair, uring] = outcomes();
-        assert_eq!(stream, libc::EACCES);
-        assert_eq!(dgram, libc::EACCES);
-        assert_eq!(inet, 0);
-        assert_eq!(stream_pair, 0);
-        assert_eq!(dgram_pair, libc::EACCES);
-        assert_eq!(uring, libc::ENOSYS);
+        let answers = outcomes([
+            Call::Socket(libc::AF_UNIX, libc::SOCK_STREAM),
+            Call::Socket(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC),
+            Call::Socket(libc::AF_INET, libc::SOCK_STREAM),
+            Call::Pair(libc::SOCK_STREAM),
+            Call::Pair(libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC),
+            Call::Pair(libc::SOCK_DGRAM),
+            // The kernel makes a Unix SOCK_RAW socket a datagram socket.
+            Call::Pair(libc::SOCK_RAW),
+            Call::IoUringSetup,
+        ]);
+        let (refused, unknown) = (libc::EACCES, libc::ENOSYS);
+        assert_eq!(
+            answers,
+            [refused, refused, 0, 0, 0, refused, refused, unknown]
+        );
     }
 }
