@@ -92,6 +92,63 @@ fn demo_elimination_replays_a_test_writing_session_with_live_coverage_runs() {
 }
 
 #[test]
+fn demo_arms_replays_one_session_per_arm_and_tabulates_them() {
+    // brt-only, cogen and tdd run the agent's pytest tests: `python3` from
+    // PATH must have pytest.
+    let python = python_venv("arms", Some(&root().join("tests/arms/requirements.lock")));
+    let path = format!(
+        "{}:{}",
+        python.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = run(critic().args(["demo", "arms"]).env("PATH", path));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let table = &text[text.rfind("\narm ").expect("a table") + 1..];
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .map(|l| {
+            l.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .collect()
+        })
+        .collect();
+    let row = |arm: &str| {
+        rows.iter()
+            .find(|r| r[0] == arm)
+            .unwrap_or_else(|| panic!("no row for {arm}:\n{table}"))
+            .clone()
+    };
+    assert_eq!(
+        rows[0],
+        ["arm", "finishes", "decisions", "outcome"],
+        "{table}"
+    );
+    assert_eq!(rows.len(), 7, "six arms: {table}");
+    assert_eq!(row("fix-only")[1..3], ["2", "R A"], "{table}");
+    assert_eq!(row("brt-only")[1..3], ["2", "R A"], "{table}");
+    assert!(
+        row("brt-only")[3].contains("test fails on the base"),
+        "{table}"
+    );
+    assert_eq!(row("tdd")[1..3], ["1", "A"], "{table}");
+    assert!(row("tdd")[3].contains("test F->P"), "{table}");
+    assert_eq!(
+        row("cogen")[1..4],
+        ["2", "R A", "accepted; test F->P"],
+        "{table}"
+    );
+    assert_eq!(
+        row("ralph")[1..4],
+        ["6", "R R R R R A", "accepted, budget spent"],
+        "{table}"
+    );
+    assert_eq!(row("coharden")[1..3], ["3", "R R A"], "{table}");
+    assert!(row("coharden")[3].contains("returns t_k"), "{table}");
+}
+
+#[test]
 fn demo_with_an_unknown_name_lists_the_recorded_runs() {
     let out = run(critic().args(["demo", "nope"]));
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));

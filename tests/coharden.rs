@@ -41,6 +41,7 @@ const FIXED_LINE: &str = "if merged and start <= merged[-1][1]:";
 /// One CoHarden session on a copy of the demo repository.
 struct Session {
     repo: Repo,
+    events: PathBuf,
     skill: tempfile::TempDir,
     state: tempfile::TempDir,
     id: String,
@@ -53,7 +54,7 @@ impl Session {
     fn new(config: Value) -> Session {
         let mut merged = json!({
             "max_rounds": 5, "tau": 0.2, "test_file": "reproduction.py",
-            "test_command": ["python3", "reproduction.py"], "bug_exit_code": 1,
+            "test_command": ["python3", "reproduction.py"], "bug_exit_code": "nonzero",
             "test_timeout_secs": 60, "mutation": {"source": "deterministic"},
         });
         for (k, v) in config.as_object().unwrap() {
@@ -61,6 +62,7 @@ impl Session {
         }
         Session {
             repo: Repo::demo(),
+            events: demo_events(1),
             skill: coharden_skill(&merged),
             state: tempfile::tempdir().unwrap(),
             id: "s1".into(),
@@ -77,7 +79,7 @@ impl Session {
         let mut cmd = check(
             self.skill.path(),
             self.ws(),
-            &demo_events(1),
+            &self.events,
             self.state.path(),
         );
         cmd.args(["--session", &self.id]).args(&self.args);
@@ -330,26 +332,52 @@ fn round_0_rejects_source_edits_missing_tests_and_non_reproductions() {
     let f = attempt(
         "import-error",
         &|s| s.write_test("from intervals import no_such_function\n"),
-        "ended with an uncaught `ImportError: cannot import name 'no_such_function'",
+        "crashed before it could check anything on the unfixed code",
+    );
+    assert!(
+        f.contains("ImportError: cannot import name 'no_such_function'"),
+        "{f}"
     );
     assert!(
         f.contains("Traceback (most recent call last)"),
         "the output tail is quoted: {f}"
     );
-    attempt(
-        "assertion",
+    let f = attempt(
+        "name-error",
         &|s| {
             s.write_test(
-                "from intervals import merge\nassert merge([(1, 3), (3, 5)]) == [(1, 5)]\n",
+                "from intervals import merge\nassert mrege([(1, 3), (3, 5)]) == [(1, 5)]\n",
             )
         },
-        "uncaught `AssertionError`",
+        "crashed before it could check anything",
     );
-    attempt(
-        "exit-3",
-        &|s| s.write_test("import sys\nsys.exit(3)\n"),
-        "exited with code 3",
+    assert!(f.contains("NameError: name 'mrege' is not defined"), "{f}");
+}
+
+#[test]
+fn round_0_takes_a_failing_assert_and_any_nonzero_exit_unless_a_code_is_pinned() {
+    // A bare `assert` failing on the bug is a reproduction (an uncaught AssertionError).
+    for test in [
+        "from intervals import merge\nassert merge([(1, 3), (3, 5)]) == [(1, 5)]\n",
+        "import sys\nfrom intervals import merge\nsys.exit(3 if merge([(1, 3), (3, 5)]) != [(1, 5)] else 0)\n",
+    ] {
+        let s = Session::new(json!({}));
+        s.write_test(test);
+        let v = s.finish();
+        assert!(followup(&v).contains("Round 0 is done"), "{test}: {v:#}");
+        assert_eq!(meta(&v)["f2p"]["fails_on_base"], true);
+        assert_eq!(s.state()["phase"], "hardening");
+    }
+    // An integer keeps the old, stricter rule.
+    let s = Session::new(json!({"bug_exit_code": 1}));
+    s.write_test("import sys\nsys.exit(3)\n");
+    let v = s.finish();
+    assert!(followup(&v).contains("exited with code 3"), "{v:#}");
+    assert!(
+        followup(&v).contains("the bug-present\nexit is code 1"),
+        "{v:#}"
     );
+    assert_eq!(meta(&v)["f2p"]["fails_on_base"], false);
 }
 
 #[test]
@@ -850,4 +878,258 @@ fn a_hanging_mutant_is_excluded_not_counted() {
     let excluded = &s.state()["rounds"][0]["excluded"];
     let reason = excluded[0]["reason"].as_str().unwrap();
     assert!(reason.contains("did not finish within 2 s"), "{excluded:#}");
+}
+
+#[test]
+fn the_previous_rounds_survivors_are_carried_onto_the_new_fix_and_counted() {
+    let s = after_round_0(json!({}), LAX);
+    s.fix();
+    let v = s.finish();
+    let m = meta(&v);
+    assert_eq!(m["decision"], "continue", "{m:#}");
+    let survivors = m["matrix"]["alpha"].as_u64().unwrap();
+    assert!(survivors >= 1, "{m:#}");
+    // Round 1 has no previous round.
+    assert_eq!(m["vs_previous"]["carried"], 0, "{m:#}");
+    assert!(
+        followup(&v).contains("first hardening round"),
+        "{}",
+        followup(&v)
+    );
+
+    // Round 2, the same pair: every survivor of round 1 still passes.
+    let v = s.finish();
+    let m = meta(&v);
+    assert_eq!(m["decision"], "continue", "{m:#}");
+    assert_eq!(
+        m["vs_previous"],
+        json!({"persistent": survivors, "regressed": 0, "newly_killed": 0,
+               "carried": survivors, "excluded": 0}),
+        "{m:#}"
+    );
+    let f = followup(&v);
+    assert!(
+        f.contains(&format!(
+            "Vs the previous round: {survivors} persistent, 0 regressed, 0 newly killed"
+        )),
+        "{f}"
+    );
+
+    // Round 3: the fix written another way moves the lines under the
+    // survivors, and a stronger test kills every one that still applies.
+    s.edit_source(FIXED_LINE, "if merged and not start > merged[-1][1]:");
+    s.write_test(STRONG);
+    let v = s.finish();
+    let m = meta(&v);
+    assert_eq!(v["accepted"], true, "{m:#}");
+    let vs = &m["vs_previous"];
+    assert_eq!(vs["persistent"], 0, "{m:#}");
+    assert_eq!(
+        vs["newly_killed"].as_u64().unwrap() + vs["excluded"].as_u64().unwrap(),
+        survivors,
+        "{m:#}"
+    );
+    let last = &s.state()["rounds"][2]["vs_previous"];
+    for e in last["excluded"].as_array().unwrap() {
+        assert!(
+            e["reason"].as_str().unwrap().contains("no longer matches"),
+            "{last:#}"
+        );
+    }
+    assert!(s.feedback("latest.md").contains("Vs the previous round"));
+}
+
+#[test]
+fn every_verdict_names_the_returned_test_and_a_regression_hands_back_t0() {
+    let s = after_round_0(json!({"max_rounds": 2}), STRONG);
+    let sha = |text: &str| {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(text.as_bytes()))
+    };
+    s.fix();
+    s.write_test(LAX);
+    let v = s.finish();
+    let m = meta(&v);
+    assert_eq!(m["decision"], "regression", "{m:#}");
+    assert_eq!(m["arm"], "coharden");
+    assert_eq!(
+        m["outcome"],
+        json!({"test": "t0", "test_sha256": sha(STRONG), "test_file": "reproduction.py"})
+    );
+    assert_eq!(s.feedback("final-test/reproduction.py"), STRONG);
+
+    // The agent ignores the request and keeps the lax test: round K
+    // regresses again, the budget ends, and the algorithm returns t0.
+    let v = s.finish();
+    assert_eq!(v["accepted"], true, "{v:#}");
+    let m = meta(&v);
+    assert_eq!(m["decision"], "budget_exhausted", "{m:#}");
+    assert_eq!(m["reverted_to_t0"], true);
+    assert!(
+        m["summary"].as_str().unwrap().contains("returns t0"),
+        "{m:#}"
+    );
+    assert_eq!(m["outcome"]["test"], "t0");
+    assert_eq!(m["outcome"]["test_sha256"], sha(STRONG));
+    assert_eq!(s.feedback("final-test/reproduction.py"), STRONG);
+    assert_eq!(
+        std::fs::read_to_string(s.ws().join("reproduction.py")).unwrap(),
+        LAX,
+        "the host never writes the workspace"
+    );
+    // Later finishes keep saying so.
+    assert_eq!(meta(&s.finish())["outcome"]["test"], "t0");
+
+    // A clean round returns the agent's own test.
+    let s = after_round_0(json!({}), LAX);
+    s.fix();
+    s.write_test(STRONG);
+    let v = s.finish();
+    assert_eq!(v["accepted"], true, "{v:#}");
+    assert_eq!(
+        meta(&v)["outcome"],
+        json!({"test": "t_k", "test_sha256": sha(STRONG), "test_file": "reproduction.py"})
+    );
+    assert_eq!(
+        meta(&v)["f2p"],
+        json!({"fails_on_base": true, "passes_on_patch": true})
+    );
+}
+
+#[test]
+fn a_cosmetic_edit_of_the_test_does_not_end_the_loop() {
+    let s = after_round_0(json!({}), LAX);
+    s.fix();
+    assert_eq!(meta(&s.finish())["decision"], "continue");
+    // Renamed variable, a docstring, another print, a comment: the same test.
+    let cosmetic = format!(
+        "\"\"\"Touching intervals.\"\"\"\n{}",
+        LAX.replace("got", "result")
+            .replace("print(", "# show it\nprint('again')\nprint(")
+    );
+    s.write_test(&cosmetic);
+    let v = s.finish();
+    let m = meta(&v);
+    assert_eq!(
+        (m["decision"].as_str(), m["test_changed"].as_bool()),
+        (Some("continue"), Some(false)),
+        "{m:#}"
+    );
+    // A new input is a change: with nothing left alive, the round is clean.
+    s.write_test(&cosmetic.replace(
+        "result = merge([(1, 3), (3, 5)])",
+        "result = merge([(1, 3), (3, 5)])\nif merge([(3, 5), (1, 3)]) != [(1, 5)]:\n    result = None",
+    ));
+    let v = s.finish();
+    assert_eq!(meta(&v)["test_changed"], true, "{v:#}");
+}
+
+#[test]
+fn without_lax_init_the_first_finish_is_a_joint_round_whose_test_is_the_reference() {
+    let s = Session::new(json!({"lax_init": false}));
+    s.write_test(LAX);
+    s.fix();
+    let v = s.finish();
+    let m = meta(&v);
+    assert_eq!(m["arm"], "coharden-no-lax-init");
+    assert_eq!(
+        (m["round"].as_u64(), m["decision"].as_str()),
+        (Some(1), Some("continue")),
+        "{m:#}"
+    );
+    assert_eq!(m["matrix"]["beta"], 0, "{m:#}");
+    let st = s.state();
+    assert_eq!(
+        (
+            &st["t0"]["reproduction.py"],
+            &st["t_ref"]["reproduction.py"]
+        ),
+        (&json!(LAX), &json!(LAX))
+    );
+    s.write_test(STRONG);
+    let v = s.finish();
+    assert_eq!(
+        (v["accepted"].as_bool(), meta(&v)["decision"].as_str()),
+        (Some(true), Some("clean")),
+        "{v:#}"
+    );
+    // A first finish that breaks fail-to-pass does not become the reference:
+    // the next good pair is round 1 against itself, so hardening goes on.
+    let s = Session::new(json!({"lax_init": false}));
+    s.write_test("import sys\nsys.exit(0)\n");
+    s.fix();
+    let v = s.finish();
+    assert_eq!(meta(&v)["problem"], "fails_to_fail", "{v:#}");
+    assert!(s.state()["t0"].as_object().unwrap().is_empty());
+    s.write_test(LAX);
+    let v = s.finish();
+    assert_eq!(meta(&v)["decision"], "continue", "{v:#}");
+    assert_eq!(s.state()["t0"]["reproduction.py"], LAX);
+    // A test alone in the first finish is not a joint round.
+    let s = Session::new(json!({"lax_init": false}));
+    s.write_test(LAX);
+    assert!(followup(&s.finish()).contains("holds the test but no fix"));
+}
+
+#[test]
+fn without_hardening_the_first_fail_to_pass_pair_is_accepted() {
+    let s = after_round_0(json!({"hardening": false}), LAX);
+    s.fix();
+    let v = s.finish();
+    assert_eq!(v["accepted"], true, "{v:#}");
+    let m = meta(&v);
+    assert_eq!(m["arm"], "coharden-no-hardening");
+    assert_eq!(m["decision"], "fail_to_pass", "{m:#}");
+    assert!(m.get("total").is_none(), "no mutants: {m:#}");
+    assert_eq!(s.state()["rounds"][0]["decision"], "fail_to_pass");
+
+    // Neither phase: vanilla cogeneration, gated on fail-to-pass alone.
+    let s = Session::new(json!({"lax_init": false, "hardening": false}));
+    s.write_test("import sys\nsys.exit(0)\n");
+    s.fix();
+    let v = s.finish();
+    assert_eq!(v["accepted"], false);
+    assert_eq!(
+        meta(&v)["f2p"],
+        json!({"fails_on_base": false, "passes_on_patch": true})
+    );
+    assert!(followup(&v).contains("the test does not fail on the unfixed code"));
+    s.write_test(LAX);
+    let v = s.finish();
+    assert_eq!(v["accepted"], true, "{v:#}");
+    assert_eq!(meta(&v)["arm"], "coharden-no-lax-init-no-hardening");
+}
+
+#[test]
+fn the_mutation_prompt_shows_the_issue_not_the_task_instructions() {
+    let stub = Stub::start(Duration::from_millis(0), |_, _| {
+        (200, completion("no code"))
+    });
+    let mut s = Session::new(json!({"mutation": {"source": "llm", "samples": 1,
+        "operators": ["vanilla"]}}));
+    // The recorded CoHarden run: its first user message is the rendered task.
+    s.events = root().join("examples/coharden-run/finish-1.jsonl");
+    s.args = ["--llm-base-url", &stub.url, "--llm-model", "stub"]
+        .map(String::from)
+        .to_vec();
+    s.write_test(LAX);
+    s.finish();
+    s.fix();
+    s.finish();
+    let seen = stub.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    let prompt = seen[0].body["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        prompt.contains("--- BEGIN ISSUE ---\nTouching intervals such as (1, 3) and (3, 5) are not merged by intervals.merge(), although they share the point 3.\n--- END ISSUE ---"),
+        "{prompt}"
+    );
+    assert!(
+        !prompt.contains("Round 0"),
+        "no task instructions: {prompt}"
+    );
+    assert!(
+        prompt.contains("Strategy: none in particular"),
+        "the vanilla operator: {prompt}"
+    );
+    assert_eq!(s.state()["issue_source"], "issue_description");
 }

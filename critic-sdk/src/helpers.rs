@@ -67,6 +67,16 @@ pub fn first_user_message(events: &[Event]) -> Option<&str> {
         .and_then(|e| e.text.as_deref())
 }
 
+/// The text between `<issue_description>` and `</issue_description>` in a
+/// task prompt (the shipped arms' templates all emit the block), trimmed;
+/// `None` when the prompt has no such block.
+pub fn issue_description(prompt: &str) -> Option<&str> {
+    const OPEN: &str = "<issue_description>";
+    let start = prompt.find(OPEN)? + OPEN.len();
+    let len = prompt[start..].find("</issue_description>")?;
+    Some(prompt[start..start + len].trim())
+}
+
 /// Every action that called the tool `name`.
 pub fn tool_calls<'a>(events: &'a [Event], name: &'a str) -> impl Iterator<Item = &'a Event> + 'a {
     events
@@ -177,6 +187,14 @@ mod tests {
     use super::*;
     use crate::protocol::{FileStatus, Hunk, Line};
     use serde_json::json;
+
+    #[test]
+    fn the_issue_is_the_block_of_the_task_prompt() {
+        let prompt = "Repo in /w.\n<issue_description>\n  Touching intervals.\n</issue_description>\nFix it.";
+        assert_eq!(issue_description(prompt), Some("Touching intervals."));
+        assert_eq!(issue_description("Fix the bug."), None);
+        assert_eq!(issue_description("<issue_description> never closed"), None);
+    }
 
     fn ev(index: usize, kind: EventKind) -> Event {
         Event {

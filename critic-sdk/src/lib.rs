@@ -19,6 +19,8 @@
 //! The WIT world lives in `wit/detector.wit`; the host and this crate share the
 //! payload structs in [`protocol`], so the two sides cannot drift apart.
 
+#[cfg(feature = "arms")]
+pub mod arms;
 pub mod diff;
 pub mod helpers;
 pub mod host;
@@ -27,6 +29,7 @@ pub mod mutants;
 pub mod protocol;
 #[cfg(feature = "python")]
 pub mod python;
+pub mod reproduction;
 #[cfg(feature = "templates")]
 pub mod templates;
 mod test_input;

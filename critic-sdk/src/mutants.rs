@@ -6,7 +6,8 @@
 //! one operator applied. Each mutant re-parses; duplicates, no-ops (equal to
 //! the fix) and reversions to the base are dropped.
 //!
-//! The four operators: *incomplete fix* (proper subsets of the fix's hunks
+//! The four deterministic operators (the fifth, *vanilla*, is a model's
+//! free-form repair and has no deterministic form): *incomplete fix* (proper subsets of the fix's hunks
 //! and files), *behavior substitution* (comparison, boolean and arithmetic
 //! operators swapped, integer literals off by one, in the lines the fix
 //! adds), *symptom suppression* (the buggy code kept, the statements the fix
@@ -34,6 +35,10 @@ pub enum Operator {
     SymptomSuppression,
     /// The fix applied only to the input the test uses.
     InputShortcut,
+    /// A free-form plausible repair with no operator-specific guidance. Only
+    /// a model can write one: it has no deterministic form, so
+    /// [`sample`] and [`all`] make none.
+    Vanilla,
 }
 
 /// One changed source file of a fix.
@@ -125,6 +130,7 @@ fn drafts(op: Operator, fix: &[FixFile], tests: &[&str]) -> Vec<Draft> {
         Operator::BehaviorSubstitution => substitution_drafts(fix),
         Operator::SymptomSuppression => suppression_drafts(fix),
         Operator::InputShortcut => shortcut_drafts(fix, tests),
+        Operator::Vanilla => Vec::new(),
     }
 }
 

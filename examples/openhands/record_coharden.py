@@ -64,7 +64,7 @@ def task(ws):
     template = (SKILL / "templates" / "task.md.j2").read_text()
     return jinja2.Template(template).render(
         workspace=str(ws), issue=ISSUE, test_file="reproduction.py",
-        test_command="python3 reproduction.py", bug_exit_code=1,
+        test_command="python3 reproduction.py", bug_exit="a non-zero code",
     )
 
 

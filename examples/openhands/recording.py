@@ -6,6 +6,7 @@ agent's next user message, exactly as an integration would wire it.
 """
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from openhands.tools.file_editor import FileEditorTool
 from openhands.tools.terminal import TerminalTool
 
 ROOT = Path(__file__).resolve().parents[2]
-CRITIC = ROOT / "target" / "release" / "critic"
+CRITIC = Path(os.environ.get("CRITIC", ROOT / "target" / "release" / "critic"))
 
 
 def git(repo, *args):

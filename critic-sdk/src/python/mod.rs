@@ -4,9 +4,11 @@
 
 pub mod cfg;
 pub mod eliminate;
+pub mod equivalence;
 pub mod statements;
 
 pub use eliminate::{eliminate, EliminateError, Elimination};
+pub use equivalence::same_test;
 pub use statements::{no_cover_pragma, statements, Statements};
 
 use ruff_python_ast::token::TokenKind;

@@ -4,9 +4,12 @@
 //! (`examples/openhands/record_*.py`), and each finish is stored as the event
 //! stream up to that finish plus the working-tree diff at that moment. The
 //! skill's own checks (CoHarden's test runs included) happen live.
+//! `critic demo arms` replays one recorded session per arm of the paper's
+//! experiment and prints them side by side.
 
 use anyhow::{anyhow, Context, Result};
 use pluggable_critic::detector::wasm::cache;
+use pluggable_critic::evaluate::verdict::Verdict;
 use pluggable_critic::run::{CheckRequest, HostSettings};
 use pluggable_critic::Service;
 use serde::Deserialize;
@@ -135,9 +138,14 @@ fn task_preview(task: &str, run_file: &Path) -> String {
     text.trim_end().to_string()
 }
 
-/// Replay the recorded run `name` (see [`run_dir`]) and write each verdict to `out`.
-fn replay(examples: &Path, name: Option<&str>, out: &mut dyn Write) -> Result<()> {
-    let run_dir = run_dir(examples, name)?;
+/// Replay the recorded run in `run_dir` on one warm host, writing each
+/// verdict to `out`; the verdicts, in order.
+fn replay(
+    examples: &Path,
+    run_dir: &Path,
+    service: &Service,
+    out: &mut dyn Write,
+) -> Result<Vec<Verdict>> {
     let run_file = run_dir.join("run.json");
     let text = std::fs::read_to_string(&run_file).map_err(|e| io_err(&run_file, e))?;
     let rec: Recording = serde_json::from_str(&text).map_err(|e| io_err(&run_file, e))?;
@@ -166,11 +174,7 @@ fn replay(examples: &Path, name: Option<&str>, out: &mut dyn Write) -> Result<()
         ),
     )?;
     w(out, format!("repository copied to {}\n", repo.display()))?;
-    // One warm host for every finish of the run, as a long session would have.
-    let service = Service::new(HostSettings {
-        cache_dir: cache::default_dir(),
-        ..HostSettings::default()
-    })?;
+    let mut verdicts = Vec::new();
     for (i, finish) in rec.finishes.iter().enumerate() {
         git_in(&repo, &["checkout", "-q", "--", "."])?;
         git_in(&repo, &["clean", "-q", "-f", "-d"])?;
@@ -193,8 +197,106 @@ fn replay(examples: &Path, name: Option<&str>, out: &mut dyn Write) -> Result<()
         request.state_dir = Some(tmp.path().join("state"));
         let verdict = service.check(&request)?;
         w(out, verdict.to_text())?;
+        verdicts.push(verdict);
     }
-    Ok(())
+    Ok(verdicts)
+}
+
+/// `examples/arms-run/arms.json`: the recorded session of each arm, in the
+/// order the table lists them.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Arms {
+    arms: Vec<ArmRun>,
+}
+
+/// One arm's recorded session.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ArmRun {
+    /// The arm's name, as the table shows it.
+    arm: String,
+    /// Its run directory, relative to `arms.json`.
+    run: String,
+}
+
+/// One row of the arms table: the arm, its finishes, each finish's decision
+/// (R rejected, A accepted) and how the session ended.
+fn arm_row(arm: &str, verdicts: &[Verdict]) -> [String; 4] {
+    let decisions: Vec<&str> = verdicts
+        .iter()
+        .map(|v| if v.accepted { "A" } else { "R" })
+        .collect();
+    let outcome = match verdicts.last() {
+        None => "no finish".to_string(),
+        Some(v) => {
+            let mut text = match (v.accepted, v.budget_exhausted) {
+                (true, true) => "accepted, budget spent".to_string(),
+                (true, false) => "accepted".to_string(),
+                (false, _) => "still rejected".to_string(),
+            };
+            let meta = v.signals.first().map(|s| &s.metadata);
+            if let Some(f2p) = meta.and_then(|m| m.get("f2p")).filter(|f| f.is_object()) {
+                let yes = |k: &str| f2p.get(k).and_then(serde_json::Value::as_bool);
+                text.push_str(&match (yes("fails_on_base"), yes("passes_on_patch")) {
+                    (Some(true), Some(true)) => "; test F->P".to_string(),
+                    (Some(true), None) => "; test fails on the base".to_string(),
+                    (f, p) => format!("; test not F->P ({f:?}, {p:?})"),
+                });
+            }
+            if let Some(test) = meta
+                .and_then(|m| m.pointer("/outcome/test"))
+                .and_then(serde_json::Value::as_str)
+            {
+                text.push_str(&format!("; returns {test}"));
+            }
+            text
+        }
+    };
+    [
+        arm.to_string(),
+        verdicts.len().to_string(),
+        decisions.join(" "),
+        outcome,
+    ]
+}
+
+/// The rows as an aligned text table with a header.
+fn table(rows: &[[String; 4]]) -> String {
+    let header = ["arm", "finishes", "decisions", "outcome"].map(String::from);
+    let all: Vec<&[String; 4]> = std::iter::once(&header).chain(rows).collect();
+    let width = |i: usize| all.iter().map(|r| r[i].chars().count()).max().unwrap_or(0);
+    let widths = [width(0), width(1), width(2)];
+    all.iter()
+        .map(|r| {
+            format!(
+                "{:<w0$}  {:<w1$}  {:<w2$}  {}\n",
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                w0 = widths[0],
+                w1 = widths[1],
+                w2 = widths[2]
+            )
+        })
+        .collect()
+}
+
+/// Replay every arm's session (verdicts to `detail`), then write the table
+/// to `out`.
+fn replay_arms(examples: &Path, service: &Service, out: &mut dyn Write) -> Result<()> {
+    let dir = examples.join("arms-run");
+    let file = dir.join("arms.json");
+    let text = std::fs::read_to_string(&file).map_err(|e| io_err(&file, e))?;
+    let arms: Arms = serde_json::from_str(&text).map_err(|e| io_err(&file, e))?;
+    let mut rows = Vec::new();
+    for arm in &arms.arms {
+        writeln!(out, "\n##### arm {}", arm.arm).context("cannot write the demo's output")?;
+        let verdicts = replay(examples, &dir.join(&arm.run), service, out)?;
+        rows.push(arm_row(&arm.arm, &verdicts));
+    }
+    write!(out, "\n{}", table(&rows)).context("cannot write the demo's output")
 }
 
 /// `critic demo`'s flags.
@@ -202,7 +304,8 @@ fn replay(examples: &Path, name: Option<&str>, out: &mut dyn Write) -> Result<()
 pub struct Args {
     /// Which recorded run: none for the basic gates, `coharden` for a full
     /// CoHarden session, `elimination` for a covered-code-elimination
-    /// session (examples/<name>-run).
+    /// session (examples/<name>-run), `arms` for one session per arm of the
+    /// paper's experiment, summed up in a table.
     name: Option<String>,
     /// The examples directory (default: the one this binary was built from).
     #[arg(long)]
@@ -211,6 +314,17 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<u8> {
     let examples = args.examples.unwrap_or_else(bundled_examples);
-    replay(&examples, args.name.as_deref(), &mut std::io::stdout())?;
+    // One warm host for every finish, as a long session would have.
+    let service = Service::new(HostSettings {
+        cache_dir: cache::default_dir(),
+        ..HostSettings::default()
+    })?;
+    let out = &mut std::io::stdout();
+    if args.name.as_deref() == Some("arms") {
+        replay_arms(&examples, &service, out)?;
+    } else {
+        let dir = run_dir(&examples, args.name.as_deref())?;
+        replay(&examples, &dir, &service, out)?;
+    }
     Ok(crate::EXIT_ACCEPT)
 }

@@ -1,7 +1,9 @@
 //! The signal's `config` block in `critic.yaml`, with the protocol's defaults
-//! (K = 5 rounds, tau = 0.2, N = 3 samples per operator, all four operators).
+//! (K = 5 rounds, tau = 0.2, N = 3 samples per operator, the four targeted
+//! operators, both phases on).
 
 use critic_sdk::mutants::Operator;
+use critic_sdk::reproduction::BugExit;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -64,16 +66,24 @@ pub struct Config {
     pub test_file: String,
     /// The command that runs the reproduction test, from the repository root.
     pub test_command: Vec<String>,
-    /// The exit code that means "bug present".
-    pub bug_exit_code: i32,
+    /// Which exit means "bug present": `nonzero` (any exit but 0 that is not
+    /// a crash of the test itself) or one code.
+    pub bug_exit_code: BugExit,
     /// Per-run time limit, seconds.
     pub test_timeout_secs: u64,
     /// Characters of command output quoted in a follow-up.
     pub output_tail_chars: usize,
     /// Suffixes of the source files the operators mutate.
     pub python_suffixes: Vec<String>,
-    /// The issue text; by default the first user message of the event stream.
+    /// The issue text; by default the `<issue_description>` block of the
+    /// first user message, or that whole message.
     pub issue: Option<String>,
+    /// Phase 1: a test alone first (Round 0). Off: the first finish is a
+    /// joint round whose test becomes the reference (the "w/o lax-init" ablation).
+    pub lax_init: bool,
+    /// Phase 2: mutant-driven hardening. Off: the first round whose pair
+    /// holds fail-to-pass is accepted, with no mutants (the "w/o hardening" ablation).
+    pub hardening: bool,
     /// The mutant pool.
     pub mutation: Mutation,
     /// Replacements for the shipped templates, by name (`hardening`, `operators/incomplete_fix`, ...).
@@ -87,11 +97,13 @@ impl Default for Config {
             tau: 0.2,
             test_file: "reproduction.py".into(),
             test_command: vec!["python3".into(), "reproduction.py".into()],
-            bug_exit_code: 1,
+            bug_exit_code: BugExit::Nonzero,
             test_timeout_secs: 60,
             output_tail_chars: 2000,
             python_suffixes: vec![".py".into()],
             issue: None,
+            lax_init: true,
+            hardening: true,
             mutation: Mutation::default(),
             templates: BTreeMap::new(),
         }
@@ -114,11 +126,8 @@ impl Config {
                 "must name a program, e.g. [python3, reproduction.py]",
             );
         }
-        if self.bug_exit_code == 0 {
-            return bad(
-                "bug_exit_code",
-                "0 means success; use a non-zero code such as 1",
-            );
+        if let Err(why) = self.bug_exit_code.check() {
+            return bad("bug_exit_code", &why);
         }
         if self.test_timeout_secs == 0 {
             return bad("test_timeout_secs", "must be at least 1");
@@ -126,10 +135,29 @@ impl Config {
         if self.mutation.operators.is_empty() {
             return bad("mutation.operators", "name at least one operator");
         }
+        if self.mutation.source == Source::Deterministic
+            && self.mutation.operators.contains(&Operator::Vanilla)
+        {
+            return bad(
+                "mutation.operators",
+                "`vanilla` is a model's free-form repair and has no deterministic form; \
+                 use mutation.source auto, llm or both, or drop it",
+            );
+        }
         if self.mutation.samples == 0 {
             return bad("mutation.samples", "must be at least 1");
         }
         Ok(())
+    }
+
+    /// The arm this configuration runs: CoHarden, or the ablation it is.
+    pub fn arm(&self) -> &'static str {
+        match (self.lax_init, self.hardening) {
+            (true, true) => "coharden",
+            (false, true) => "coharden-no-lax-init",
+            (true, false) => "coharden-no-hardening",
+            (false, false) => "coharden-no-lax-init-no-hardening",
+        }
     }
 
     /// The test command as one line, for prompts.
@@ -157,6 +185,9 @@ mod tests {
         assert_eq!((c.max_rounds, c.tau, c.mutation.samples), (5, 0.2, 3));
         assert_eq!(c.mutation.operators.len(), 4);
         assert_eq!(c.mutation.source, Source::Auto);
+        assert_eq!(c.bug_exit_code, BugExit::Nonzero);
+        assert!(!c.mutation.operators.contains(&Operator::Vanilla));
+        assert_eq!(c.arm(), "coharden");
         c.validate().unwrap();
     }
 
@@ -171,5 +202,12 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("unknown variant `flip`"), "{e}");
+        let c: Config = serde_json::from_value(serde_json::json!({"bug_exit_code": 0})).unwrap();
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .starts_with("config.bug_exit_code"));
+        let c: Config = serde_json::from_value(serde_json::json!({"bug_exit_code": 2})).unwrap();
+        assert_eq!(c.bug_exit_code, BugExit::Code(2));
     }
 }

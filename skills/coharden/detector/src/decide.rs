@@ -17,15 +17,25 @@ pub struct RoundFacts {
     pub test_changed: bool,
 }
 
+impl RoundFacts {
+    /// Whether the laxity exceeds tau: Algorithm 1 reverts the test to t0,
+    /// in the last round as in any other.
+    pub fn regressed(&self) -> bool {
+        matches!(self.laxity, Some(l) if l > self.tau)
+    }
+}
+
 /// Regression when the laxity exceeds tau (an inconclusive round skips this
 /// check); otherwise a changed test makes a clean round and an unchanged one
 /// continues. A round that would continue or regress at k = K ends the loop
 /// with the budget spent.
 pub fn decide(f: RoundFacts) -> Decision {
-    let decision = match f.laxity {
-        Some(l) if l > f.tau => Decision::Regression,
-        _ if f.test_changed => Decision::Clean,
-        _ => Decision::Continue,
+    let decision = if f.regressed() {
+        Decision::Regression
+    } else if f.test_changed {
+        Decision::Clean
+    } else {
+        Decision::Continue
     };
     if decision != Decision::Clean && f.round >= f.max_rounds {
         return Decision::BudgetExhausted;
@@ -59,6 +69,9 @@ mod tests {
             Decision::BudgetExhausted
         );
         assert_eq!(decide(facts(5, Some(0.5), true)), Decision::BudgetExhausted);
+        // ... after a regression, which returns t0.
+        assert!(facts(5, Some(0.5), true).regressed());
+        assert!(!facts(5, Some(0.0), false).regressed());
         assert_eq!(decide(facts(5, Some(0.1), true)), Decision::Clean);
     }
 

@@ -1,13 +1,14 @@
 //! The runs of a round, all in scratch copies through the host's `run-matrix`
-//! capability: fail-to-pass of (t_k, c_k), and every mutant against t_k and
-//! t_ref (the Temporal Matrix).
+//! capability: fail-to-pass of (t_k, c_k), every mutant against t_k and
+//! t_ref (the Temporal Matrix), and the previous round's survivors against
+//! t_k.
 
 use crate::config::Config;
 use crate::matrix::Cell;
-use crate::outcome::Outcome;
 use crate::pool::Candidate;
 use crate::state::TestFiles;
 use critic_sdk::host::run_matrix;
+use critic_sdk::reproduction::Outcome;
 use critic_sdk::{RunRequest, RunResult};
 use std::collections::BTreeMap;
 
@@ -52,6 +53,17 @@ impl Runs<'_> {
         files
     }
 
+    /// What one run of t_k says.
+    pub fn outcome(&self, run: &RunResult) -> Outcome {
+        let paths: Vec<&str> = self.test.keys().map(String::as_str).collect();
+        Outcome::of(run, self.config.bug_exit_code, &paths)
+    }
+
+    fn reference_outcome(&self, run: &RunResult) -> Outcome {
+        let paths: Vec<&str> = self.reference.keys().map(String::as_str).collect();
+        Outcome::of(run, self.config.bug_exit_code, &paths)
+    }
+
     fn mutant(&self, c: &Candidate, reference: bool) -> RunRequest {
         let mut files: TestFiles = c
             .files
@@ -92,19 +104,46 @@ impl Runs<'_> {
                 candidates.len() * per
             ));
         }
-        let code = self.config.bug_exit_code;
         let secs = self.config.test_timeout_secs;
         Ok(results
             .chunks(per)
             .map(|runs| {
-                let on_test = Outcome::of(&runs[0], code);
-                let on_ref = Outcome::of(runs.get(1).unwrap_or(&runs[0]), code);
+                let on_test = self.outcome(&runs[0]);
+                let on_ref = match runs.get(1) {
+                    Some(run) => self.reference_outcome(run),
+                    None => on_test.clone(),
+                };
                 for (which, o) in [("the test", &on_test), ("the reference test", &on_ref)] {
                     if !o.is_verdict() {
                         return Err(format!("under {which} it {}", o.describe(secs)));
                     }
                 }
                 Ok(Cell::of(on_test == Outcome::Pass, on_ref == Outcome::Pass))
+            })
+            .collect())
+    }
+
+    /// Whether each of `mutants` passes t_k (`Ok(true)`: it survives), or why
+    /// its run says nothing.
+    pub fn survive(&self, mutants: &[Candidate]) -> Result<Vec<Result<bool, String>>, String> {
+        if mutants.is_empty() {
+            return Ok(Vec::new());
+        }
+        let requests: Vec<RunRequest> = mutants.iter().map(|c| self.mutant(c, false)).collect();
+        let results = run_matrix(&requests)?;
+        if results.len() != mutants.len() {
+            return Err(format!(
+                "run-matrix returned {} results for {} requests",
+                results.len(),
+                mutants.len()
+            ));
+        }
+        let secs = self.config.test_timeout_secs;
+        Ok(results
+            .iter()
+            .map(|run| match self.outcome(run) {
+                o if o.is_verdict() => Ok(o == Outcome::Pass),
+                o => Err(format!("under the test it {}", o.describe(secs))),
             })
             .collect())
     }

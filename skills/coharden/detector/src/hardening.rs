@@ -1,24 +1,28 @@
 //! Rounds k >= 1: fail-to-pass of (t_k, c_k), the mutant pool C_k, the
-//! Temporal Matrix against t_ref, and Algorithm 1's decision.
+//! Temporal Matrix against t_ref, the previous round's survivors against
+//! t_k, and Algorithm 1's decision. With hardening off, fail-to-pass alone
+//! decides.
 
+use crate::carry::{carry, edits};
 use crate::change::{syntax_problem, Change};
 use crate::config::Source;
 use crate::decide::{decide, RoundFacts};
 use crate::evaluate::Runs;
+use crate::issue;
 use crate::llm::{self, Sampling};
 use crate::matrix::Matrix;
-use crate::outcome::{tail, Outcome};
-use crate::pool::{self, Candidate};
+use crate::pool::{self, Candidate, Origin};
 use crate::prompts::file_texts;
 use crate::report::{other_operators, survivors};
 use crate::state::{
-    Decision, Exclusion, MutantRecord, Phase, RoundRecord, State, Survivor, TestFiles,
+    CarryExclusion, Decision, Exclusion, MutantRecord, Phase, RoundRecord, State, Survivor,
+    TestFiles, VsPrevious,
 };
 use crate::{Ctx, Step};
-use critic_sdk::first_user_message;
 use critic_sdk::host::llm_complete;
 use critic_sdk::mutants::FixFile;
-use critic_sdk::python::same_code;
+use critic_sdk::python::same_test;
+use critic_sdk::reproduction::{tail, Outcome};
 use serde_json::{json, Value};
 
 /// The feedback file every follow-up points to.
@@ -31,9 +35,16 @@ pub fn evaluate(ctx: &Ctx, state: &mut State) -> Result<Step, String> {
         .map_err(|u| format!("cannot read `{}` from the workspace: {}", u.path, u.reason))?;
     let test = change.present_tests();
     if let Some(step) = incomplete(ctx, state, &change, &test)? {
-        return Ok(step);
+        return Ok(step.with_tests(test));
     }
-    let reference = state.t_ref.clone();
+    // Without lax-init the first joint round's test becomes the first
+    // reference, once it holds fail-to-pass.
+    let first_joint = state.t_ref.is_empty();
+    let reference = if first_joint {
+        test.clone()
+    } else {
+        state.t_ref.clone()
+    };
     let runs = Runs {
         config,
         patch: &ctx.input.patch.raw,
@@ -41,17 +52,118 @@ pub fn evaluate(ctx: &Ctx, state: &mut State) -> Result<Step, String> {
         reference: &reference,
     };
     if let Some(step) = fail_to_pass(ctx, state, &runs)? {
-        return Ok(step);
+        return Ok(step.with_tests(test));
+    }
+    if first_joint {
+        state.t0 = test.clone();
+        state.t_ref = test.clone();
+    }
+    let f2p = json!({"fails_on_base": true, "passes_on_patch": true});
+    if !config.hardening {
+        return Ok(accept_on_fail_to_pass(state, f2p).with_tests(test));
     }
     let Drawn {
         candidates,
         mut excluded,
         notes,
+        issue_source,
     } = mutant_pool(ctx, &change, &test, state)?;
+    if issue_source.is_some() {
+        state.issue_source = issue_source;
+    }
     let (admitted, rejected) = pool::admit(candidates, &change.fix);
     excluded.extend(rejected);
     let records = temporal_matrix(&runs, admitted, &mut excluded)?;
-    conclude(ctx, state, &change, &test, records, excluded, notes)
+    let vs_previous = previous_survivors(&runs, &change.fix, &state.previous_survivors)?;
+    let step = conclude(
+        ctx,
+        state,
+        &change,
+        &test,
+        Pool {
+            records,
+            excluded,
+            notes,
+            vs_previous,
+        },
+    )?;
+    let mut step = step.with_tests(test);
+    step.metadata["f2p"] = f2p;
+    Ok(step)
+}
+
+/// Hardening off: the pair holds fail-to-pass, so the round is accepted.
+fn accept_on_fail_to_pass(state: &mut State, f2p: Value) -> Step {
+    let k = state.round;
+    state.rounds.push(RoundRecord {
+        round: k,
+        decision: Decision::FailToPass,
+        matrix: Matrix::default(),
+        laxity: None,
+        inconclusive: false,
+        test_changed: false,
+        mutants: Vec::new(),
+        excluded: Vec::new(),
+        reverted: false,
+        vs_previous: VsPrevious::default(),
+    });
+    state.phase = Phase::Done;
+    Step::accept(format!(
+        "Round {k}: the test fails without the fix and passes with it; hardening is off, so \
+         the pair is accepted"
+    ))
+    .with_metadata(json!({ "decision": Decision::FailToPass, "f2p": f2p }))
+}
+
+/// The previous round's survivors, carried onto this round's fix and run
+/// against t_k (the survivor check of the hardening prompt).
+fn previous_survivors(
+    runs: &Runs,
+    fix: &[FixFile],
+    previous: &[Survivor],
+) -> Result<VsPrevious, String> {
+    let mut vs = VsPrevious::default();
+    let mut carried = Vec::new();
+    let mut ids = Vec::new();
+    for s in previous {
+        let exclude = |reason: String| CarryExclusion {
+            id: s.id.clone(),
+            reason,
+        };
+        if s.edits.is_empty() {
+            vs.excluded.push(exclude(format!(
+                "its change to the previous fix was not kept (over {} KiB, or a state from \
+                 before the survivor check)",
+                crate::carry::MAX_KEPT_BYTES / 1024
+            )));
+            continue;
+        }
+        match carry(&s.edits, fix) {
+            Ok(files) => {
+                carried.push(Candidate {
+                    operator: s.operator,
+                    origin: Origin::Deterministic,
+                    sample: None,
+                    description: s.description.clone(),
+                    files,
+                });
+                ids.push(s.id.clone());
+            }
+            Err(reason) => vs.excluded.push(exclude(reason)),
+        }
+    }
+    for (id, survives) in ids.into_iter().zip(runs.survive(&carried)?) {
+        match survives {
+            Ok(true) => vs.persistent += 1,
+            Ok(false) => vs.newly_killed += 1,
+            Err(reason) => {
+                vs.excluded.push(CarryExclusion { id, reason });
+                continue;
+            }
+        }
+        vs.carried += 1;
+    }
+    Ok(vs)
 }
 
 /// Every admissible mutant against t_k and t_ref: its record with its cell,
@@ -102,7 +214,7 @@ fn retry(
         "round": state.round,
         "test_files": [config.test_file],
         "test_command": config.command_line(),
-        "bug_exit_code": config.bug_exit_code,
+        "bug_exit": config.bug_exit_code.phrase(),
         "output_tail": "",
         "reference": file_texts(&state.t_ref),
     });
@@ -110,7 +222,7 @@ fn retry(
         v.extend(e);
     }
     let text = ctx.prompts.render("retry", &vars)?;
-    Ok(Step::reject(summary, text).with_metadata(json!({ "problem": kind })))
+    Ok(Step::reject(summary, text).with_metadata(json!({ "problem": kind, "f2p": null })))
 }
 
 /// A retry when the patch lacks the test or the fix, or the test does not parse.
@@ -144,12 +256,17 @@ fn fail_to_pass(ctx: &Ctx, state: &mut State, runs: &Runs) -> Result<Option<Step
     let k = state.round;
     let (fail, pass) = runs.fail_to_pass()?;
     let secs = config.test_timeout_secs;
+    let passes = match runs.outcome(&pass) {
+        Outcome::NotRun(why) => return Err(config.cannot_run(&why)),
+        o if o.is_verdict() => Some(o == Outcome::Pass),
+        _ => None,
+    };
     let halves = [
         (&fail, Outcome::BugDetected, "fails_to_fail", "without"),
         (&pass, Outcome::Pass, "fails_to_pass", "with"),
     ];
     for (run, wanted, kind, side) in halves {
-        match Outcome::of(run, config.bug_exit_code) {
+        match runs.outcome(run) {
             got if got == wanted => {}
             Outcome::NotRun(why) => return Err(config.cannot_run(&why)),
             other => {
@@ -158,11 +275,25 @@ fn fail_to_pass(ctx: &Ctx, state: &mut State, runs: &Runs) -> Result<Option<Step
                     format!("Round {k}: fail-to-pass broken: {side} the fix the test {detail}");
                 let extra =
                     json!({ "detail": detail, "output_tail": tail(run, config.output_tail_chars) });
-                return retry(ctx, state, kind, extra, summary).map(Some);
+                let mut step = retry(ctx, state, kind, extra, summary)?;
+                step.metadata["f2p"] = json!({
+                    "fails_on_base": kind != "fails_to_fail",
+                    "passes_on_patch": passes,
+                });
+                return Ok(Some(step));
             }
         }
     }
     Ok(None)
+}
+
+/// What a round's runs produced: the Temporal Matrix's records, the
+/// variants left out, notes, and the previous-round survivor check.
+struct Pool {
+    records: Vec<(Candidate, MutantRecord)>,
+    excluded: Vec<Exclusion>,
+    notes: Vec<String>,
+    vs_previous: VsPrevious,
 }
 
 /// Algorithm 1's decision on the evaluated pool, the state update it
@@ -172,22 +303,30 @@ fn conclude(
     state: &mut State,
     change: &Change,
     test: &TestFiles,
-    records: Vec<(Candidate, MutantRecord)>,
-    excluded: Vec<Exclusion>,
-    notes: Vec<String>,
+    pool: Pool,
 ) -> Result<Step, String> {
+    let Pool {
+        records,
+        excluded,
+        notes,
+        mut vs_previous,
+    } = pool;
     let config = &ctx.config;
     let k = state.round;
     let matrix = Matrix::count(records.iter().map(|(_, r)| r.cell));
+    vs_previous.regressed = matrix.beta;
     let laxity = matrix.laxity();
-    let test_changed = !same_tests(test, &state.t_ref);
-    let decision = decide(RoundFacts {
+    let test_changed = !same_tests(test, &state.t_ref, &config.python_suffixes);
+    let facts = RoundFacts {
         round: k,
         max_rounds: config.max_rounds,
         laxity,
         tau: config.tau,
         test_changed,
-    });
+    };
+    let decision = decide(facts);
+    // Algorithm 1 sets t_k := t0 on a regression, also in the last round.
+    let reverted = facts.regressed();
     let inconclusive = laxity.is_none();
     if inconclusive {
         state.inconclusive_streak += 1;
@@ -202,6 +341,7 @@ fn conclude(
         &state.previous_survivors,
     );
     let laxity_text = laxity.map_or("n/a".to_string(), |l| format!("{l:.2}"));
+    let has_previous = !state.rounds.is_empty();
     let feedback = ctx.prompts.render(
         "feedback",
         json!({
@@ -212,6 +352,8 @@ fn conclude(
             "matrix": matrix,
             "laxity": laxity_text,
             "survivors": views,
+            "has_previous": has_previous,
+            "vs_previous": vs_previous,
             "excluded": excluded.iter().map(|e| json!({
                 "operator": crate::report::operator_title(e.operator),
                 "sample": e.sample.map(|s| s + 1),
@@ -228,6 +370,8 @@ fn conclude(
         test_changed,
         mutants: records.iter().map(|(_, r)| r.clone()).collect(),
         excluded: excluded.clone(),
+        reverted,
+        vs_previous: vs_previous.clone(),
     };
     let evidence = json!({
         "decision": decision,
@@ -236,8 +380,16 @@ fn conclude(
         "laxity": laxity,
         "inconclusive": inconclusive,
         "test_changed": test_changed,
+        "reverted_to_t0": reverted,
         "mutants": record.mutants.len(),
         "excluded": excluded.len(),
+        "vs_previous": {
+            "persistent": vs_previous.persistent,
+            "regressed": vs_previous.regressed,
+            "newly_killed": vs_previous.newly_killed,
+            "carried": vs_previous.carried,
+            "excluded": vs_previous.excluded.len(),
+        },
         "notes": notes,
     });
     state.rounds.push(record);
@@ -245,11 +397,12 @@ fn conclude(
     state.previous_survivors = records
         .iter()
         .filter(|(_, r)| r.cell.survives())
-        .map(|(_, r)| Survivor {
+        .map(|(c, r)| Survivor {
             id: r.id.clone(),
             operator: r.operator,
             description: r.description.clone(),
             digest: r.digest.clone(),
+            edits: edits(&change.fix, &c.files),
         })
         .collect();
     let feedback_path = format!(".critic/feedback/{}/{FEEDBACK_FILE}", ctx.input.skill.name);
@@ -258,9 +411,12 @@ fn conclude(
         "round": k,
         "total": matrix.total(),
         "accepted": matrix.accepted(),
-        "persistent": matrix.alpha,
-        "regressed": matrix.beta,
-        "newly_killed": matrix.gamma,
+        "has_previous": has_previous,
+        "persistent": vs_previous.persistent,
+        "regressed": vs_previous.regressed,
+        "newly_killed": vs_previous.newly_killed,
+        "carried": vs_previous.carried,
+        "not_carried": vs_previous.excluded.len(),
         "inconclusive": inconclusive,
         "laxity": laxity_text,
         "tau": format!("{:.2}", config.tau),
@@ -271,14 +427,21 @@ fn conclude(
         "feedback_path": feedback_path,
     });
     let counts = format!(
-        "{}/{} mutants pass the test (alpha {}, beta {}, gamma {}, delta {}; laxity {laxity_text})",
+        "{}/{} mutants pass the test (alpha {}, beta {}, gamma {}, delta {}; laxity {laxity_text}); \
+         vs the previous round: {} persistent, {} regressed, {} newly killed",
         matrix.accepted(),
         matrix.total(),
         matrix.alpha,
         matrix.beta,
         matrix.gamma,
-        matrix.delta
+        matrix.delta,
+        vs_previous.persistent,
+        vs_previous.regressed,
+        vs_previous.newly_killed,
     );
+    if reverted {
+        state.t_ref = state.t0.clone();
+    }
     let mut step = match decision {
         Decision::Clean => {
             state.phase = Phase::Done;
@@ -289,14 +452,18 @@ fn conclude(
         }
         Decision::BudgetExhausted => {
             state.phase = Phase::Done;
+            let returned = if reverted {
+                "the test regressed, so the algorithm returns t0 with the last fix"
+            } else {
+                "the last test and fix are accepted"
+            };
             Step::accept(format!(
-                "Round {k} of {} ended without a clean round: the round budget is spent, so the \
-                 last test and fix are accepted; {counts}",
+                "Round {k} of {} ended without a clean round: the round budget is spent and \
+                 {returned}; {counts}",
                 config.max_rounds
             ))
         }
         Decision::Regression => {
-            state.t_ref = state.t0.clone();
             state.round += 1;
             let regressed: Vec<String> = views
                 .iter()
@@ -321,6 +488,7 @@ fn conclude(
                 text,
             )
         }
+        Decision::FailToPass => return Err("hardening decided without hardening".into()),
     }
     .with_metadata(evidence);
     step.artifacts = vec![
@@ -330,13 +498,16 @@ fn conclude(
     Ok(step)
 }
 
-/// Whether two versions of the test files are the same program, file by file.
-fn same_tests(a: &TestFiles, b: &TestFiles) -> bool {
+/// Whether two versions of the test files are the same test, file by file:
+/// Python files by their normalized syntax trees (docstrings, comments,
+/// prints, logging and local names aside), others byte for byte.
+fn same_tests(a: &TestFiles, b: &TestFiles, python_suffixes: &[String]) -> bool {
     a.len() == b.len()
         && a.iter().zip(b).all(|((pa, ca), (pb, cb))| {
+            let python = python_suffixes.iter().any(|s| pa.ends_with(s.as_str()));
             pa == pb
                 && match (ca, cb) {
-                    (Some(x), Some(y)) => same_code(x, y),
+                    (Some(x), Some(y)) if python => same_test(x, y),
                     (x, y) => x == y,
                 }
         })
@@ -349,6 +520,8 @@ struct Drawn {
     candidates: Vec<Candidate>,
     excluded: Vec<Exclusion>,
     notes: Vec<String>,
+    /// Where the issue text of the model's prompts came from, when asked.
+    issue_source: Option<issue::IssueSource>,
 }
 
 /// Draw C_k from the configured source.
@@ -404,12 +577,11 @@ fn sample(
     if fix.is_empty() {
         return Ok(Drawn::default());
     }
-    let issue = match &ctx.config.issue {
-        Some(text) => text.clone(),
-        None => first_user_message(ctx.input.events()?)
-            .unwrap_or("(the issue text is not available)")
-            .to_string(),
+    let events = match &ctx.config.issue {
+        Some(_) => &[][..],
+        None => ctx.input.events()?,
     };
+    let (issue, issue_source) = issue::resolve(ctx.config.issue.as_deref(), events);
     let sampling = Sampling {
         issue: &issue,
         fix,
@@ -435,5 +607,6 @@ fn sample(
         candidates,
         excluded,
         notes: Vec::new(),
+        issue_source: Some(issue_source),
     })
 }

@@ -1,14 +1,17 @@
 //! CoHarden as one hard gate: lax-init (Round 0, test first), bootstrap
 //! (Round 1) and mutant-driven hardening (Rounds 1..K) with the Temporal
 //! Matrix, one round per finish call, the round state kept as JSON between
-//! calls. See the skill's README for the protocol and its configuration.
+//! calls; and its ablations (no lax-init, no hardening) as configuration.
+//! See the skill's README for the protocol and its configuration.
 
+pub mod carry;
 pub mod change;
 pub mod config;
 pub mod decide;
 pub mod edit_file;
 pub mod evaluate;
 pub mod hardening;
+pub mod issue;
 pub mod llm;
 pub mod matrix;
 pub mod outcome;
@@ -22,7 +25,7 @@ use config::Config;
 use critic_sdk::{DetectorInput, DetectorOutput};
 use prompts::Prompts;
 use serde_json::{json, Value};
-use state::{Phase, State};
+use state::{Phase, State, TestFiles};
 
 /// What every step of the protocol reads.
 pub struct Ctx<'a> {
@@ -45,6 +48,8 @@ pub struct Step {
     pub metadata: Value,
     /// Feedback files (path under the skill's feedback dir, content).
     pub artifacts: Vec<(String, String)>,
+    /// The agent's test in this finish, when it was read.
+    pub tests: TestFiles,
 }
 
 impl Step {
@@ -55,6 +60,7 @@ impl Step {
             summary: summary.into(),
             metadata: Value::Null,
             artifacts: Vec::new(),
+            tests: TestFiles::new(),
         }
     }
 
@@ -65,12 +71,19 @@ impl Step {
             summary: summary.into(),
             metadata: Value::Null,
             artifacts: Vec::new(),
+            tests: TestFiles::new(),
         }
     }
 
     /// Attach evidence.
     pub fn with_metadata(mut self, metadata: Value) -> Step {
         self.metadata = metadata;
+        self
+    }
+
+    /// Record the agent's test of this finish.
+    pub fn with_tests(mut self, tests: TestFiles) -> Step {
+        self.tests = tests;
         self
     }
 }
@@ -80,7 +93,7 @@ pub fn detect(input: &DetectorInput) -> Result<DetectorOutput, String> {
     let config: Config = input.config_as()?;
     config.validate()?;
     let prompts = prompts::load(&config.templates)?;
-    let (mut state, reset) = State::load(&input.state, &input.patch.base)?;
+    let (mut state, reset) = State::load(&input.state, &input.patch.base, config.lax_init)?;
     let ctx = Ctx {
         input,
         config,
@@ -95,12 +108,18 @@ pub fn detect(input: &DetectorInput) -> Result<DetectorOutput, String> {
             state.rounds.last().map_or(0, |r| r.round)
         )),
     };
+    let (outcome, final_test) = outcome::of(&state, &step.tests, &ctx.config.test_file);
+    if state.phase == Phase::Done && state.outcome.is_none() {
+        state.outcome = Some(outcome.clone());
+    }
     let mut metadata = json!({
+        "arm": ctx.config.arm(),
         "summary": step.summary,
         "round": round,
         "phase": state.phase,
         "state_reset": reset,
         "inconclusive_count": state.inconclusive_count,
+        "outcome": outcome,
     });
     if let (Value::Object(m), Value::Object(extra)) = (&mut metadata, step.metadata) {
         m.extend(extra);
@@ -111,7 +130,7 @@ pub fn detect(input: &DetectorInput) -> Result<DetectorOutput, String> {
     }
     .with_metadata(metadata)
     .with_state(state.to_value());
-    for (path, content) in step.artifacts {
+    for (path, content) in step.artifacts.into_iter().chain(final_test) {
         out = out.with_artifact(path, content);
     }
     Ok(out)

@@ -46,6 +46,7 @@ pub fn operator_name(op: Operator) -> &'static str {
         Operator::BehaviorSubstitution => "behavior_substitution",
         Operator::SymptomSuppression => "symptom_suppression",
         Operator::InputShortcut => "input_shortcut",
+        Operator::Vanilla => "vanilla",
     }
 }
 

@@ -1,191 +1,151 @@
-//! What one run of the reproduction test says.
+//! Which test the algorithm returns. Algorithm 1 puts t0 back on a
+//! regression (t_k := t0) and, when the budget ends after one, returns
+//! (t0, c_K); the host never writes the workspace, so instead every verdict
+//! says which test stands, with its digest, and when it is t0 the feedback
+//! directory carries t0 under `final-test/` for a runner to put in place.
 
-use critic_sdk::RunResult;
+use crate::state::{Phase, State, TestFiles};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
-/// The meaning of one test run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// Exit 0: no bug seen.
-    Pass,
-    /// Exit with the bug-present code and no crash.
-    BugDetected,
-    /// Ended by an uncaught exception; the exception line.
-    Crash(String),
-    /// Another exit code.
-    OtherExit(i32),
-    /// Killed at the time limit.
-    TimedOut,
-    /// Ended by a signal.
-    Signal(i32),
-    /// Could not run (patch did not apply, program missing...).
-    NotRun(String),
+/// Which test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Returned {
+    /// The Round 0 test, t0: the workspace's test is not the one returned.
+    #[serde(rename = "t0")]
+    T0,
+    /// The agent's current test, as in the workspace.
+    #[serde(rename = "t_k")]
+    Tk,
 }
 
-impl Outcome {
-    /// Classify `run`, where `bug_code` is the bug-present exit code.
-    pub fn of(run: &RunResult, bug_code: i32) -> Outcome {
-        if let Some(e) = &run.error {
-            return Outcome::NotRun(e.clone());
-        }
-        if run.timed_out {
-            return Outcome::TimedOut;
-        }
-        match (run.exit_code, run.signal) {
-            (Some(0), _) => Outcome::Pass,
-            (Some(code), _) => match crash_line(&run.stderr) {
-                Some(line) => Outcome::Crash(line),
-                None if code == bug_code => Outcome::BugDetected,
-                None => Outcome::OtherExit(code),
-            },
-            (None, Some(sig)) => Outcome::Signal(sig),
-            (None, None) => Outcome::NotRun("the command reported no exit status".into()),
-        }
-    }
+/// The `outcome` of a verdict's metadata.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestOutcome {
+    /// Which test.
+    pub test: Returned,
+    /// SHA-256 of `test_file`'s content in that test (`None`: it has no such file).
+    pub test_sha256: Option<String>,
+    /// The test file (the configured one when the test has it, else its first file).
+    pub test_file: String,
+}
 
-    /// Whether the run says anything about the code under test: a run that
-    /// timed out, was killed or never started is an environment failure.
-    pub fn is_verdict(&self) -> bool {
-        matches!(
-            self,
-            Outcome::Pass | Outcome::BugDetected | Outcome::Crash(_) | Outcome::OtherExit(_)
-        )
-    }
+/// The directory under the skill's feedback directory that holds t0.
+pub const FINAL_TEST_DIR: &str = "final-test";
 
-    /// The outcome as a phrase ("exited 0", "crashed with ...").
-    pub fn describe(&self, timeout_secs: u64) -> String {
-        match self {
-            Outcome::Pass => "exited 0".into(),
-            Outcome::BugDetected => "exited with the bug-present code".into(),
-            Outcome::Crash(line) => format!("crashed with an uncaught `{line}`"),
-            Outcome::OtherExit(code) => format!("exited {code}"),
-            Outcome::TimedOut => format!("did not finish within {timeout_secs} s"),
-            Outcome::Signal(sig) => format!("was killed by signal {sig}"),
-            Outcome::NotRun(why) => format!("could not run: {why}"),
-        }
+/// The outcome after this finish: the stored one once the algorithm has
+/// returned, t0 after a regression, else the agent's test `current`; plus
+/// the feedback files that go with it (t0's files under [`FINAL_TEST_DIR`]).
+pub fn of(
+    state: &State,
+    current: &TestFiles,
+    test_file: &str,
+) -> (TestOutcome, Vec<(String, String)>) {
+    if let (Phase::Done, Some(done)) = (state.phase, &state.outcome) {
+        let files = final_files(done, &state.t0);
+        return (done.clone(), files);
+    }
+    let (test, files) = if state.reverted() {
+        (Returned::T0, &state.t0)
+    } else {
+        (Returned::Tk, current)
+    };
+    let outcome = describe(test, files, test_file);
+    let artifacts = final_files(&outcome, &state.t0);
+    (outcome, artifacts)
+}
+
+fn describe(test: Returned, files: &TestFiles, test_file: &str) -> TestOutcome {
+    let path = if files.contains_key(test_file) {
+        test_file.to_string()
+    } else {
+        files
+            .keys()
+            .next()
+            .cloned()
+            .unwrap_or_else(|| test_file.to_string())
+    };
+    let test_sha256 = files
+        .get(&path)
+        .and_then(Option::as_deref)
+        .map(|text| hex(&Sha256::digest(text.as_bytes())));
+    TestOutcome {
+        test,
+        test_sha256,
+        test_file: path,
     }
 }
 
-/// The exception line when `stderr` ends with an uncaught Python exception:
-/// a traceback, or the bare report Python prints for a syntax error in the
-/// script itself.
-pub fn crash_line(stderr: &str) -> Option<String> {
-    let last = stderr
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())?
-        .trim_end();
-    let name = last.split(':').next().unwrap_or(last);
-    let is_name = !name.is_empty()
-        && !name.starts_with(' ')
-        && name
-            .split('.')
-            .all(|part| !part.is_empty() && part.chars().all(|c| c.is_alphanumeric() || c == '_'));
-    if !is_name {
-        return None;
+fn final_files(outcome: &TestOutcome, t0: &TestFiles) -> Vec<(String, String)> {
+    if outcome.test != Returned::T0 {
+        return Vec::new();
     }
-    let short = name.rsplit('.').next().unwrap_or(name);
-    let syntax = matches!(short, "SyntaxError" | "IndentationError" | "TabError");
-    let exception_like = ["Error", "Exception", "Interrupt", "Exit", "Warning"]
-        .iter()
-        .any(|s| short.ends_with(s));
-    let traceback = stderr.contains("Traceback (most recent call last):");
-    (exception_like && (traceback || syntax)).then(|| last.to_string())
+    t0.iter()
+        .filter_map(|(path, text)| Some((format!("{FINAL_TEST_DIR}/{path}"), text.clone()?)))
+        .collect()
 }
 
-/// The last `chars` characters of a run's output (stdout, then stderr).
-pub fn tail(run: &RunResult, chars: usize) -> String {
-    let mut text = String::new();
-    for part in [&run.stdout, &run.stderr] {
-        if !part.trim().is_empty() {
-            text.push_str(part.trim_end());
-            text.push('\n');
-        }
-    }
-    if let Some(e) = &run.error {
-        text.push_str(e);
-        text.push('\n');
-    }
-    let count = text.chars().count();
-    if count <= chars {
-        return text.trim_end().to_string();
-    }
-    let cut: String = text.chars().skip(count - chars).collect();
-    format!("[...]{}", cut.trim_end())
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::{Decision, RoundRecord};
 
-    fn exited(code: i32, stderr: &str) -> RunResult {
-        RunResult {
-            exit_code: Some(code),
-            stderr: stderr.into(),
-            ..RunResult::default()
+    fn files(text: &str) -> TestFiles {
+        TestFiles::from([("reproduction.py".to_string(), Some(text.to_string()))])
+    }
+
+    fn round(reverted: bool) -> RoundRecord {
+        RoundRecord {
+            round: 1,
+            decision: Decision::Regression,
+            matrix: Default::default(),
+            laxity: None,
+            inconclusive: true,
+            test_changed: true,
+            mutants: Vec::new(),
+            excluded: Vec::new(),
+            reverted,
+            vs_previous: Default::default(),
         }
     }
 
     #[test]
-    fn exit_codes_and_crashes() {
-        assert_eq!(Outcome::of(&exited(0, ""), 1), Outcome::Pass);
+    fn t0_after_a_regression_with_its_file_else_the_agents_test() {
+        let mut s = State::new("abc", true);
+        s.t0 = files("T0\n");
+        let (o, art) = of(&s, &files("TK\n"), "reproduction.py");
+        assert_eq!((o.test, art.len()), (Returned::Tk, 0));
         assert_eq!(
-            Outcome::of(&exited(1, "bug: got [(1, 3)]\n"), 1),
-            Outcome::BugDetected
+            o.test_sha256.as_deref(),
+            Some("b8e790f65dae6ef7cf6bcc84a90deca10f0a9d0a1baca304e0346b3ec0f59552")
         );
-        assert_eq!(Outcome::of(&exited(2, ""), 1), Outcome::OtherExit(2));
-        let tb = "Traceback (most recent call last):\n  File \"r.py\", line 3, in <module>\n    \
-                  import nope\nModuleNotFoundError: No module named 'nope'\n";
+        s.rounds.push(round(true));
+        let (o, art) = of(&s, &files("TK\n"), "reproduction.py");
+        assert_eq!(o.test, Returned::T0);
         assert_eq!(
-            Outcome::of(&exited(1, tb), 1),
-            Outcome::Crash("ModuleNotFoundError: No module named 'nope'".into())
+            art,
+            vec![("final-test/reproduction.py".to_string(), "T0\n".to_string())]
         );
-        let syntax = "  File \"/s/reproduction.py\", line 2\n    x = )\n        ^\nSyntaxError: unmatched ')'\n";
-        assert_eq!(
-            Outcome::of(&exited(1, syntax), 1),
-            Outcome::Crash("SyntaxError: unmatched ')'".into())
-        );
-        let assertion =
-            "Traceback (most recent call last):\n  File \"r.py\", line 1\nAssertionError\n";
-        assert_eq!(
-            Outcome::of(&exited(1, assertion), 1),
-            Outcome::Crash("AssertionError".into())
-        );
-        // An error message the test prints itself is not a crash.
-        assert_eq!(
-            Outcome::of(&exited(1, "Error: merge() kept (1, 3)\n"), 1),
-            Outcome::BugDetected
+        assert_ne!(
+            o.test_sha256,
+            of(&State::new("abc", true), &files("TK\n"), "reproduction.py")
+                .0
+                .test_sha256
         );
     }
 
     #[test]
-    fn environment_failures_are_not_verdicts() {
-        let timed = RunResult {
-            timed_out: true,
-            ..RunResult::default()
-        };
-        assert_eq!(Outcome::of(&timed, 1), Outcome::TimedOut);
-        let missing = RunResult {
-            error: Some("program not found".into()),
-            ..RunResult::default()
-        };
-        assert!(!Outcome::of(&missing, 1).is_verdict());
-        let killed = RunResult {
-            signal: Some(9),
-            ..RunResult::default()
-        };
-        assert_eq!(Outcome::of(&killed, 1), Outcome::Signal(9));
-        assert!(Outcome::of(&exited(3, ""), 1).is_verdict());
-    }
-
-    #[test]
-    fn tail_keeps_the_end() {
-        let run = RunResult {
-            stdout: "a".repeat(50),
-            stderr: "the end".into(),
-            ..RunResult::default()
-        };
-        let t = tail(&run, 10);
-        assert!(t.starts_with("[...]") && t.ends_with("the end"), "{t}");
-        assert_eq!(tail(&exited(0, "short\n"), 100), "short");
+    fn once_returned_the_outcome_stays() {
+        let mut s = State::new("abc", true);
+        s.t0 = files("T0\n");
+        s.phase = Phase::Done;
+        s.outcome = Some(describe(Returned::T0, &s.t0, "reproduction.py"));
+        let (o, art) = of(&s, &files("LATER\n"), "reproduction.py");
+        assert_eq!(o.test, Returned::T0);
+        assert_eq!(art.len(), 1);
     }
 }

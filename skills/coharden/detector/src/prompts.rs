@@ -8,6 +8,10 @@ use std::collections::BTreeMap;
 /// The shipped templates, by name.
 const SHIPPED: &[(&str, &str)] = &[
     ("task", include_str!("../../templates/task.md.j2")),
+    (
+        "task-no-lax-init",
+        include_str!("../../templates/task-no-lax-init.md.j2"),
+    ),
     ("round0", include_str!("../../templates/round0.md.j2")),
     ("bootstrap", include_str!("../../templates/bootstrap.md.j2")),
     ("retry", include_str!("../../templates/retry.md.j2")),
@@ -33,6 +37,10 @@ const SHIPPED: &[(&str, &str)] = &[
     (
         "operators/behavior_substitution",
         include_str!("../../templates/operators/behavior_substitution.md.j2"),
+    ),
+    (
+        "operators/vanilla",
+        include_str!("../../templates/operators/vanilla.md.j2"),
     ),
 ];
 
@@ -83,7 +91,7 @@ mod tests {
             .render(
                 "round0",
                 json!({"problem": "passes_on_base", "test_command": "python reproduction.py",
-                       "output_tail": "", "bug_exit_code": 1}),
+                       "output_tail": "", "bug_exit": "a non-zero code"}),
             )
             .unwrap();
         assert!(text.contains("exits 0 on the unfixed code"), "{text}");

@@ -1,12 +1,13 @@
 //! Round 0, lax-init: the finish must add the reproduction test and nothing
-//! else, and the test must detect the bug on the base: exit with the
-//! bug-present code, not by crashing. Success stores t0 and asks for Round 1.
+//! else, and the test must detect the bug on the base: fail (by default any
+//! non-zero exit; a failing `assert` counts) without crashing before it
+//! checks anything. Success stores t0 and asks for Round 1.
 
 use crate::change::{syntax_problem, Change};
-use crate::outcome::{tail, Outcome};
 use crate::state::{Phase, State};
 use crate::{Ctx, Step};
 use critic_sdk::host::run;
+use critic_sdk::reproduction::{tail, Outcome};
 use critic_sdk::RunRequest;
 use serde_json::{json, Value};
 
@@ -18,10 +19,11 @@ pub fn evaluate(ctx: &Ctx, state: &mut State) -> Result<Step, String> {
     let mut problem = json!({
         "test_files": [config.test_file],
         "test_command": config.command_line(),
-        "bug_exit_code": config.bug_exit_code,
+        "bug_exit": config.bug_exit_code.phrase(),
         "output_tail": "",
         "source_files": change.fix_paths,
     });
+    let current = change.present_tests();
     let mut reject = |kind: &str, extra: Value, summary: String| -> Result<Step, String> {
         state.retries += 1;
         problem["problem"] = kind.into();
@@ -29,7 +31,10 @@ pub fn evaluate(ctx: &Ctx, state: &mut State) -> Result<Step, String> {
             p.extend(e);
         }
         let text = ctx.prompts.render("round0", &problem)?;
-        Ok(Step::reject(summary, text).with_metadata(json!({ "problem": kind })))
+        let f2p = extra_f2p(&problem);
+        Ok(Step::reject(summary, text)
+            .with_metadata(json!({ "problem": kind, "f2p": f2p }))
+            .with_tests(current.clone()))
     };
     if !change.fix_paths.is_empty() {
         let summary = format!(
@@ -58,7 +63,9 @@ pub fn evaluate(ctx: &Ctx, state: &mut State) -> Result<Step, String> {
     })?;
     let output_tail = tail(&result, config.output_tail_chars);
     let secs = config.test_timeout_secs;
-    let (kind, detail) = match Outcome::of(&result, config.bug_exit_code) {
+    let paths: Vec<&str> = tests.keys().map(String::as_str).collect();
+    let outcome = Outcome::of(&result, config.bug_exit_code, &paths);
+    let (kind, detail) = match &outcome {
         Outcome::BugDetected => {
             state.t0 = tests.clone();
             state.t_ref = tests;
@@ -69,29 +76,44 @@ pub fn evaluate(ctx: &Ctx, state: &mut State) -> Result<Step, String> {
                 json!({
                     "test_files": state.t0.keys().collect::<Vec<_>>(),
                     "test_command": config.command_line(),
-                    "bug_exit_code": config.bug_exit_code,
+                    "bug_exit": config.bug_exit_code.phrase(),
                 }),
             )?;
             return Ok(Step::reject(
                 "Round 0 complete: the test detects the bug; on to Round 1",
                 text,
             )
-            .with_metadata(json!({ "problem": null, "t0": state.t0.keys().collect::<Vec<_>>() })));
+            .with_metadata(json!({
+                "problem": null,
+                "t0": state.t0.keys().collect::<Vec<_>>(),
+                "f2p": {"fails_on_base": true, "passes_on_patch": null},
+            }))
+            .with_tests(current.clone()));
         }
-        Outcome::NotRun(why) => return Err(config.cannot_run(&why)),
+        Outcome::NotRun(why) => return Err(config.cannot_run(why)),
         Outcome::Pass => ("passes_on_base", String::new()),
-        Outcome::Crash(line) => ("crash", line),
+        Outcome::Crash(what) => ("crash", what.clone()),
         Outcome::OtherExit(code) => ("wrong_exit", code.to_string()),
         Outcome::TimedOut => ("timeout", format!("{secs} s")),
         Outcome::Signal(sig) => ("killed", sig.to_string()),
     };
     let summary = format!(
         "Round 0 test does not detect the bug: on the base it {}",
-        Outcome::of(&result, config.bug_exit_code).describe(secs)
+        outcome.describe(secs)
     );
     reject(
         kind,
-        json!({ "detail": detail, "output_tail": output_tail }),
+        json!({ "detail": detail, "output_tail": output_tail, "ran": true }),
         summary,
     )
+}
+
+/// F->P as far as Round 0 knows it: whether the test failed on the base, when
+/// it ran there; no fix yet.
+fn extra_f2p(problem: &Value) -> Value {
+    if problem.get("ran").is_some() {
+        json!({"fails_on_base": false, "passes_on_patch": null})
+    } else {
+        Value::Null
+    }
 }

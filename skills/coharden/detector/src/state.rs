@@ -1,14 +1,19 @@
 //! The round state CoHarden keeps between finish calls: one JSON document,
 //! described by `schemas/coharden-state.schema.json`.
 
+use crate::carry::Edit;
+use crate::issue::IssueSource;
 use crate::matrix::{Cell, Matrix};
+use crate::outcome::TestOutcome;
 use critic_sdk::mutants::Operator;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// Version of this document's layout.
-pub const VERSION: u32 = 1;
+/// Version of this document's layout. Version 1 (before the survivor
+/// check, the returned test and the issue's source) is read as well, with
+/// those fields empty.
+pub const VERSION: u32 = 2;
 
 /// Test files by path: their content, or `None` when the patch deletes them.
 pub type TestFiles = BTreeMap<String, Option<String>>;
@@ -37,6 +42,8 @@ pub enum Decision {
     Continue,
     /// Round K ended without a clean round: accepted, budget spent.
     BudgetExhausted,
+    /// Hardening is off: fail-to-pass holds, accepted without mutants.
+    FailToPass,
 }
 
 /// One mutant's record in a round.
@@ -86,6 +93,38 @@ pub struct RoundRecord {
     pub mutants: Vec<MutantRecord>,
     /// Variants left out.
     pub excluded: Vec<Exclusion>,
+    /// Whether the round reverted the test to t0 (laxity above tau).
+    #[serde(default)]
+    pub reverted: bool,
+    /// The previous round's survivors, carried onto this round's fix and
+    /// run against this round's test.
+    #[serde(default)]
+    pub vs_previous: VsPrevious,
+}
+
+/// The previous-round survivor check of one round.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VsPrevious {
+    /// Carried survivors that still pass this round's test.
+    pub persistent: u32,
+    /// Beta of this round's Temporal Matrix: mutants this round's test lets
+    /// through although the reference test rejects them.
+    pub regressed: u32,
+    /// Carried survivors this round's test now fails.
+    pub newly_killed: u32,
+    /// Survivors of the previous round that were carried and run.
+    pub carried: u32,
+    /// Survivors that could not be carried or run, with why.
+    pub excluded: Vec<CarryExclusion>,
+}
+
+/// A previous-round survivor left out of the check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CarryExclusion {
+    /// Its id in the previous round.
+    pub id: String,
+    /// Why.
+    pub reason: String,
 }
 
 /// A mutant that survived (passed t_k) in the last evaluated round.
@@ -99,6 +138,9 @@ pub struct Survivor {
     pub description: String,
     /// Content digest.
     pub digest: String,
+    /// Its change to that round's fix, to carry onto the next one.
+    #[serde(default)]
+    pub edits: Vec<Edit>,
 }
 
 /// The whole document.
@@ -129,16 +171,28 @@ pub struct State {
     pub retries: u32,
     /// Every evaluated hardening round.
     pub rounds: Vec<RoundRecord>,
+    /// Where the mutation prompt's issue text came from (set once a round
+    /// asked the model).
+    #[serde(default)]
+    pub issue_source: Option<IssueSource>,
+    /// The test and fix the algorithm returned, once it has (phase `done`).
+    #[serde(default)]
+    pub outcome: Option<TestOutcome>,
 }
 
 impl State {
-    /// A fresh session against `base`.
-    pub fn new(base: &str) -> State {
+    /// A fresh session against `base`; without lax-init it starts at
+    /// Round 1.
+    pub fn new(base: &str, lax_init: bool) -> State {
         State {
             version: VERSION,
             base: base.to_string(),
-            phase: Phase::LaxInit,
-            round: 0,
+            phase: if lax_init {
+                Phase::LaxInit
+            } else {
+                Phase::Hardening
+            },
+            round: u32::from(!lax_init),
             t0: TestFiles::new(),
             t_ref: TestFiles::new(),
             previous_fix: None,
@@ -147,34 +201,42 @@ impl State {
             inconclusive_count: 0,
             retries: 0,
             rounds: Vec::new(),
+            issue_source: None,
+            outcome: None,
         }
+    }
+
+    /// Whether the last evaluated round reverted the test to t0.
+    pub fn reverted(&self) -> bool {
+        self.rounds.last().is_some_and(|r| r.reverted)
     }
 
     /// The state to continue from: the stored one, or a fresh one when there
     /// is none or it belongs to another base commit (a new instance). A stored
     /// document this version cannot read is an error, so it is never
     /// silently overwritten.
-    pub fn load(stored: &Value, base: &str) -> Result<(State, bool), String> {
+    pub fn load(stored: &Value, base: &str, lax_init: bool) -> Result<(State, bool), String> {
         if stored.is_null() {
-            return Ok((State::new(base), false));
+            return Ok((State::new(base, lax_init), false));
         }
         let version = stored.get("version").and_then(Value::as_u64);
-        if version != Some(u64::from(VERSION)) {
+        if !matches!(version, Some(1) | Some(2)) {
             return Err(format!(
-                "the stored CoHarden state has version {}, this detector reads version {VERSION}; \
+                "the stored CoHarden state has version {}, this detector reads versions 1 and {VERSION}; \
                  start a new session (--session) or remove the state file",
                 version.map_or("(none)".to_string(), |v| v.to_string())
             ));
         }
-        let state: State = serde_json::from_value(stored.clone()).map_err(|e| {
+        let mut state: State = serde_json::from_value(stored.clone()).map_err(|e| {
             format!(
                 "the stored CoHarden state is not valid ({e}); start a new session (--session) \
                  or remove the state file"
             )
         })?;
         if state.base != base {
-            return Ok((State::new(base), true));
+            return Ok((State::new(base, lax_init), true));
         }
+        state.version = VERSION;
         Ok((state, false))
     }
 
@@ -190,14 +252,16 @@ mod tests {
 
     #[test]
     fn fresh_when_absent_or_on_another_base() {
-        let (s, reset) = State::load(&Value::Null, "abc").unwrap();
+        let (s, reset) = State::load(&Value::Null, "abc", true).unwrap();
         assert_eq!((s.phase, s.round, reset), (Phase::LaxInit, 0, false));
-        let mut old = State::new("abc");
+        let (s, _) = State::load(&Value::Null, "abc", false).unwrap();
+        assert_eq!((s.phase, s.round), (Phase::Hardening, 1));
+        let mut old = State::new("abc", true);
         old.phase = Phase::Hardening;
         old.round = 2;
-        let (same, reset) = State::load(&old.to_value(), "abc").unwrap();
+        let (same, reset) = State::load(&old.to_value(), "abc", true).unwrap();
         assert_eq!((same, reset), (old.clone(), false));
-        let (new, reset) = State::load(&old.to_value(), "def").unwrap();
+        let (new, reset) = State::load(&old.to_value(), "def", true).unwrap();
         assert_eq!(
             (new.phase, new.base.as_str(), reset),
             (Phase::LaxInit, "def", true)
@@ -206,9 +270,21 @@ mod tests {
 
     #[test]
     fn unreadable_state_is_an_error_not_a_reset() {
-        let e = State::load(&serde_json::json!({"version": 9}), "abc").unwrap_err();
+        let e = State::load(&serde_json::json!({"version": 9}), "abc", true).unwrap_err();
         assert!(e.contains("version 9"), "{e}");
-        let e = State::load(&serde_json::json!({"version": 1, "base": 3}), "abc").unwrap_err();
+        let e =
+            State::load(&serde_json::json!({"version": 1, "base": 3}), "abc", true).unwrap_err();
         assert!(e.contains("not valid"), "{e}");
+    }
+
+    #[test]
+    fn a_version_1_state_is_read_and_written_as_version_2() {
+        let mut v1 = State::new("abc", true).to_value();
+        for field in ["issue_source", "outcome"] {
+            v1.as_object_mut().unwrap().remove(field);
+        }
+        v1["version"] = 1.into();
+        let (s, reset) = State::load(&v1, "abc", true).unwrap();
+        assert_eq!((s.version, reset), (VERSION, false));
     }
 }
