@@ -17,6 +17,8 @@
 //! * [`detector`]: detectors behind one call interface, WebAssembly
 //!   components on a [`Runtime`]; [`host`]: what a detector may call, each
 //!   capability granted or denied, and the scratch copies `run` uses.
+//! * [`mpe`]: Mutation Patch Evaluation (`critic mpe`), which runs generated
+//!   tests against pools of wrong fixes in those scratch copies.
 //!
 //! A program judges finishes through a [`Service`], which loads each skill
 //! once and reloads it when it changes on disk:
@@ -45,6 +47,7 @@ pub mod agents;
 pub mod detector;
 pub mod evaluate;
 pub mod host;
+pub mod mpe;
 pub mod run;
 pub mod skill;
 mod sys;

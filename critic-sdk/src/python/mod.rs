@@ -3,6 +3,7 @@
 //! inside a line), built on Ruff's parser, which compiles for `wasm32-wasip2`.
 
 pub mod cfg;
+pub mod edit_file;
 pub mod eliminate;
 pub mod equivalence;
 pub mod statements;

@@ -128,7 +128,7 @@ pub struct HostArgs {
 
 /// Where `llm-complete` finds its model (the key stays in the environment).
 #[derive(clap::Args)]
-struct LlmArgs {
+pub struct LlmArgs {
     /// OpenAI-compatible base URL, up to `/v1` (enables `llm-complete`).
     #[arg(long, env = "CRITIC_LLM_BASE_URL")]
     llm_base_url: Option<String>,
@@ -153,7 +153,8 @@ struct LlmArgs {
 }
 
 impl LlmArgs {
-    fn config(self) -> Option<LlmConfig> {
+    /// The model these flags name, if any.
+    pub fn config(self) -> Option<LlmConfig> {
         let mut c = LlmConfig::new(self.llm_base_url?, self.llm_model);
         c.api_key_env = self.llm_api_key_env;
         c.cache_dir = self.llm_cache;

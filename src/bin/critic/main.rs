@@ -7,6 +7,7 @@ mod doctor;
 mod eliminate;
 mod events;
 mod hook;
+mod mpe;
 mod new;
 mod serve;
 mod validate;
@@ -64,6 +65,8 @@ enum Command {
     Events(events::Args),
     /// Reduce a Python function to what its uncovered lines need (covered-code elimination).
     Eliminate(eliminate::Args),
+    /// Class generated tests Rigorous, Lax or Misaligned against a pool of wrong fixes (MPE).
+    Mpe(Box<mpe::Args>),
 }
 
 fn main() -> ExitCode {
@@ -87,6 +90,7 @@ fn main() -> ExitCode {
         Command::Hook(args) => hook::run(*args),
         Command::Events(args) => events::run(args),
         Command::Eliminate(args) => eliminate::run(args),
+        Command::Mpe(args) => mpe::run(*args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -8,7 +8,6 @@ pub mod carry;
 pub mod change;
 pub mod config;
 pub mod decide;
-pub mod edit_file;
 pub mod evaluate;
 pub mod hardening;
 pub mod issue;

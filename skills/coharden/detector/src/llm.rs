@@ -4,11 +4,11 @@
 //! reference), sent in one parallel batch; each answer's `edit_file` calls
 //! become one candidate, or an exclusion saying why not.
 
-use crate::edit_file;
 use crate::pool::{Candidate, Origin};
 use crate::prompts::Prompts;
 use crate::state::Exclusion;
 use critic_sdk::mutants::{FixFile, Operator};
+use critic_sdk::python::edit_file;
 use critic_sdk::{ChatMessage, LlmRequest, LlmResult};
 use serde::Serialize;
 use serde_json::json;
@@ -56,15 +56,6 @@ struct NumberedFile {
     numbered: String,
 }
 
-fn numbered(text: &str) -> String {
-    let width = text.lines().count().max(1).to_string().len();
-    text.lines()
-        .enumerate()
-        .map(|(i, l)| format!("{:>width$} {l}", i + 1))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// Whether sample `job` of round `round` shows t_k second: a fixed function
 /// of the round, so record/replay sees identical prompts, but varying from
 /// sample to sample so neither position means "the new test".
@@ -98,7 +89,7 @@ pub fn requests(
         .iter()
         .map(|f| NumberedFile {
             path: f.path.clone(),
-            numbered: numbered(&f.base),
+            numbered: edit_file::numbered(&f.base),
         })
         .collect();
     let mut jobs = Vec::new();

@@ -21,6 +21,17 @@ pub struct Edit {
     pub content: String,
 }
 
+/// `text` with 1-based line numbers in a right-aligned margin, as the
+/// prompts that ask for `edit_file` calls show the files to edit.
+pub fn numbered(text: &str) -> String {
+    let width = text.lines().count().max(1).to_string().len();
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| format!("{:>width$} {l}", i + 1))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The fenced code blocks of `answer` tagged `python` (or untagged), in order.
 fn python_blocks(answer: &str) -> Vec<String> {
     let mut blocks = Vec::new();

@@ -1,0 +1,287 @@
+//! One instance made ready to run: its clone at the base commit, the golden
+//! fix as files, the golden tests and each generated test as files to write
+//! and modules to run, and the requests that run them.
+
+use crate::mpe::dataset::Instance;
+use crate::mpe::pool::apply_diff;
+use crate::workspace::git;
+use critic_sdk::mutants::FixFile;
+use critic_sdk::RunRequest;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// The most output of a run kept (stdout and stderr, each): pytest's
+/// summary, at the end, must survive the cut of a chatty run.
+const OUTPUT_BYTES: usize = 4 << 20;
+
+/// Tests to write into a copy and the modules to run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TestSet {
+    /// Path to content.
+    pub files: BTreeMap<String, String>,
+    /// The test modules passed to the command.
+    pub targets: Vec<String>,
+    /// The diff that adds them (as a prompt shows it).
+    pub diff: String,
+}
+
+/// Whether `path` is a test file by the usual Python conventions: a
+/// `test_*.py`/`*_test.py`/`tests.py`/`conftest.py` file, or anything under
+/// a `test`, `tests` or `testing` directory.
+pub fn is_test_path(path: &str) -> bool {
+    let mut parts: Vec<&str> = path.split('/').collect();
+    let name = parts.pop().unwrap_or_default();
+    parts
+        .iter()
+        .any(|d| matches!(*d, "test" | "tests" | "testing"))
+        || (name.ends_with(".py")
+            && (name.starts_with("test_")
+                || name.ends_with("_test.py")
+                || name == "tests.py"
+                || name == "conftest.py"))
+}
+
+/// Whether pytest should be pointed at `path` (a test module, not a
+/// fixture file or `conftest.py`).
+fn is_test_module(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.ends_with(".py") && name != "conftest.py" && name != "__init__.py"
+}
+
+/// An instance ready to run.
+pub struct Prepared {
+    /// The clone.
+    pub repo: PathBuf,
+    /// The base commit, resolved.
+    pub base: String,
+    /// The golden fix's files (at the base and fixed).
+    pub golden: Vec<FixFile>,
+    /// The golden fix: path to content after it.
+    pub golden_files: BTreeMap<String, String>,
+    /// The golden tests.
+    pub golden_tests: TestSet,
+    /// `FAIL_TO_PASS` and `PASS_TO_PASS`.
+    pub golden_ids: Vec<String>,
+    /// The command before the test modules, `{python}` replaced.
+    pub command: Vec<String>,
+    /// Each run's time limit.
+    pub timeout: Duration,
+    blobs: Mutex<HashMap<String, Option<String>>>,
+}
+
+impl Prepared {
+    /// Read `instance` from its clone `repo`. An error names the record's
+    /// field that is wrong.
+    pub fn new(
+        instance: &Instance,
+        repo: &Path,
+        python: &Path,
+        timeout: Duration,
+    ) -> Result<Prepared, String> {
+        let at = &instance.place;
+        let mut rev = git::command(repo);
+        rev.args(["rev-parse", "--verify", "--end-of-options"])
+            .arg(format!("{}^{{commit}}", instance.base_commit));
+        let base = git::run(rev)
+            .map(|out| String::from_utf8_lossy(&out).trim().to_string())
+            .map_err(|e| {
+                format!(
+                    "{at}: field `base_commit`: {} is not a commit of {}: {}",
+                    instance.base_commit,
+                    repo.display(),
+                    e.message.trim()
+                )
+            })?;
+        let command = instance
+            .test_cmd
+            .clone()
+            .unwrap_or_else(|| {
+                crate::mpe::pytest::DEFAULT_COMMAND
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect()
+            })
+            .into_iter()
+            .map(|a| a.replace("{python}", &python.to_string_lossy()))
+            .collect();
+        let mut prepared = Prepared {
+            repo: repo.to_path_buf(),
+            base,
+            golden: Vec::new(),
+            golden_files: BTreeMap::new(),
+            golden_tests: TestSet::default(),
+            golden_ids: instance
+                .fail_to_pass
+                .iter()
+                .chain(&instance.pass_to_pass)
+                .cloned()
+                .collect(),
+            command,
+            timeout,
+            blobs: Mutex::new(HashMap::new()),
+        };
+        let golden_files = apply_diff(&instance.patch, &|p| prepared.base_file(p))
+            .map_err(|e| format!("{at}: field `patch`: {e}"))?;
+        let hunks: BTreeMap<String, Vec<critic_sdk::Hunk>> =
+            critic_sdk::diff::parse(&instance.patch)
+                .map(|files| files.into_iter().map(|f| (f.path, f.hunks)).collect())
+                .unwrap_or_default();
+        let golden: Vec<FixFile> = golden_files
+            .iter()
+            .filter(|(p, _)| p.ends_with(".py"))
+            .map(|(path, fixed)| FixFile {
+                path: path.clone(),
+                base: prepared.base_file(path).ok().flatten().unwrap_or_default(),
+                fixed: fixed.clone(),
+                hunks: hunks.get(path).cloned().unwrap_or_default(),
+            })
+            .collect();
+        prepared.golden = golden;
+        prepared.golden_files = golden_files;
+        let mut tests = prepared
+            .test_set(&instance.test_patch, |_| true)
+            .map_err(|e| format!("{at}: field `test_patch`: {e}"))?
+            .0;
+        // Ids may name modules the test patch does not touch.
+        for id in &prepared.golden_ids {
+            let module = id.split("::").next().unwrap_or_default().to_string();
+            if is_test_module(&module)
+                && !tests.targets.contains(&module)
+                && (tests.files.contains_key(&module)
+                    || prepared.base_file(&module).ok().flatten().is_some())
+            {
+                tests.targets.push(module);
+            }
+        }
+        if tests.targets.is_empty() {
+            return Err(format!(
+                "{at}: field `test_patch`: it touches no Python test module and no id of \
+                 FAIL_TO_PASS or PASS_TO_PASS names one"
+            ));
+        }
+        prepared.golden_tests = tests;
+        Ok(prepared)
+    }
+
+    /// The base commit's content of `path`; `None` when it has none.
+    pub fn base_file(&self, path: &str) -> Result<Option<String>, String> {
+        if let Some(b) = self
+            .blobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(path)
+        {
+            return Ok(b.clone());
+        }
+        let mut ls = git::command(&self.repo);
+        ls.args(["ls-tree", "-z", "--full-tree", &self.base, "--", path]);
+        let listed = git::run(ls).map_err(|e| e.to_string())?;
+        let text = if listed.is_empty() {
+            None
+        } else {
+            let mut show = git::command(&self.repo);
+            show.args(["cat-file", "blob"])
+                .arg(format!("{}:{path}", self.base));
+            let bytes = git::run(show).map_err(|e| e.to_string())?;
+            Some(String::from_utf8(bytes).map_err(|_| format!("{path}: not UTF-8 text"))?)
+        };
+        self.blobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(path.to_string(), text.clone());
+        Ok(text)
+    }
+
+    /// The files of `diff` that `keep` accepts, applied to the base, as a
+    /// test set; and the paths it did not keep.
+    pub fn test_set(
+        &self,
+        diff: &str,
+        keep: impl Fn(&str) -> bool,
+    ) -> Result<(TestSet, Vec<String>), String> {
+        let files = apply_diff(diff, &|p| self.base_file(p))?;
+        let (kept, ignored): (BTreeMap<String, String>, BTreeMap<String, String>) =
+            files.into_iter().partition(|(p, _)| keep(p));
+        let targets = kept.keys().filter(|p| is_test_module(p)).cloned().collect();
+        // The diff as shown: only the kept files' sections.
+        let shown = critic_sdk::diff::parse(diff)
+            .ok()
+            .map(|parsed| {
+                critic_sdk::diff::sections(diff)
+                    .into_iter()
+                    .zip(parsed)
+                    .filter(|(_, f)| kept.contains_key(&f.path))
+                    .map(|(s, _)| s)
+                    .collect::<String>()
+            })
+            .unwrap_or_default();
+        Ok((
+            TestSet {
+                files: kept,
+                targets,
+                diff: shown,
+            },
+            ignored.into_keys().collect(),
+        ))
+    }
+
+    /// A generated test: the test files of a prediction's patch.
+    pub fn generated_test(&self, patch: &str) -> Result<(TestSet, Vec<String>), String> {
+        self.test_set(patch, is_test_path)
+    }
+
+    /// The request that runs `tests` on the base with `code` written over it.
+    pub fn request(&self, code: &BTreeMap<String, String>, tests: &TestSet) -> RunRequest {
+        let mut files: BTreeMap<String, Option<String>> = code
+            .iter()
+            .map(|(p, t)| (p.clone(), Some(t.clone())))
+            .collect();
+        files.extend(
+            tests
+                .files
+                .iter()
+                .map(|(p, t)| (p.clone(), Some(t.clone()))),
+        );
+        let mut argv = self.command.clone();
+        argv.extend(tests.targets.iter().cloned());
+        RunRequest {
+            patch: None,
+            files,
+            argv,
+            env: [("PYTHONDONTWRITEBYTECODE", "1"), ("PYTHONHASHSEED", "0")]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            cwd: None,
+            timeout_ms: Some(self.timeout.as_millis() as u64),
+            output_bytes: Some(OUTPUT_BYTES),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_paths_follow_python_conventions() {
+        for p in [
+            "tests/test_a.py",
+            "pkg/tests/helpers.py",
+            "test_x.py",
+            "a/b_test.py",
+            "conftest.py",
+            "testing/data.json",
+        ] {
+            assert!(is_test_path(p), "{p}");
+        }
+        for p in ["pkg/merge.py", "pkg/testament.py", "contest.py", "setup.py"] {
+            assert!(!is_test_path(p), "{p}");
+        }
+        assert!(!is_test_module("tests/conftest.py"));
+        assert!(!is_test_module("tests/data.json"));
+        assert!(is_test_module("tests/test_a.py"));
+    }
+}
