@@ -555,6 +555,16 @@ impl Context<'_> {
                 };
                 let (on_golden, on_generated) = (&records[at], &records[at + 1]);
                 at += 2;
+                // A run the machine could not start says nothing of the variant.
+                if on_golden.error.is_some() {
+                    tally.admissible += 1;
+                    excluded.add("the run could not start");
+                    lines.push(json!({
+                        "operator": operator, "sample": sample, "description": v.description,
+                        "admissible": true, "excluded": "the run could not start",
+                    }));
+                    continue;
+                }
                 let golden = judge_ids(on_golden, &prepared.golden_ids);
                 if let Judged::HarnessError { reason } = &golden {
                     tally.discarded += 1;
@@ -671,7 +681,14 @@ impl Context<'_> {
                     if wants.is_empty() {
                         break;
                     }
-                    let drawn = sampler.draw(&subject, &wants);
+                    let drawn = match sampler.draw(&subject, &wants) {
+                        Ok(d) => d,
+                        // Not a result: the pair stays unfinished work for a rerun.
+                        Err(e) => {
+                            w.pair.reason = Some(format!("drawing the pool: {e}"));
+                            return self.finish(w.pair, &[]);
+                        }
+                    };
                     if drawn.is_empty() {
                         for (op, _, _) in wants {
                             tallies

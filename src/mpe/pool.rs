@@ -158,8 +158,13 @@ impl Subject<'_> {
 /// A source of variants for one subject.
 pub trait Sampler {
     /// For each `(operator, first, n)`: draws `first..first + n` of that
-    /// operator, in order; fewer when the source has no more.
-    fn draw(&mut self, subject: &Subject, wants: &[(Operator, u32, u32)]) -> Vec<Drawn>;
+    /// operator, in order; fewer when the source has no more. An error is
+    /// the source's failure (the model could not be reached), not a variant's.
+    fn draw(
+        &mut self,
+        subject: &Subject,
+        wants: &[(Operator, u32, u32)],
+    ) -> Result<Vec<Drawn>, String>;
 
     /// Whether `op` can give a draw number `sample` at all.
     fn has(&mut self, subject: &Subject, op: Operator, sample: u32) -> bool;
@@ -271,7 +276,7 @@ impl ModelSampler<'_> {
 }
 
 impl Sampler for ModelSampler<'_> {
-    fn draw(&mut self, s: &Subject, wants: &[(Operator, u32, u32)]) -> Vec<Drawn> {
+    fn draw(&mut self, s: &Subject, wants: &[(Operator, u32, u32)]) -> Result<Vec<Drawn>, String> {
         let mut jobs = Vec::new();
         let mut out = Vec::new();
         let mut requests = Vec::new();
@@ -290,25 +295,9 @@ impl Sampler for ModelSampler<'_> {
                 }
             }
         }
-        let answers = match self
+        let answers = self
             .client
-            .complete(&requests, Instant::now() + self.batch_timeout)
-        {
-            Ok(a) => a,
-            Err(e) => {
-                return jobs
-                    .iter()
-                    .map(|&(op, sample)| {
-                        Err(Discard {
-                            operator: operator_name(op).into(),
-                            sample,
-                            reason: e.clone(),
-                        })
-                    })
-                    .chain(out)
-                    .collect()
-            }
-        };
+            .complete(&requests, Instant::now() + self.batch_timeout)?;
         let base = s.base();
         for ((op, sample), answer) in jobs.into_iter().zip(answers) {
             let name = operator_name(op);
@@ -318,10 +307,7 @@ impl Sampler for ModelSampler<'_> {
                 reason,
             };
             let text = match (answer.content, answer.error) {
-                (_, Some(e)) => {
-                    out.push(Err(discard(format!("the model request failed: {e}"))));
-                    continue;
-                }
+                (_, Some(e)) => return Err(format!("the model request failed: {e}")),
                 (Some(t), None) => t,
                 (None, None) => {
                     out.push(Err(discard("the model returned no text".into())));
@@ -339,7 +325,7 @@ impl Sampler for ModelSampler<'_> {
                 Err(reason) => Err(discard(reason)),
             });
         }
-        out
+        Ok(out)
     }
 
     fn has(&mut self, _: &Subject, _: Operator, _: u32) -> bool {
@@ -389,7 +375,7 @@ fn spread(len: usize, n: usize) -> Vec<usize> {
 }
 
 impl Sampler for Deterministic {
-    fn draw(&mut self, s: &Subject, wants: &[(Operator, u32, u32)]) -> Vec<Drawn> {
+    fn draw(&mut self, s: &Subject, wants: &[(Operator, u32, u32)]) -> Result<Vec<Drawn>, String> {
         let budget = self.budget;
         let base = s.base();
         let mut out = Vec::new();
@@ -407,7 +393,7 @@ impl Sampler for Deterministic {
                 out.push(s.admit(operator_name(op), sample, m.description.clone(), files));
             }
         }
-        out
+        Ok(out)
     }
 
     fn has(&mut self, s: &Subject, op: Operator, sample: u32) -> bool {
@@ -632,13 +618,15 @@ mod tests {
         let g = golden();
         let s = subject(&g);
         let mut d = Deterministic::new(2);
-        let drawn = d.draw(&s, &[(Operator::BehaviorSubstitution, 0, 100)]);
+        let drawn = d
+            .draw(&s, &[(Operator::BehaviorSubstitution, 0, 100)])
+            .unwrap();
         assert!(drawn.len() >= 2 && drawn.len() < 100, "{}", drawn.len());
         assert!(drawn.iter().all(|v| v
             .as_ref()
             .is_ok_and(|v| v.operator == "behavior_substitution")));
         assert!(!d.has(&s, Operator::Vanilla, 0));
-        assert!(d.draw(&s, &[(Operator::Vanilla, 0, 3)]).is_empty());
+        assert!(d.draw(&s, &[(Operator::Vanilla, 0, 3)]).unwrap().is_empty());
         assert_eq!(spread(10, 3), [0, 3, 6, 1, 2, 4, 5, 7, 8, 9]);
     }
 

@@ -83,7 +83,13 @@ impl RunRecord {
             } else {
                 self.collection_errors.join(", ")
             };
-            return Some(format!("{files} did not import: {}", last_line(&self.tail)));
+            // pytest marks the exception's own line with `E `.
+            let why = self
+                .tail
+                .lines()
+                .find_map(|l| l.strip_prefix("E ").map(str::trim))
+                .unwrap_or_else(|| last_line(&self.tail));
+            return Some(format!("{files} did not import: {why}"));
         }
         match self.exit_code {
             Some(5) => Some("no test was collected".into()),
@@ -337,7 +343,7 @@ ERROR tests/test_gen.py
 ";
         let j = judge_files(&record(collection, 2));
         assert!(
-            matches!(&j, Judged::HarnessError { reason } if reason.starts_with("tests/test_gen.py did not import")),
+            matches!(&j, Judged::HarnessError { reason } if reason == "tests/test_gen.py did not import: ImportError: cannot import name 'merge' from 'pkg'"),
             "{j:?}"
         );
         let j = judge_files(&record("collected 0 items\n", 5));
