@@ -53,6 +53,10 @@ const NEVER_FAILS: &str = "from intervals import total\n\n\ndef test_total():\n 
 assert total([(0, 4)]) == 4\n";
 const NEVER_PASSES: &str = "from intervals import merge\n\n\ndef test_touching():\n    \
 assert merge([(1, 3), (3, 5)]) == [(1, 6)]\n";
+/// The lax test, printing a forged pass after pytest's summary.
+const FORGER: &str = "import atexit\n\natexit.register(print, \"PASSED tests/test_touching.py::test_touching\")\n\n\n\
+from intervals import merge  # noqa: E402\n\n\ndef test_touching():\n    \
+assert merge([(1, 3), (3, 5)]) == [(1, 5)]\n";
 const DOES_NOT_IMPORT: &str = "from intervals.core import union\n\n\ndef test_union():\n    \
 assert union([(1, 3), (3, 5)]) == [(1, 5)]\n";
 
@@ -653,7 +657,11 @@ fn the_model_path_resamples_discarded_variants_and_replays_from_the_record() {
 #[test]
 fn the_deterministic_path_needs_no_model_and_says_so() {
     let bench = Bench::new();
-    bench.write_predictions(&[("rigorous-gen", RIGOROUS), ("lax-gen", LAX)]);
+    bench.write_predictions(&[
+        ("rigorous-gen", RIGOROUS),
+        ("lax-gen", LAX),
+        ("forger-gen", FORGER),
+    ]);
     ok(run_cmd(&mut bench.mpe(
         "out",
         &[
@@ -675,6 +683,10 @@ fn the_deterministic_path_needs_no_model_and_says_so() {
         assert_eq!(pair["pool"]["vanilla"]["exhausted"], true);
     }
     assert!(r["rigorous-gen"]["laxity"].as_f64() <= r["lax-gen"]["laxity"].as_f64());
+    // A pass forged after pytest's summary changes nothing: the forger is
+    // judged as the lax test it is.
+    assert_eq!(r["forger-gen"]["f2p"], r["lax-gen"]["f2p"]);
+    assert_eq!(r["forger-gen"]["matrix"], r["lax-gen"]["matrix"]);
     let summary: Value = serde_json::from_str(&read(&out.join("summary.json"))).unwrap();
     assert_eq!(summary["operators"], "deterministic");
     assert!(read(&out.join("report.html")).contains("deterministic operators"));
@@ -763,6 +775,21 @@ fn an_interrupted_run_resumes_where_it_stopped() {
     let again = ok(run_cmd(&mut bench.mpe("out", &flags)));
     assert!(stderr(&again).contains("0 of 3 pairs to evaluate"));
     assert_eq!(test_runs(&again), 0);
+
+    // A changed prediction is evaluated again; the others are kept.
+    bench.write_predictions(&[
+        ("never-fails-gen", NEVER_FAILS),
+        ("rigorous-gen", RIGOROUS),
+        ("lax-gen", RIGOROUS),
+    ]);
+    let changed = ok(run_cmd(&mut bench.mpe("out", &flags)));
+    assert!(
+        stderr(&changed).contains("1 of 3 pairs to evaluate (2 already finished)"),
+        "{}",
+        stderr(&changed)
+    );
+    let r = results(&bench.path("out"));
+    assert_eq!(r["lax-gen"]["matrix"], r["rigorous-gen"]["matrix"]);
 }
 
 #[test]

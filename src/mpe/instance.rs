@@ -3,7 +3,7 @@
 //! and modules to run, and the requests that run them.
 
 use crate::mpe::dataset::Instance;
-use crate::mpe::pool::apply_diff;
+use crate::mpe::pool::{apply_diff, apply_diff_where};
 use crate::workspace::git;
 use critic_sdk::mutants::FixFile;
 use critic_sdk::RunRequest;
@@ -201,9 +201,13 @@ impl Prepared {
         diff: &str,
         keep: impl Fn(&str) -> bool,
     ) -> Result<(TestSet, Vec<String>), String> {
-        let files = apply_diff(diff, &|p| self.base_file(p))?;
-        let (kept, ignored): (BTreeMap<String, String>, BTreeMap<String, String>) =
-            files.into_iter().partition(|(p, _)| keep(p));
+        let kept = apply_diff_where(diff, &|p| self.base_file(p), &keep)?;
+        let ignored: Vec<String> = critic_sdk::diff::parse(diff)
+            .map_err(|e| format!("not a git diff: {e}"))?
+            .into_iter()
+            .map(|f| f.path)
+            .filter(|p| !keep(p))
+            .collect();
         let targets = kept.keys().filter(|p| is_test_module(p)).cloned().collect();
         // The diff as shown: only the kept files' sections.
         let shown = critic_sdk::diff::parse(diff)
@@ -223,7 +227,7 @@ impl Prepared {
                 targets,
                 diff: shown,
             },
-            ignored.into_keys().collect(),
+            ignored,
         ))
     }
 

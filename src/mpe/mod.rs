@@ -207,6 +207,18 @@ fn validate(
     if opts.samples_per_operator == 0 {
         errors.push("--samples-per-operator must be at least 1".into());
     }
+    if opts.max_attempts < opts.samples_per_operator {
+        errors.push(format!(
+            "--max-attempts {} is below --samples-per-operator {}: no operator could fill its pool",
+            opts.max_attempts, opts.samples_per_operator
+        ));
+    }
+    if let Some(dir) = opts.pool_dir.as_ref().filter(|d| !d.is_dir()) {
+        errors.push(format!(
+            "--pool {}: not a directory (it holds <instance_id>/*.diff)",
+            dir.display()
+        ));
+    }
     if errors.is_empty() {
         Ok(())
     } else {
@@ -261,7 +273,11 @@ pub fn run(
         .iter()
         .filter(|p| {
             store
-                .finished(&p.instance_id, &p.generator, &params)
+                .finished(
+                    &p.instance_id,
+                    &p.generator,
+                    &pair_params(opts, &params, instance_of(&instances, p), p),
+                )
                 .is_none()
         })
         .collect();
@@ -330,11 +346,62 @@ struct Work<'a> {
     test: TestSet,
 }
 
-fn new_pair(ctx: &Context, p: &Prediction) -> Pair {
+/// The instance a prediction is for (read_predictions checked it exists).
+fn instance_of<'a>(instances: &'a [Instance], p: &Prediction) -> &'a Instance {
+    instances
+        .iter()
+        .find(|i| i.id == p.instance_id)
+        .unwrap_or(&instances[0])
+}
+
+/// The fingerprint of one pair: the run's parameters and a digest of every
+/// input of the pair, so a finished pair is evaluated again when its
+/// record, its prediction, its interpreter or its ready-made pool changes.
+fn pair_params(opts: &Options, params: &str, inst: &Instance, p: &Prediction) -> String {
+    use sha2::{Digest, Sha256};
+    let pool: Vec<(String, Vec<u8>)> = opts
+        .pool_dir
+        .as_ref()
+        .map(|d| d.join(store::slug(&inst.id)))
+        .and_then(|d| pool::PoolDir::files(&d).ok())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|f| {
+            let bytes = crate::sys::bounded_read::read_regular_file_nofollow(&f, 16 << 20)
+                .unwrap_or_default();
+            (f.display().to_string(), bytes)
+        })
+        .collect();
+    let mut h = Sha256::new();
+    h.update(
+        json!({
+            "repo": inst.repo,
+            "base_commit": inst.base_commit,
+            "patch": inst.patch,
+            "test_patch": inst.test_patch,
+            "FAIL_TO_PASS": inst.fail_to_pass,
+            "PASS_TO_PASS": inst.pass_to_pass,
+            "problem_statement": inst.problem_statement,
+            "test_cmd": inst.test_cmd,
+            "python": inst.python.as_ref().or(opts.python.as_ref()),
+            "model_patch": p.patch,
+        })
+        .to_string()
+        .as_bytes(),
+    );
+    for (name, bytes) in &pool {
+        h.update(name.as_bytes());
+        h.update(Sha256::digest(bytes));
+    }
+    let run: serde_json::Value = serde_json::from_str(params).unwrap_or_default();
+    json!({"run": run, "inputs": hex::encode(&h.finalize()[..16])}).to_string()
+}
+
+fn new_pair(ctx: &Context, inst: &Instance, p: &Prediction) -> Pair {
     Pair {
         instance_id: p.instance_id.clone(),
         model_name_or_path: p.generator.clone(),
-        params: ctx.params.to_string(),
+        params: pair_params(ctx.opts, ctx.params, inst, p),
         operators: source(ctx.opts).label().into(),
         status: Status::Error,
         f2p: None,
@@ -365,7 +432,7 @@ impl Context<'_> {
     ) -> Result<(), MpeError> {
         let fail_all = |reason: String| -> Result<(), MpeError> {
             for p in preds {
-                let mut pair = new_pair(self, p);
+                let mut pair = new_pair(self, inst, p);
                 pair.reason = Some(reason.clone());
                 self.finish(pair, &[])?;
             }
@@ -382,13 +449,13 @@ impl Context<'_> {
             Ok(p) => p,
             Err(e) => return fail_all(e),
         };
-        let backend = match backends.open(&repo, &prepared.base) {
+        let backend = match backends.open(&repo, &prepared.base, &python) {
             Ok(b) => b,
             Err(e) => return fail_all(e),
         };
         let mut work = Vec::new();
         for p in preds {
-            let mut pair = new_pair(self, p);
+            let mut pair = new_pair(self, inst, p);
             match prepared.generated_test(&p.patch) {
                 Ok((test, ignored)) => {
                     pair.test_files = test.files.keys().cloned().collect();
@@ -438,7 +505,7 @@ impl Context<'_> {
             );
             let preds: Vec<&Prediction> = work.iter().map(|w| w.prediction).collect();
             drop(work);
-            return self.fail_pairs(&preds, reason);
+            return self.fail_pairs(inst, &preds, reason);
         }
         for (i, mut w) in work.into_iter().enumerate() {
             let (buggy, golden) = (&records[1 + 2 * i], &records[2 + 2 * i]);
@@ -478,9 +545,14 @@ impl Context<'_> {
         Ok(())
     }
 
-    fn fail_pairs(&self, preds: &[&Prediction], reason: String) -> Result<(), MpeError> {
+    fn fail_pairs(
+        &self,
+        inst: &Instance,
+        preds: &[&Prediction],
+        reason: String,
+    ) -> Result<(), MpeError> {
         for p in preds {
-            let mut pair = new_pair(self, p);
+            let mut pair = new_pair(self, inst, p);
             pair.reason = Some(reason.clone());
             self.finish(pair, &[])?;
         }
@@ -616,6 +688,11 @@ impl Context<'_> {
                     base: &|p: &str| prepared.base_file(p),
                 };
                 match reader.read_all(&subject) {
+                    Ok(drawn) if drawn.is_empty() => {
+                        w.pair.reason =
+                            Some(format!("--pool: no .diff file in {}", reader.dir.display()));
+                        return self.finish(w.pair, &[]);
+                    }
                     Ok(drawn) => judge(
                         drawn,
                         &mut tallies,
@@ -726,7 +803,19 @@ impl Context<'_> {
         w.pair.excluded = excluded;
         w.pair.laxity = matrix.laxity();
         w.pair.matrix = Some(matrix);
-        if matrix.total == 0 {
+        if matrix.total == 0 && w.pair.excluded.count > 0 {
+            // Every admissible variant's run said nothing: not a result.
+            w.pair.reason = Some(format!(
+                "every admissible variant's run was left out ({}); run again",
+                w.pair
+                    .excluded
+                    .reasons
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ));
+        } else if matrix.total == 0 {
             w.pair.status = Status::NoPool;
             w.pair.reason = Some("no variant of the pool was admissible and judged".into());
         } else {
@@ -737,16 +826,18 @@ impl Context<'_> {
 }
 
 /// Why a variant's run of the generated test is left out of the matrix: it
-/// timed out or could not start, so it says nothing either way. A test that
-/// no longer imports on a variant rejects it, and counts as failing.
+/// says nothing either way (it could not start, timed out, collected
+/// nothing, pytest failed). A test that no longer imports on a variant
+/// rejects it, and counts as failing.
 fn exclusion(run: &RunRecord) -> Option<String> {
     if run.error.is_some() {
-        Some("the run could not start".into())
-    } else if run.timed_out {
-        Some("timed out".into())
-    } else {
-        None
+        return Some("the run could not start".into());
     }
+    if run.timed_out {
+        return Some("timed out".into());
+    }
+    run.harness_error()
+        .filter(|_| run.collection_errors.is_empty() && !run.imports_failed())
 }
 
 fn cell_name(generated: bool, golden: bool) -> &'static str {

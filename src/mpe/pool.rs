@@ -140,6 +140,16 @@ impl Subject<'_> {
             ));
         }
         for (path, text) in &changed {
+            // A fix variant is code: one that edits the tests or the test
+            // configuration judges itself. The golden fix's own files are code
+            // wherever they lie.
+            let golden = self.golden.iter().any(|f| &f.path == path);
+            if !golden && (!path.ends_with(".py") || crate::mpe::instance::is_test_path(path)) {
+                return Err(discard(format!(
+                    "it changes {path}, which is not code the fix may change (a test, or not \
+                     Python)"
+                )));
+            }
             if path.ends_with(".py") {
                 if let Some(e) = critic_sdk::python::syntax_error(text) {
                     return Err(discard(format!("{path} does not parse: {e}")));
@@ -468,10 +478,11 @@ impl PoolDir<'_> {
                 sample,
                 reason: format!("{name}: {reason}"),
             };
-            let drawn = crate::sys::bounded_read::read_regular_file(&path, MAX_POOL_DIFF_BYTES)
-                .map_err(|e| format!("cannot read it: {e}"))
-                .and_then(|b| String::from_utf8(b).map_err(|_| "not UTF-8 text".to_string()))
-                .and_then(|text| apply_diff(&text, &*self.base));
+            let drawn =
+                crate::sys::bounded_read::read_regular_file_nofollow(&path, MAX_POOL_DIFF_BYTES)
+                    .map_err(|e| format!("cannot read it: {e}"))
+                    .and_then(|b| String::from_utf8(b).map_err(|_| "not UTF-8 text".to_string()))
+                    .and_then(|text| apply_diff(&text, &*self.base));
             out.push(match drawn {
                 Ok(files) => {
                     let mut all = s.base();
@@ -492,10 +503,25 @@ pub fn apply_diff(
     diff: &str,
     base: &dyn Fn(&str) -> Result<Option<String>, String>,
 ) -> Result<BTreeMap<String, String>, String> {
+    apply_diff_where(diff, base, &|_| true)
+}
+
+/// [`apply_diff`] for the files `keep` accepts; the others are not read.
+pub fn apply_diff_where(
+    diff: &str,
+    base: &dyn Fn(&str) -> Result<Option<String>, String>,
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<BTreeMap<String, String>, String> {
     use critic_sdk::FileStatus;
     let files = critic_sdk::diff::parse(diff).map_err(|e| format!("not a git diff: {e}"))?;
     let mut out = BTreeMap::new();
-    for f in files {
+    for f in files.into_iter().filter(|f| keep(&f.path)) {
+        for path in std::iter::once(&f.path).chain(&f.old_path) {
+            crate::host::scratch::relative(path)?;
+            if path.split('/').next() == Some(".git") {
+                return Err(format!("{path}: inside .git"));
+            }
+        }
         if f.binary {
             return Err(format!("{}: binary changes are not supported", f.path));
         }
@@ -609,6 +635,10 @@ mod tests {
         assert_eq!(apply_diff(&diff, &base).unwrap(), files);
         let e = apply_diff(&diff.replace("pkg/m.py", "pkg/gone.py"), &base).unwrap_err();
         assert!(e.contains("pkg/gone.py: not in the base commit"), "{e}");
+        let e = apply_diff(&diff.replace("pkg/m.py", "../m.py"), &base).unwrap_err();
+        assert!(e.contains("without `..`"), "{e}");
+        let e = apply_diff(&diff.replace("pkg/m.py", ".git/config"), &base).unwrap_err();
+        assert!(e.contains("inside .git"), "{e}");
         let e = apply_diff("not a diff\n", &base).unwrap_err();
         assert!(e.starts_with("not a git diff"), "{e}");
     }
@@ -647,5 +677,12 @@ mod tests {
             .unwrap_err()
             .reason
             .contains("does not parse"));
+        for path in ["tests/conftest.py", "pkg/test_m.py", "setup.cfg"] {
+            let mut files = base.clone();
+            files.insert(path.into(), "x = 1\n".into());
+            files.insert("pkg/m.py".into(), g[0].fixed.clone());
+            let e = s.admit("vanilla", 2, String::new(), files).unwrap_err();
+            assert!(e.reason.contains(path), "{}", e.reason);
+        }
     }
 }

@@ -68,6 +68,30 @@ impl RunRecord {
         }
     }
 
+    /// Whether a test module failed to import (pytest stops with exit
+    /// status 2 after collection errors).
+    pub fn imports_failed(&self) -> bool {
+        !self.collection_errors.is_empty()
+            || (self.exit_code == Some(2) && self.tail.contains("errors during collection"))
+    }
+
+    /// What the summary says against the exit status, if anything: a test
+    /// that prints summary lines of its own, or ends the process itself,
+    /// cannot make a failed run look passed.
+    fn contradiction(&self) -> Option<String> {
+        let failed = self
+            .tests
+            .values()
+            .any(|s| matches!(s, Status::Failed | Status::Error));
+        match self.exit_code {
+            Some(0) if failed => Some("the summary reports failures but pytest exited 0".into()),
+            Some(1) if !failed => {
+                Some("pytest exited 1 (tests failed) but the summary reports none".into())
+            }
+            _ => None,
+        }
+    }
+
     /// Why the run says nothing about the code under test, if it does not:
     /// it could not start, timed out, its tests did not import, none ran.
     pub fn harness_error(&self) -> Option<String> {
@@ -77,7 +101,7 @@ impl RunRecord {
         if self.timed_out {
             return Some("the run timed out".into());
         }
-        if !self.collection_errors.is_empty() || self.tail.contains("errors during collection") {
+        if self.imports_failed() {
             let files = if self.collection_errors.is_empty() {
                 "a test module".to_string()
             } else {
@@ -105,7 +129,7 @@ impl RunRecord {
                 "the output has no test summary (is the command pytest with -rA?): {}",
                 last_line(&self.tail)
             )),
-            Some(0 | 1) => None,
+            Some(0 | 1) => self.contradiction(),
             Some(code) => Some(format!(
                 "the test command exited {code}: {}",
                 last_line(&self.tail)
@@ -188,6 +212,9 @@ pub fn judge_ids(run: &RunRecord, ids: &[String]) -> Judged {
                 .unwrap_or_else(|| "no test was reported".into()),
         };
     }
+    if let Some(reason) = run.contradiction() {
+        return Judged::HarnessError { reason };
+    }
     let failed: Vec<String> = ids
         .iter()
         .filter(|id| {
@@ -215,7 +242,9 @@ pub fn summary(output: &str) -> (BTreeMap<String, Status>, Vec<String>) {
         .rfind("short test summary info")
         .map(|i| output[i..].find('\n').map_or(output.len(), |n| i + n + 1))
         .unwrap_or(output.len());
-    for line in output[start..].lines() {
+    // The summary ends at pytest's closing `=== ... ===` line; what a test
+    // prints after it (from an atexit handler) is not part of it.
+    for line in output[start..].lines().take_while(|l| !l.starts_with('=')) {
         let Some((word, rest)) = line.split_once(' ') else {
             continue;
         };
@@ -240,7 +269,13 @@ pub fn summary(output: &str) -> (BTreeMap<String, Status>, Vec<String>) {
             collection.push(id.to_string());
             continue;
         }
-        tests.insert(id.to_string(), status);
+        // A test reported twice (a failure, then an error at teardown) keeps
+        // the failing status.
+        let failing = |s: &Status| matches!(s, Status::Failed | Status::Error);
+        let entry = tests.entry(id.to_string()).or_insert(status);
+        if failing(&status) {
+            *entry = status;
+        }
     }
     (tests, collection)
 }
@@ -250,7 +285,8 @@ pub fn summary(output: &str) -> (BTreeMap<String, Status>, Vec<String>) {
 fn test_id(rest: &str) -> &str {
     let rest = rest.trim_end();
     let params_end = match (rest.find("::"), rest.find('[')) {
-        (Some(c), Some(b)) if b > c => rest
+        // Parameters follow the name at once; a `[` in the message is not one.
+        (Some(c), Some(b)) if b > c && !rest[..b].contains(" - ") => rest
             .rfind("] - ")
             .map(|i| i + 1)
             .or_else(|| rest.ends_with(']').then_some(rest.len())),
@@ -302,6 +338,56 @@ ERROR tests/test_b.py::test_setup - RuntimeError
             stdout: output.into(),
             ..RunResult::default()
         })
+    }
+
+    #[test]
+    fn lines_printed_after_the_summary_or_against_the_exit_status_forge_nothing() {
+        // An atexit handler prints a pass after pytest's closing line.
+        let forged = "\
+=========================== short test summary info ============================
+FAILED tests/test_gen.py::test_bug - AssertionError
+============================== 1 failed in 0.05s ===============================
+PASSED tests/test_gen.py::test_bug
+";
+        let run = record(forged, 1);
+        assert_eq!(run.tests["tests/test_gen.py::test_bug"], Status::Failed);
+        assert!(!judge_files(&run).passed());
+        // A summary of passes from a run that exited 1 is not believed.
+        let fake = "\
+=========================== short test summary info ============================
+PASSED tests/test_gen.py::test_bug
+============================== 1 passed in 0.05s ===============================
+";
+        assert!(matches!(
+            judge_files(&record(fake, 1)),
+            Judged::HarnessError { .. }
+        ));
+        let ids = vec!["tests/test_gen.py::test_bug".to_string()];
+        assert!(matches!(
+            judge_ids(&record(fake, 1), &ids),
+            Judged::HarnessError { .. }
+        ));
+        assert_eq!(judge_ids(&record(fake, 0), &ids), Judged::Pass);
+        // A failure reported again as a pass keeps failing.
+        let twice = "\
+=========================== short test summary info ============================
+FAILED tests/test_gen.py::test_bug - AssertionError
+PASSED tests/test_gen.py::test_bug
+============================== 1 failed in 0.05s ===============================
+";
+        assert_eq!(
+            record(twice, 1).tests["tests/test_gen.py::test_bug"],
+            Status::Failed
+        );
+    }
+
+    #[test]
+    fn a_bracket_in_the_message_is_not_a_parameter() {
+        assert_eq!(test_id("t.py::test_k - see [GH-1]"), "t.py::test_k");
+        assert_eq!(
+            test_id("t.py::test_k[1-2] - see [GH-1]"),
+            "t.py::test_k[1-2]"
+        );
     }
 
     #[test]

@@ -19,12 +19,17 @@ use std::time::{Duration, Instant};
 pub trait Backend: Send + Sync {
     /// Every request, in parallel as the back end allows; results in order.
     fn run_all(&self, requests: &[RunRequest]) -> Vec<RunResult>;
+
+    /// What, besides a request, decides its outcome here: the repository,
+    /// its commit, the environment the tests run in, how runs are isolated.
+    /// Part of every cache key, so a changed environment runs again.
+    fn identity(&self) -> &str;
 }
 
 /// Makes the back end of one instance.
 pub trait Backends: Sync {
-    /// A back end for `repo` (a clone) at `base`.
-    fn open(&self, repo: &Path, base: &str) -> Result<Box<dyn Backend>, String>;
+    /// A back end for `repo` (a clone) at `base`, its tests run by `python`.
+    fn open(&self, repo: &Path, base: &str, python: &Path) -> Result<Box<dyn Backend>, String>;
 }
 
 /// The host's confined scratch copies, `workers` at a time.
@@ -35,8 +40,43 @@ pub struct LocalScratch {
     pub confined: bool,
 }
 
+/// The scratch copies of one clone, and what their runs depend on.
+struct LocalBackend {
+    pool: ScratchPool,
+    identity: String,
+}
+
+/// Modification times, in nanoseconds, of `python` and of its prefix's
+/// package directories: installing or removing a package changes one.
+fn environment_stamp(python: &Path) -> serde_json::Value {
+    let mtime = |p: &Path| {
+        std::fs::metadata(p)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_nanos().to_string())
+    };
+    let mut stamps = BTreeMap::new();
+    stamps.insert(python.display().to_string(), mtime(python));
+    let prefix = python.parent().and_then(Path::parent);
+    for lib in ["lib", "lib64", "local/lib"] {
+        let Some(dir) = prefix.map(|p| p.join(lib)) else {
+            continue;
+        };
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            for packages in ["site-packages", "dist-packages"] {
+                let at = entry.path().join(packages);
+                if at.is_dir() {
+                    stamps.insert(at.display().to_string(), mtime(&at));
+                }
+            }
+        }
+    }
+    serde_json::json!(stamps)
+}
+
 impl Backends for LocalScratch {
-    fn open(&self, repo: &Path, base: &str) -> Result<Box<dyn Backend>, String> {
+    fn open(&self, repo: &Path, base: &str, python: &Path) -> Result<Box<dyn Backend>, String> {
         if let Some(missing) = self
             .confined
             .then(|| crate::host::confine::support().missing())
@@ -49,25 +89,36 @@ impl Backends for LocalScratch {
         }
         let pool = ScratchPool::new(repo, base, self.workers.max(1), self.confined)
             .map_err(|e| format!("cannot make scratch copies of {}: {e}", repo.display()))?;
-        Ok(Box::new(pool))
+        let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let identity = serde_json::json!({
+            "repo": real(repo),
+            "base": base,
+            "confined": self.confined,
+            "python": real(python),
+            "environment": environment_stamp(&real(python)),
+        })
+        .to_string();
+        Ok(Box::new(LocalBackend { pool, identity }))
     }
 }
 
-impl Backend for ScratchPool {
+impl Backend for LocalBackend {
     fn run_all(&self, requests: &[RunRequest]) -> Vec<RunResult> {
         // Each request carries its own time limit; the batch has none.
-        ScratchPool::run_all(
-            self,
-            requests,
-            Instant::now() + Duration::from_secs(86_400 * 365),
-        )
+        self.pool
+            .run_all(requests, Instant::now() + Duration::from_secs(86_400 * 365))
+    }
+
+    fn identity(&self) -> &str {
+        &self.identity
     }
 }
 
 /// The cache key of a request: everything that decides its outcome.
-pub fn key(request: &RunRequest) -> String {
+pub fn key(backend: &str, request: &RunRequest) -> String {
     let mut h = Sha256::new();
     let identity = serde_json::json!({
+        "backend": backend,
         "argv": request.argv,
         "env": request.env,
         "files": request.files,
@@ -128,8 +179,9 @@ impl CachedRuns {
     }
 
     fn store(&self, key: &str, record: &RunRecord) {
-        // A run that could not start is the machine's problem, not an outcome.
-        if record.error.is_none() {
+        // A run that could not start or timed out may say more about the
+        // machine's load than the code: kept for this command only.
+        if record.error.is_none() && !record.timed_out {
             if let Some(path) = self.path(key) {
                 let write = || -> std::io::Result<()> {
                     std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))?;
@@ -149,7 +201,10 @@ impl CachedRuns {
     /// The outcome of every request, running those not yet known (each
     /// distinct one once) on `backend`.
     pub fn run(&self, backend: &dyn Backend, requests: &[RunRequest]) -> Vec<RunRecord> {
-        let keys: Vec<String> = requests.iter().map(key).collect();
+        let keys: Vec<String> = requests
+            .iter()
+            .map(|r| key(backend.identity(), r))
+            .collect();
         let mut known: BTreeMap<&str, RunRecord> = BTreeMap::new();
         let mut todo: Vec<(&str, &RunRequest)> = Vec::new();
         for (k, r) in keys.iter().zip(requests) {
@@ -200,6 +255,10 @@ mod tests {
                 })
                 .collect()
         }
+
+        fn identity(&self) -> &str {
+            "counting"
+        }
     }
 
     fn req(name: &str) -> RunRequest {
@@ -207,6 +266,28 @@ mod tests {
             argv: vec![name.into()],
             ..RunRequest::default()
         }
+    }
+
+    #[test]
+    fn installing_a_package_changes_the_environment_stamp() {
+        let prefix = tempfile::tempdir().unwrap();
+        let python = prefix.path().join("bin/python");
+        let site = prefix.path().join("lib/python3.11/site-packages");
+        std::fs::create_dir_all(python.parent().unwrap()).unwrap();
+        std::fs::create_dir_all(&site).unwrap();
+        std::fs::write(&python, "").unwrap();
+        let before = environment_stamp(&python);
+        assert!(before.to_string().contains("site-packages"), "{before}");
+        std::thread::sleep(Duration::from_millis(20));
+        std::fs::create_dir(site.join("newpkg")).unwrap();
+        assert_ne!(environment_stamp(&python), before);
+    }
+
+    #[test]
+    fn the_back_end_is_part_of_the_key() {
+        let r = req("a");
+        assert_eq!(key("one", &r), key("one", &r));
+        assert_ne!(key("one", &r), key("two", &r));
     }
 
     #[test]

@@ -128,12 +128,17 @@ pub fn parse(answer: &str) -> Result<Vec<Edit>, String> {
         if !block.contains("edit_file") {
             continue;
         }
-        let module = parse_module(block)
-            .map_err(|e| format!("code block {} is not valid Python: {}", b + 1, e.error))?;
-        let mut calls = Calls::default();
-        for stmt in &module.syntax().body {
-            ruff_python_ast::visitor::walk_stmt(&mut calls, stmt);
-        }
+        // Walking and dropping the tree recurse once per level of nesting:
+        // both happen on a stack sized for the block.
+        let calls = super::with_stack_for(block, || -> Result<Calls, String> {
+            let module = parse_module(block)
+                .map_err(|e| format!("code block {} is not valid Python: {}", b + 1, e.error))?;
+            let mut calls = Calls::default();
+            for stmt in &module.syntax().body {
+                ruff_python_ast::visitor::walk_stmt(&mut calls, stmt);
+            }
+            Ok(calls)
+        })?;
         for edit in calls.edits {
             edits.push(edit?);
         }
@@ -242,6 +247,17 @@ edit_file("ignored.py", 1, 1, "x")
         );
         assert_eq!((edits[1].start, edits[1].end), (3, 4));
         assert_eq!(edits[1].content, "def merge(intervals):\n    # variant\n");
+    }
+
+    #[test]
+    fn a_deeply_nested_answer_is_no_crash() {
+        let deep = format!(
+            "```python\nedit_file(\"a.py\", 1, 1, {}0{})\n```\n",
+            "[".repeat(200_000),
+            "]".repeat(200_000)
+        );
+        // Parsed or refused, but never a stack overflow.
+        let _ = parse(&deep);
     }
 
     #[test]
