@@ -46,6 +46,7 @@
 pub mod agents;
 pub mod detector;
 pub mod evaluate;
+pub mod experiment;
 pub mod host;
 pub mod mpe;
 pub mod run;

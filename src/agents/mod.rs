@@ -9,6 +9,7 @@
 mod claude_code;
 mod codex;
 mod copilot;
+mod critic;
 mod cursor;
 mod gemini;
 pub mod hook;
@@ -58,6 +59,8 @@ pub static FORMATS: &[&Format] = &[
     &copilot::FORMAT,
     &cursor::FORMAT,
     &mini_swe_agent::FORMAT,
+    // Last: its records' `index` and `kind` could be fields of another's.
+    &critic::FORMAT,
 ];
 
 /// A transcript format chosen by name (`--events-format`, a request's

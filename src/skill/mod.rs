@@ -8,14 +8,14 @@
 //! that exist) follow, with the same kind of location.
 
 pub mod compile;
-mod yaml;
+pub(crate) mod schema;
+pub(crate) mod yaml;
 
 use crate::host::Capability;
 use serde::Deserialize;
 use serde_json::Value;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Duration;
 use yaml::{Located, Position};
 
@@ -278,7 +278,7 @@ pub enum ManifestError {
     },
 }
 
-struct Issues<'a>(&'a [Issue], &'a Path);
+pub(crate) struct Issues<'a>(pub &'a [Issue], pub &'a Path);
 
 impl fmt::Display for Issues<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -322,82 +322,18 @@ fn field_path(pointer: &str) -> String {
     out
 }
 
-/// [`SCHEMA`], parsed once.
-fn schema() -> &'static Value {
-    static SCHEMA_VALUE: OnceLock<Value> = OnceLock::new();
-    SCHEMA_VALUE.get_or_init(|| serde_json::from_str(SCHEMA).expect("bundled schema is valid JSON"))
-}
-
-fn validator() -> &'static jsonschema::Validator {
-    static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
-    VALIDATOR.get_or_init(|| {
-        jsonschema::validator_for(schema()).expect("bundled schema is a valid JSON Schema")
-    })
-}
-
-/// The fields the schema allows in the object at `pointer` of a manifest,
-/// in the schema's order.
-fn allowed_fields(pointer: &str) -> Vec<&'static str> {
-    let root = schema();
-    let resolve = |node: &'static Value| match node.get("$ref").and_then(Value::as_str) {
-        Some(target) => target
-            .strip_prefix('#')
-            .and_then(|p| root.pointer(p))
-            .unwrap_or(&Value::Null),
-        None => node,
-    };
-    let mut node = root;
-    for part in pointer.split('/').skip(1) {
-        node = resolve(node);
-        node = match (part.parse::<usize>(), node.get("items")) {
-            (Ok(_), Some(items)) => items,
-            _ => &node["properties"][part.replace("~1", "/").replace("~0", "~")],
-        };
-    }
-    resolve(node)["properties"]
-        .as_object()
-        .map(|fields| fields.keys().map(String::as_str).collect())
-        .unwrap_or_default()
-}
+/// The manifest's schema, compiled once.
+static MANIFEST_SCHEMA: schema::BundledSchema =
+    schema::BundledSchema::new("schemas/critic.schema.json", SCHEMA);
 
 fn schema_issues(doc: &Located) -> Vec<Issue> {
-    let mut issues = Vec::new();
-    for error in validator().iter_errors(&doc.value) {
-        let pointer = error.instance_path().as_str().to_string();
-        match error.kind() {
-            // The unknown key is placed, not quoted: a `critic.yaml` may be a
-            // symlink to some secret file whose keys are the secret.
-            jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
-                for key in unexpected {
-                    let key = format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"));
-                    issues.push(Issue {
-                        position: doc.key_position(&key),
-                        field: pointer.clone(),
-                        message: format!(
-                            "unknown field; the fields allowed here are {} \
-                             (see schemas/critic.schema.json)",
-                            allowed_fields(&pointer).join(", ")
-                        ),
-                    });
-                }
-            }
-            _ => issues.push(Issue {
-                position: doc.position(&pointer),
-                message: describe(&error, &pointer),
-                field: pointer,
-            }),
-        }
-    }
-    issues.sort_by_key(|i| (i.position.line, i.position.column));
-    issues
+    MANIFEST_SCHEMA.issues(doc, describe)
 }
 
 /// A schema error in words a manifest author can act on.
 fn describe(error: &jsonschema::ValidationError, pointer: &str) -> String {
     use jsonschema::error::ValidationErrorKind as K;
     match error.kind() {
-        K::Required { property } => format!("missing required field {property}"),
-        K::Enum { options } => format!("must be one of {options}"),
         K::Not { .. } if pointer.contains("/signals/") => {
             "weight is only allowed on soft signals; remove it or set type: soft".into()
         }
@@ -406,7 +342,7 @@ fn describe(error: &jsonschema::ValidationError, pointer: &str) -> String {
              seconds, of at most one hour"
                 .into()
         }
-        _ => error.masked().to_string(),
+        _ => schema::describe(error),
     }
 }
 

@@ -6,6 +6,7 @@ mod demo;
 mod doctor;
 mod eliminate;
 mod events;
+mod experiment;
 mod hook;
 mod mpe;
 mod new;
@@ -67,6 +68,8 @@ enum Command {
     Eliminate(eliminate::Args),
     /// Class generated tests Rigorous, Lax or Misaligned against a pool of wrong fixes (MPE).
     Mpe(Box<mpe::Args>),
+    /// Run arms x instances x samples with an agent, one critic per arm, and grade the patches.
+    Experiment(experiment::Args),
 }
 
 fn main() -> ExitCode {
@@ -91,6 +94,7 @@ fn main() -> ExitCode {
         Command::Events(args) => events::run(args),
         Command::Eliminate(args) => eliminate::run(args),
         Command::Mpe(args) => mpe::run(*args),
+        Command::Experiment(args) => experiment::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -1,0 +1,172 @@
+//! `critic experiment`: run arms x instances x samples with an agent and
+//! one critic per arm (see `pluggable_critic::experiment`).
+
+use pluggable_critic::experiment::db::{Run, Status};
+use pluggable_critic::experiment::{self, Options, Progress, Shard};
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+/// `critic experiment`'s verbs.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    verb: Verb,
+}
+
+#[derive(clap::Subcommand)]
+enum Verb {
+    /// Run the experiment in FILE into --output-dir; a rerun resumes.
+    Run(RunArgs),
+}
+
+/// `critic experiment run`'s flags.
+#[derive(clap::Args)]
+struct RunArgs {
+    /// The experiment file (YAML; see schemas/experiment.schema.json).
+    file: PathBuf,
+    /// Where results go; a rerun with the same directory skips finished runs.
+    #[arg(long)]
+    output_dir: PathBuf,
+    /// Runs in parallel.
+    #[arg(long, default_value_t = 1)]
+    workers: usize,
+    /// Only part I of N of the runs (0 <= I < N), the same part on every machine.
+    #[arg(long)]
+    shard: Option<Shard>,
+    /// Further attempts for a run that ends in an infrastructure error.
+    #[arg(long, default_value_t = 1)]
+    retries: u32,
+    /// Continue in an output directory whose manifest differs (the old one is kept).
+    #[arg(long)]
+    force_new_manifest: bool,
+    /// Run the critic's and the grader's tests unconfined, with your full
+    /// privileges; only where the machine cannot confine and the tests are trusted.
+    #[arg(long, env = "CRITIC_UNCONFINED_RUNS")]
+    unconfined_runs: bool,
+}
+
+/// A progress bar on a terminal, a line per run otherwise.
+struct Shown {
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Progress for Shown {
+    fn start(&self, total: usize, pending: usize) {
+        match &self.bar {
+            Some(bar) => bar.set_length(pending as u64),
+            None => eprintln!(
+                "experiment: {pending} of {total} runs to make ({} already finished)",
+                total - pending
+            ),
+        }
+    }
+
+    fn finished(&self, run: &Run, retrying: bool) {
+        let mut line = format!("{}: {}", run.key, run.status.name());
+        match run.status {
+            Status::InfraError => line.push_str(&format!(
+                " ({}: {}){}",
+                run.error_class.as_deref().unwrap_or("?"),
+                run.error.as_deref().unwrap_or(""),
+                if retrying { ", retrying" } else { "" }
+            )),
+            _ => {
+                if let Some(c) = &run.error_class {
+                    line.push_str(&format!(" ({c})"));
+                }
+                line.push_str(&format!(
+                    ", resolved {}, {} rounds, {:.1} s",
+                    run.resolved.map_or("-".into(), |r| r.to_string()),
+                    run.rounds,
+                    run.duration_s
+                ));
+            }
+        }
+        match &self.bar {
+            Some(bar) => {
+                bar.println(line);
+                if !retrying {
+                    bar.inc(1);
+                }
+            }
+            None => eprintln!("experiment: {line}"),
+        }
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    match args.verb {
+        Verb::Run(a) => run_experiment(a),
+    }
+}
+
+fn run_experiment(args: RunArgs) -> anyhow::Result<u8> {
+    pluggable_critic::cleanup_on_signals();
+    let opts = Options {
+        file: args.file,
+        output_dir: args.output_dir,
+        workers: args.workers.max(1),
+        shard: args.shard,
+        retries: args.retries,
+        critic: std::env::current_exe()?,
+        force_new_manifest: args.force_new_manifest,
+        unconfined_runs: args.unconfined_runs,
+    };
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} runs {elapsed} eta {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    let progress = Shown { bar };
+    let finished = experiment::run(&opts, &progress)?;
+    if let Some(bar) = &progress.bar {
+        bar.finish_and_clear();
+    }
+    let mut per_arm: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for r in finished
+        .runs
+        .iter()
+        .filter(|r| r.status != Status::InfraError)
+    {
+        let e = per_arm.entry(r.key.arm.as_str()).or_default();
+        e.1 += 1;
+        if r.resolved == Some(true) {
+            e.0 += 1;
+        }
+    }
+    eprintln!(
+        "experiment: {} runs ({} made now)",
+        finished.total, finished.ran
+    );
+    for (arm, (resolved, total)) in &per_arm {
+        eprintln!("experiment:   {arm}: resolved {resolved} of {total}");
+    }
+    eprintln!(
+        "experiment: results in {}",
+        opts.output_dir.join("results.jsonl").display()
+    );
+    let errors = finished.errors();
+    if errors.is_empty() {
+        return Ok(crate::EXIT_ACCEPT);
+    }
+    for r in &errors {
+        eprintln!(
+            "experiment: infra_error: {}: {}: {}",
+            r.key,
+            r.error_class.as_deref().unwrap_or("?"),
+            r.error.as_deref().unwrap_or("")
+        );
+    }
+    eprintln!(
+        "experiment: {} runs ended in an infrastructure error; they are not results. Fix the \
+         cause and run again with the same --output-dir: only they are run again.",
+        errors.len()
+    );
+    Ok(crate::EXIT_ERROR)
+}

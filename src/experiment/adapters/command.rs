@@ -1,0 +1,260 @@
+//! The `command` adapter: any program, run once per turn in the workspace.
+//! `{prompt_file}`, `{round}`, `{session}` and `{workspace}` in its
+//! arguments are replaced, and `CRITIC_PROMPT_FILE`, `CRITIC_ROUND`,
+//! `CRITIC_SESSION`, `CRITIC_WORKSPACE` and `CRITIC_EVENTS_FILE` are set;
+//! its exit is the finish. It runs in a process group of its own, killed
+//! whole when the turn ends, so nothing it started outlives the turn.
+
+use super::{Turn, TurnEnd, TurnResult};
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The most of a turn's output kept in its log; the rest is dropped (a
+/// chatty or hostile agent cannot fill the disk through it).
+const LOG_BYTES: u64 = 16 << 20;
+/// The end of the log the runner quotes as the turn's final message.
+const TAIL_BYTES: u64 = 4 << 10;
+
+/// `argv` with the turn's placeholders replaced.
+pub fn expand(argv: &[String], turn: &Turn) -> Vec<String> {
+    argv.iter()
+        .map(|a| {
+            a.replace("{prompt_file}", &turn.prompt_file.to_string_lossy())
+                .replace("{round}", &turn.round.to_string())
+                .replace("{session}", &turn.session)
+                .replace("{workspace}", &turn.workspace.to_string_lossy())
+        })
+        .collect()
+}
+
+/// PATH with `prefix` first.
+pub fn path_with(prefix: &[std::path::PathBuf]) -> std::ffi::OsString {
+    let mut dirs: Vec<std::path::PathBuf> = prefix.to_vec();
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    std::env::join_paths(dirs).unwrap_or_default()
+}
+
+/// Run one turn of `argv`.
+pub fn run(argv: &[String], turn: &Turn) -> TurnResult {
+    let started = Instant::now();
+    let argv = expand(argv, turn);
+    let log = match std::fs::File::create(&turn.log_file) {
+        Ok(f) => f,
+        Err(e) => {
+            return TurnResult {
+                end: TurnEnd::NotStarted(format!("{}: {e}", turn.log_file.display())),
+                duration: started.elapsed(),
+                output_tail: String::new(),
+            }
+        }
+    };
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .current_dir(&turn.workspace)
+        .stdin(Stdio::null())
+        .env("PATH", path_with(&turn.path_prefix))
+        .env("CRITIC_PROMPT_FILE", &turn.prompt_file)
+        .env("CRITIC_ROUND", turn.round.to_string())
+        .env("CRITIC_SESSION", &turn.session)
+        .env("CRITIC_WORKSPACE", &turn.workspace)
+        .env("CRITIC_EVENTS_FILE", &turn.events_file)
+        .envs(turn.env.iter().map(|(k, v)| (k, v)))
+        .process_group(0);
+    let (reader, writer) = match std::io::pipe() {
+        Ok(p) => p,
+        Err(e) => {
+            return TurnResult {
+                end: TurnEnd::NotStarted(format!("cannot make a pipe: {e}")),
+                duration: started.elapsed(),
+                output_tail: String::new(),
+            }
+        }
+    };
+    let writer2 = match writer.try_clone() {
+        Ok(w) => w,
+        Err(e) => {
+            return TurnResult {
+                end: TurnEnd::NotStarted(format!("cannot make a pipe: {e}")),
+                duration: started.elapsed(),
+                output_tail: String::new(),
+            }
+        }
+    };
+    cmd.stdout(writer).stderr(writer2);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            drop(cmd);
+            return TurnResult {
+                end: TurnEnd::NotStarted(format!("cannot start {:?}: {e}", argv[0])),
+                duration: started.elapsed(),
+                output_tail: String::new(),
+            };
+        }
+    };
+    // The command holds the pipe's write ends; the reader sees its end of
+    // file only once they are closed here and in every process of the group.
+    drop(cmd);
+    let pgid = child.id() as i32;
+    crate::sys::interrupt::remember_group(pgid);
+    let copier = std::thread::spawn(move || copy_capped(reader, log));
+    let deadline = started + turn.timeout;
+    let end = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                break TurnEnd::Exited(status.code().or(status.signal().map(|s| 128 + s)))
+            }
+            Ok(None) if Instant::now() >= deadline => {
+                kill_group(pgid);
+                let _ = child.wait();
+                break TurnEnd::TimedOut;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => {
+                kill_group(pgid);
+                let _ = child.wait();
+                break TurnEnd::NotStarted(format!("cannot wait for the agent: {e}"));
+            }
+        }
+    };
+    // Whatever the agent left running (a server, a stuck test) goes with it.
+    kill_group(pgid);
+    crate::sys::interrupt::forget_group(pgid);
+    let _ = copier.join();
+    TurnResult {
+        end,
+        duration: started.elapsed(),
+        output_tail: tail(&turn.log_file),
+    }
+}
+
+fn kill_group(pgid: i32) {
+    // SAFETY: kill(2) with a negative pid signals a process group; no
+    // memory is involved.
+    unsafe {
+        libc::kill(-pgid, libc::SIGKILL);
+    }
+}
+
+/// Copy the agent's output into its log, keeping the first [`LOG_BYTES`]
+/// and reading (to keep the agent from blocking) the rest.
+fn copy_capped(mut from: std::io::PipeReader, mut to: std::fs::File) {
+    let mut kept = 0u64;
+    let mut buf = [0u8; 64 << 10];
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let room = (LOG_BYTES - kept).min(n as u64) as usize;
+                if room > 0 && std::io::Write::write_all(&mut to, &buf[..room]).is_ok() {
+                    kept += room as u64;
+                }
+            }
+        }
+    }
+}
+
+/// The last [`TAIL_BYTES`] of the log, as text.
+fn tail(log: &std::path::Path) -> String {
+    let Ok(mut f) = std::fs::File::open(log) else {
+        return String::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = f.seek(SeekFrom::Start(len.saturating_sub(TAIL_BYTES)));
+    let mut bytes = Vec::new();
+    let _ = f.take(TAIL_BYTES).read_to_end(&mut bytes);
+    String::from_utf8_lossy(&bytes).trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn(dir: &std::path::Path, timeout: Duration) -> Turn {
+        Turn {
+            prompt_file: dir.join("prompt.md"),
+            round: 2,
+            session: "s-1".into(),
+            workspace: dir.to_path_buf(),
+            events_file: dir.join("events"),
+            log_file: dir.join("log"),
+            timeout,
+            path_prefix: vec![],
+            env: vec![],
+        }
+    }
+
+    fn sh(script: &str) -> Vec<String> {
+        vec!["/bin/sh".into(), "-c".into(), script.into(), "agent".into()]
+    }
+
+    #[test]
+    fn placeholders_and_variables_reach_the_agent() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = turn(dir.path(), Duration::from_secs(10));
+        let mut argv = sh("echo \"$1 $CRITIC_ROUND $CRITIC_SESSION\"; exit 3");
+        argv.push("{round}:{prompt_file}".into());
+        let r = run(&argv, &t);
+        assert_eq!(r.end, TurnEnd::Exited(Some(3)));
+        let expected = format!("2:{} 2 s-1", dir.path().join("prompt.md").display());
+        assert_eq!(r.output_tail, expected);
+    }
+
+    #[test]
+    fn a_turn_past_its_limit_is_killed_with_everything_it_started() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = turn(dir.path(), Duration::from_millis(300));
+        let pidfile = dir.path().join("child.pid");
+        let script = format!("sleep 60 & echo $! > {}; wait", pidfile.display());
+        let r = run(&sh(&script), &t);
+        assert_eq!(r.end, TurnEnd::TimedOut);
+        assert!(r.duration < Duration::from_secs(5), "{:?}", r.duration);
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // The background sleep is gone too (or a zombie being reaped).
+        std::thread::sleep(Duration::from_millis(100));
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(state.is_empty() || state.contains(") Z"), "{state}");
+    }
+
+    #[test]
+    fn an_agent_that_leaves_a_process_behind_does_not_hang_the_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = turn(dir.path(), Duration::from_secs(30));
+        let r = run(&sh("sleep 60 & echo done"), &t);
+        assert_eq!(r.end, TurnEnd::Exited(Some(0)));
+        assert!(r.duration < Duration::from_secs(5), "{:?}", r.duration);
+        assert_eq!(r.output_tail, "done");
+    }
+
+    #[test]
+    fn a_missing_program_is_not_started() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = turn(dir.path(), Duration::from_secs(5));
+        let r = run(&["/nonexistent/agent".to_string()], &t);
+        assert!(
+            matches!(r.end, TurnEnd::NotStarted(ref e) if e.contains("/nonexistent/agent")),
+            "{:?}",
+            r.end
+        );
+    }
+
+    #[test]
+    fn output_past_the_cap_is_dropped_not_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = turn(dir.path(), Duration::from_secs(60));
+        let r = run(&sh("head -c 20000000 /dev/zero; echo; echo end"), &t);
+        assert_eq!(r.end, TurnEnd::Exited(Some(0)));
+        assert_eq!(
+            std::fs::metadata(dir.path().join("log")).unwrap().len(),
+            LOG_BYTES
+        );
+    }
+}

@@ -1,0 +1,55 @@
+//! How the runner drives an agent: one turn at a time, in the run's
+//! workspace, each turn ending at the agent's finish. Each adapter is one
+//! file here.
+
+pub mod command;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What one turn is given.
+#[derive(Debug, Clone)]
+pub struct Turn {
+    /// The prompt, written to a file.
+    pub prompt_file: PathBuf,
+    /// 1-based.
+    pub round: u32,
+    /// The run's session id (the critic's too).
+    pub session: String,
+    /// The run's workspace.
+    pub workspace: PathBuf,
+    /// Where the agent may write its transcript, in any format the host
+    /// reads; the runner records the turn itself when it does not.
+    pub events_file: PathBuf,
+    /// Where the turn's output goes.
+    pub log_file: PathBuf,
+    /// The turn's wall-clock limit.
+    pub timeout: Duration,
+    /// Directories put first on PATH (the experiment's interpreter's).
+    pub path_prefix: Vec<PathBuf>,
+    /// More variables for the agent.
+    pub env: Vec<(String, String)>,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnEnd {
+    /// The agent exited (its finish), with this code (`None`: by a signal).
+    Exited(Option<i32>),
+    /// The limit was reached; the agent's process group was killed.
+    TimedOut,
+    /// The agent could not be started: an infrastructure error.
+    NotStarted(String),
+}
+
+/// A turn's end and its wall time.
+#[derive(Debug, Clone)]
+pub struct TurnResult {
+    /// How it ended.
+    pub end: TurnEnd,
+    /// Its wall time.
+    pub duration: Duration,
+    /// The last lines the agent printed (its final message, for the
+    /// runner's record of the turn).
+    pub output_tail: String,
+}

@@ -1,0 +1,399 @@
+//! The experiment's results database (`OUT/results.sqlite`): one row per
+//! run, per round and per attempt. A run's row and rounds are written in
+//! one transaction when it ends, so an interrupted run leaves nothing and
+//! a rerun starts it over.
+
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// One run's identity.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct RunKey {
+    /// The instance.
+    pub instance_id: String,
+    /// The arm.
+    pub arm: String,
+    /// 0-based sample.
+    pub sample: u32,
+}
+
+impl std::fmt::Display for RunKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} / {} / {}", self.instance_id, self.arm, self.sample)
+    }
+}
+
+/// How a run ended: exactly one of these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// The agent finished and the critic accepted (or its budget ended).
+    Ok,
+    /// The agent gave up or broke its budget: a result.
+    AgentFail,
+    /// The harness failed: not a result; a rerun retries it.
+    InfraError,
+}
+
+impl Status {
+    /// Its name in the database and the exports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::AgentFail => "agent_fail",
+            Status::InfraError => "infra_error",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Status> {
+        [Status::Ok, Status::AgentFail, Status::InfraError]
+            .into_iter()
+            .find(|x| x.name() == s)
+    }
+}
+
+/// Fail-to-pass of the test a run wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct F2p {
+    /// It fails on the base.
+    pub fails_on_base: bool,
+    /// It passes on the golden fix.
+    pub passes_on_golden: bool,
+}
+
+/// One finished run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Run {
+    /// Which.
+    #[serde(flatten)]
+    pub key: RunKey,
+    /// How it ended.
+    pub status: Status,
+    /// The class of failure (`agent_start`, `turn_budget`, ...).
+    pub error_class: Option<String>,
+    /// What failed, in words.
+    pub error: Option<String>,
+    /// The golden tests pass on the final patch (`None`: not graded).
+    pub resolved: Option<bool>,
+    /// Fail-to-pass of the run's own test (`None`: it wrote none).
+    pub f2p: Option<F2p>,
+    /// Finishes the critic judged.
+    pub finishes: u32,
+    /// Agent turns.
+    pub rounds: u32,
+    /// Accepted only because the skill's budget ran out.
+    pub budget_exhausted: bool,
+    /// Which test the final patch carries (`t0` when CoHarden reverted).
+    pub outcome_test: Option<String>,
+    /// Tokens the agent's transcript reports (`None`: no usage in it).
+    pub tokens: Option<u64>,
+    /// Cost the agent's transcript reports, in USD.
+    pub cost: Option<f64>,
+    /// Wall time of the run.
+    pub duration_s: f64,
+    /// Attempts made, this one included.
+    pub attempts: u32,
+    /// The final patch.
+    #[serde(skip)]
+    pub model_patch: String,
+}
+
+/// One round of a run: an agent turn and the critic's answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct Round {
+    /// 1-based.
+    pub round: u32,
+    /// The agent's exit code (`None`: killed).
+    pub turn_exit: Option<i32>,
+    /// The turn's wall time.
+    pub turn_s: f64,
+    /// `accepted`, `rejected`, or `none` (no check: the turn failed).
+    pub verdict: String,
+    /// Accepted because the budget ran out.
+    pub budget_exhausted: bool,
+    /// The follow-up sent back.
+    pub followup: Option<String>,
+}
+
+/// Why the database failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: results database: {source}")]
+pub struct DbError {
+    path: PathBuf,
+    source: rusqlite::Error,
+}
+
+/// The database, shared by the workers.
+pub struct Db {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS runs (
+  instance_id TEXT NOT NULL, arm TEXT NOT NULL, sample INTEGER NOT NULL,
+  status TEXT NOT NULL, error_class TEXT, error TEXT,
+  resolved INTEGER, f2p_fails_on_base INTEGER, f2p_passes_on_golden INTEGER,
+  finishes INTEGER NOT NULL, rounds INTEGER NOT NULL, budget_exhausted INTEGER NOT NULL,
+  outcome_test TEXT, tokens INTEGER, cost REAL, duration_s REAL NOT NULL,
+  attempts INTEGER NOT NULL, model_patch TEXT NOT NULL,
+  PRIMARY KEY (instance_id, arm, sample));
+CREATE TABLE IF NOT EXISTS rounds (
+  instance_id TEXT NOT NULL, arm TEXT NOT NULL, sample INTEGER NOT NULL, round INTEGER NOT NULL,
+  turn_exit INTEGER, turn_s REAL NOT NULL, verdict TEXT NOT NULL,
+  budget_exhausted INTEGER NOT NULL, followup TEXT,
+  PRIMARY KEY (instance_id, arm, sample, round));
+CREATE TABLE IF NOT EXISTS attempts (
+  instance_id TEXT NOT NULL, arm TEXT NOT NULL, sample INTEGER NOT NULL, attempt INTEGER NOT NULL,
+  status TEXT NOT NULL, error_class TEXT, error TEXT, duration_s REAL NOT NULL,
+  PRIMARY KEY (instance_id, arm, sample, attempt));
+";
+
+impl Db {
+    /// Open (or create) the database at `path`.
+    pub fn open(path: &Path) -> Result<Db, DbError> {
+        let err = |source| DbError {
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(err)?;
+        // Workers of several processes (shards into one OUT are refused,
+        // but `status` reads while a run writes) wait instead of failing.
+        conn.busy_timeout(std::time::Duration::from_secs(30))
+            .map_err(err)?;
+        conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+            .map_err(err)?;
+        conn.execute_batch(SCHEMA).map_err(err)?;
+        Ok(Db {
+            path: path.to_path_buf(),
+            conn: Mutex::new(conn),
+        })
+    }
+
+    fn err(&self, source: rusqlite::Error) -> DbError {
+        DbError {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The stored status of `key` and its attempts so far.
+    pub fn status(&self, key: &RunKey) -> Result<Option<(Status, u32)>, DbError> {
+        let row: Option<(String, u32)> = self
+            .conn()
+            .query_row(
+                "SELECT status, attempts FROM runs WHERE instance_id=?1 AND arm=?2 AND sample=?3",
+                params![key.instance_id, key.arm, key.sample],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        Ok(row.and_then(|(s, a)| Status::parse(&s).map(|s| (s, a))))
+    }
+
+    /// Store a finished run with its rounds, replacing an earlier attempt's,
+    /// and log the attempt.
+    pub fn finish(&self, run: &Run, rounds: &[Round]) -> Result<(), DbError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(|e| self.err(e))?;
+        let k = &run.key;
+        let write = |tx: &rusqlite::Transaction| -> rusqlite::Result<()> {
+            tx.execute(
+                "DELETE FROM rounds WHERE instance_id=?1 AND arm=?2 AND sample=?3",
+                params![k.instance_id, k.arm, k.sample],
+            )?;
+            tx.execute(
+                "INSERT OR REPLACE INTO runs VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18)",
+                params![
+                    k.instance_id,
+                    k.arm,
+                    k.sample,
+                    run.status.name(),
+                    run.error_class,
+                    run.error,
+                    run.resolved,
+                    run.f2p.map(|f| f.fails_on_base),
+                    run.f2p.map(|f| f.passes_on_golden),
+                    run.finishes,
+                    run.rounds,
+                    run.budget_exhausted,
+                    run.outcome_test,
+                    run.tokens.map(|t| t as i64),
+                    run.cost,
+                    run.duration_s,
+                    run.attempts,
+                    run.model_patch,
+                ],
+            )?;
+            for r in rounds {
+                tx.execute(
+                    "INSERT INTO rounds VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
+                    params![
+                        k.instance_id,
+                        k.arm,
+                        k.sample,
+                        r.round,
+                        r.turn_exit,
+                        r.turn_s,
+                        r.verdict,
+                        r.budget_exhausted,
+                        r.followup
+                    ],
+                )?;
+            }
+            tx.execute(
+                "INSERT OR REPLACE INTO attempts VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
+                params![
+                    k.instance_id,
+                    k.arm,
+                    k.sample,
+                    run.attempts,
+                    run.status.name(),
+                    run.error_class,
+                    run.error,
+                    run.duration_s
+                ],
+            )?;
+            Ok(())
+        };
+        write(&tx).map_err(|e| self.err(e))?;
+        tx.commit().map_err(|e| self.err(e))
+    }
+
+    /// Every stored run, in key order.
+    pub fn runs(&self) -> Result<Vec<Run>, DbError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare(
+                "SELECT instance_id, arm, sample, status, error_class, error, resolved, \
+                 f2p_fails_on_base, f2p_passes_on_golden, finishes, rounds, budget_exhausted, \
+                 outcome_test, tokens, cost, duration_s, attempts, model_patch FROM runs \
+                 ORDER BY instance_id, arm, sample",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                let status: String = r.get(3)?;
+                let fails: Option<bool> = r.get(7)?;
+                let passes: Option<bool> = r.get(8)?;
+                Ok(Run {
+                    key: RunKey {
+                        instance_id: r.get(0)?,
+                        arm: r.get(1)?,
+                        sample: r.get(2)?,
+                    },
+                    status: Status::parse(&status).unwrap_or(Status::InfraError),
+                    error_class: r.get(4)?,
+                    error: r.get(5)?,
+                    resolved: r.get(6)?,
+                    f2p: fails.zip(passes).map(|(f, p)| F2p {
+                        fails_on_base: f,
+                        passes_on_golden: p,
+                    }),
+                    finishes: r.get(9)?,
+                    rounds: r.get(10)?,
+                    budget_exhausted: r.get(11)?,
+                    outcome_test: r.get(12)?,
+                    tokens: r.get::<_, Option<i64>>(13)?.map(|t| t.max(0) as u64),
+                    cost: r.get(14)?,
+                    duration_s: r.get(15)?,
+                    attempts: r.get(16)?,
+                    model_patch: r.get(17)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Every attempt logged, as (key, attempt, status, class, error).
+    pub fn attempts(&self) -> Result<Vec<(RunKey, u32, String, Option<String>)>, DbError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare(
+                "SELECT instance_id, arm, sample, attempt, status, error_class FROM attempts \
+                 ORDER BY instance_id, arm, sample, attempt",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    RunKey {
+                        instance_id: r.get(0)?,
+                        arm: r.get(1)?,
+                        sample: r.get(2)?,
+                    },
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(status: Status, attempts: u32) -> Run {
+        Run {
+            key: RunKey {
+                instance_id: "a__b-1".into(),
+                arm: "fix-only".into(),
+                sample: 0,
+            },
+            status,
+            error_class: (status == Status::InfraError).then(|| "workspace".into()),
+            error: None,
+            resolved: Some(true),
+            f2p: Some(F2p {
+                fails_on_base: true,
+                passes_on_golden: false,
+            }),
+            finishes: 2,
+            rounds: 2,
+            budget_exhausted: false,
+            outcome_test: None,
+            tokens: None,
+            cost: None,
+            duration_s: 1.5,
+            attempts,
+            model_patch: "diff".into(),
+        }
+    }
+
+    #[test]
+    fn a_rerun_replaces_the_row_and_keeps_every_attempt() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&dir.path().join("r.sqlite")).unwrap();
+        let key = run(Status::Ok, 1).key;
+        assert_eq!(db.status(&key).unwrap(), None);
+        let round = Round {
+            round: 1,
+            turn_exit: Some(0),
+            turn_s: 0.5,
+            verdict: "rejected".into(),
+            budget_exhausted: false,
+            followup: Some("again".into()),
+        };
+        db.finish(&run(Status::InfraError, 1), &[round.clone()])
+            .unwrap();
+        assert_eq!(db.status(&key).unwrap(), Some((Status::InfraError, 1)));
+        db.finish(&run(Status::Ok, 2), &[round]).unwrap();
+        let db = Db::open(&dir.path().join("r.sqlite")).unwrap();
+        let runs = db.runs().unwrap();
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].status, Status::Ok);
+        assert_eq!(runs[0].f2p.unwrap().fails_on_base, true);
+        let attempts = db.attempts().unwrap();
+        let statuses: Vec<&str> = attempts.iter().map(|a| a.2.as_str()).collect();
+        assert_eq!(statuses, ["infra_error", "ok"]);
+    }
+}

@@ -1,0 +1,59 @@
+//! The files other tools read, rewritten from the database after every
+//! call: `OUT/results.jsonl` (one record per run) and
+//! `OUT/predictions.jsonl` in SWE-bench's format, so the official harness
+//! can grade any arm again.
+
+use crate::experiment::db::{Run, Status};
+use serde_json::json;
+use std::path::Path;
+
+/// `<experiment>/<arm>/<sample>`: a run's `model_name_or_path`.
+pub fn model_name(experiment: &str, run: &Run) -> String {
+    format!("{experiment}/{}/{}", run.key.arm, run.key.sample)
+}
+
+/// Write both files into `out`, each whole or not at all.
+pub fn write(out: &Path, experiment: &str, runs: &[Run]) -> Result<(), String> {
+    let mut results = String::new();
+    let mut predictions = String::new();
+    for run in runs {
+        let record = json!({
+            "instance_id": run.key.instance_id,
+            "arm": run.key.arm,
+            "sample": run.key.sample,
+            "status": run.status.name(),
+            "resolved": run.resolved,
+            "f2p": run.f2p,
+            "finishes": run.finishes,
+            "rounds": run.rounds,
+            "budget_exhausted": run.budget_exhausted,
+            "outcome_test": run.outcome_test,
+            "tokens": run.tokens,
+            "cost": run.cost,
+            "duration_s": run.duration_s,
+            "attempts": run.attempts,
+            "error": run.error_class.as_ref().map(|class| json!({"class": class, "message": run.error})),
+        });
+        results.push_str(&record.to_string());
+        results.push('\n');
+        // An infrastructure error produced no patch worth grading.
+        if run.status != Status::InfraError {
+            let p = json!({
+                "instance_id": run.key.instance_id,
+                "model_name_or_path": model_name(experiment, run),
+                "model_patch": run.model_patch,
+            });
+            predictions.push_str(&p.to_string());
+            predictions.push('\n');
+        }
+    }
+    for (name, text) in [
+        ("results.jsonl", results),
+        ("predictions.jsonl", predictions),
+    ] {
+        let path = out.join(name);
+        crate::sys::atomic_file::write(&path, text.as_bytes(), true)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,586 @@
+//! The experiment file: YAML checked against `schemas/experiment.schema.json`,
+//! then resolved (paths made absolute against the file's directory, each arm's
+//! skill loaded) with every problem reported at its line and column.
+
+use crate::skill::schema::{self, BundledSchema};
+use crate::skill::yaml::{self, Located, Position};
+use crate::skill::{Issue, Issues};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The schema, as shipped.
+pub const SCHEMA: &str = include_str!("../../schemas/experiment.schema.json");
+
+static EXPERIMENT_SCHEMA: BundledSchema =
+    BundledSchema::new("schemas/experiment.schema.json", SCHEMA);
+
+/// The largest experiment file read.
+const MAX_FILE_BYTES: u64 = 1 << 20;
+/// Default limit of one agent turn.
+const DEFAULT_TURN_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// Default limit of one grading test run.
+const DEFAULT_TEST_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+/// Default turn budget of a run.
+const DEFAULT_TURNS: u32 = 20;
+
+/// A resolved experiment file.
+#[derive(Debug, Clone)]
+pub struct Experiment {
+    /// The file.
+    pub path: PathBuf,
+    /// Its name.
+    pub name: String,
+    /// The instances file.
+    pub instances: PathBuf,
+    /// Which instances run.
+    pub filter: Filter,
+    /// Local clones.
+    pub repos: PathBuf,
+    /// The default interpreter.
+    pub python: Option<PathBuf>,
+    /// The agent.
+    pub agent: Agent,
+    /// The model, for adapters that take one.
+    pub model: Option<Model>,
+    /// The arms, in file order.
+    pub arms: Vec<Arm>,
+    /// Runs per (instance, arm).
+    pub samples: u32,
+    /// The seed handed to agents.
+    pub seed: u64,
+    /// Per-run limits.
+    pub budget: Budget,
+    /// Each grading run's limit.
+    pub test_timeout: Duration,
+    /// The file as JSON with its paths resolved (the manifest records it).
+    pub resolved: Value,
+}
+
+/// Instance selection.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Ids to keep (`None`: all).
+    pub ids: Option<Vec<String>>,
+    /// Then `[start, end)` of what is left.
+    pub slice: (Option<usize>, Option<usize>),
+}
+
+/// The agent and its adapter.
+#[derive(Debug, Clone)]
+pub struct Agent {
+    /// The `command` adapter's argv.
+    pub command: Vec<String>,
+    /// One turn's limit.
+    pub timeout: Duration,
+    /// Added to its environment.
+    pub env: BTreeMap<String, String>,
+}
+
+/// The model adapters are pointed at.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Model {
+    /// Its API's base URL.
+    pub base_url: String,
+    /// The model name.
+    pub model: String,
+    /// The variable holding the key.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+}
+
+/// One arm: a skill plus overrides.
+#[derive(Debug, Clone)]
+pub struct Arm {
+    /// Its name.
+    pub name: String,
+    /// The skill directory.
+    pub skill: PathBuf,
+    /// Replaces the skill's `max_iterations`.
+    pub max_iterations: Option<u32>,
+    /// Merged into the signal's config (or keyed by signal).
+    pub config: Option<Map<String, Value>>,
+    /// A task template instead of the skill's.
+    pub task: Option<PathBuf>,
+    /// More template variables.
+    pub vars: Map<String, Value>,
+}
+
+/// Per-run limits.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    /// Agent turns.
+    pub turns: u32,
+    /// The whole run.
+    pub wall_time: Option<Duration>,
+}
+
+/// Why an experiment file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// It could not be read.
+    #[error("{path}: cannot read the experiment file: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// YAML syntax.
+    #[error("{path}:{}:{}: YAML syntax error: {message}", position.line, position.column)]
+    Yaml {
+        /// The file.
+        path: PathBuf,
+        /// Where.
+        position: Position,
+        /// What.
+        message: String,
+    },
+    /// Schema or semantic problems, all of them.
+    #[error("{path}: invalid experiment file:\n{}", Issues(issues, path))]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// Every problem.
+        issues: Vec<Issue>,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum DurationSpec {
+    Seconds(f64),
+    Text(String),
+}
+
+impl DurationSpec {
+    fn get(&self) -> Option<Duration> {
+        match self {
+            DurationSpec::Seconds(s) => Duration::try_from_secs_f64(*s).ok(),
+            DurationSpec::Text(t) => {
+                let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+                    (n, 0.001)
+                } else if let Some(n) = t.strip_suffix('s') {
+                    (n, 1.0)
+                } else if let Some(n) = t.strip_suffix('m') {
+                    (n, 60.0)
+                } else {
+                    (t.strip_suffix('h')?, 3600.0)
+                };
+                Duration::try_from_secs_f64(num.parse::<f64>().ok()? * scale).ok()
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Raw {
+    name: String,
+    instances: String,
+    #[serde(default)]
+    filter: RawFilter,
+    repos: String,
+    python: Option<String>,
+    agent: RawAgent,
+    model: Option<Model>,
+    arms: Map<String, Value>,
+    samples: Option<u32>,
+    seed: Option<u64>,
+    #[serde(default)]
+    budget: RawBudget,
+    test_timeout: Option<DurationSpec>,
+}
+
+#[derive(Deserialize, Default)]
+struct RawFilter {
+    ids: Option<Vec<String>>,
+    slice: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct RawAgent {
+    command: Vec<String>,
+    timeout: Option<DurationSpec>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize, Default)]
+struct RawBudget {
+    turns: Option<u32>,
+    wall_time: Option<DurationSpec>,
+}
+
+#[derive(Deserialize)]
+struct RawArm {
+    skill: String,
+    max_iterations: Option<u32>,
+    config: Option<Map<String, Value>>,
+    task: Option<String>,
+    #[serde(default)]
+    vars: Map<String, Value>,
+}
+
+/// Read and resolve the experiment file at `path`.
+pub fn load(path: &Path) -> Result<Experiment, FileError> {
+    let io = |source| FileError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let bytes = crate::sys::bounded_read::read_regular_file(path, MAX_FILE_BYTES).map_err(io)?;
+    let text = String::from_utf8(bytes)
+        .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
+    parse(&text, path)
+}
+
+/// Resolve experiment `text`, read from `path` (paths are relative to its
+/// directory).
+pub fn parse(text: &str, path: &Path) -> Result<Experiment, FileError> {
+    let doc = yaml::parse(text).map_err(|e| FileError::Yaml {
+        path: path.to_path_buf(),
+        position: e.position,
+        message: e.message,
+    })?;
+    let invalid = |issues| FileError::Invalid {
+        path: path.to_path_buf(),
+        issues,
+    };
+    let issues = EXPERIMENT_SCHEMA.issues(&doc, describe);
+    if !issues.is_empty() {
+        return Err(invalid(issues));
+    }
+    let raw: Raw = serde_json::from_value(doc.value.clone()).map_err(|e| {
+        invalid(vec![Issue {
+            position: Position { line: 1, column: 1 },
+            field: String::new(),
+            message: format!("does not match the experiment structure: {e}"),
+        }])
+    })?;
+    let dir = path
+        .parent()
+        .map(|d| {
+            if d.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                d
+            }
+        })
+        .unwrap_or(Path::new("."));
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let mut check = Checker {
+        doc: &doc,
+        dir: &dir,
+        issues: Vec::new(),
+    };
+    let experiment = check.resolve(raw, path);
+    if !check.issues.is_empty() {
+        let mut issues = check.issues;
+        issues.sort_by_key(|i| (i.position.line, i.position.column));
+        return Err(invalid(issues));
+    }
+    Ok(experiment)
+}
+
+/// A schema error in words an experiment's author can act on.
+fn describe(error: &jsonschema::ValidationError, pointer: &str) -> String {
+    use jsonschema::error::ValidationErrorKind as K;
+    match error.kind() {
+        K::OneOfNotValid { .. } if pointer.ends_with("timeout") || pointer.ends_with("time") => {
+            "must be a duration like \"90s\", \"30m\", \"2h\", or a positive number of seconds"
+                .into()
+        }
+        K::PropertyNames { .. } | K::Pattern { .. } if pointer.starts_with("/arms") => {
+            "an arm's name is lowercase letters, digits, '-' and '_'".into()
+        }
+        _ => schema::describe(error),
+    }
+}
+
+/// Resolution with its issues.
+struct Checker<'a> {
+    doc: &'a Located,
+    dir: &'a Path,
+    issues: Vec<Issue>,
+}
+
+impl Checker<'_> {
+    fn issue(&mut self, field: &str, message: impl fmt::Display) {
+        self.issues.push(Issue {
+            position: self.doc.position(field),
+            field: field.to_string(),
+            message: message.to_string(),
+        });
+    }
+
+    /// `value` against the file's directory.
+    fn path(&self, value: &str) -> PathBuf {
+        self.dir.join(value)
+    }
+
+    /// A path that must exist as a file (`dir: false`) or directory.
+    fn existing(&mut self, field: &str, value: &str, dir: bool) -> PathBuf {
+        let path = self.path(value);
+        let ok = if dir { path.is_dir() } else { path.is_file() };
+        if !ok {
+            let what = if dir { "directory" } else { "file" };
+            self.issue(
+                field,
+                format!(
+                    "{} is not a {what} (paths are relative to the experiment file)",
+                    path.display()
+                ),
+            );
+        }
+        path
+    }
+
+    fn duration(&mut self, field: &str, spec: Option<DurationSpec>, default: Duration) -> Duration {
+        match spec.map(|s| s.get()) {
+            None => default,
+            Some(Some(d)) if !d.is_zero() && d <= crate::run::MAX_TIME_LIMIT => d,
+            Some(_) => {
+                self.issue(field, "must be a positive duration of at most a day");
+                default
+            }
+        }
+    }
+
+    fn resolve(&mut self, raw: Raw, path: &Path) -> Experiment {
+        let instances = self.existing("/instances", &raw.instances, false);
+        let repos = self.existing("/repos", &raw.repos, true);
+        let python = raw.python.as_deref().map(|p| {
+            let at = self.path(p);
+            if !at.is_file() {
+                self.issue(
+                    "/python",
+                    format!(
+                        "{} is not a file (give an interpreter's path)",
+                        at.display()
+                    ),
+                );
+            }
+            at
+        });
+        let slice = match raw.filter.slice.as_deref() {
+            None => (None, None),
+            Some(s) => {
+                let (a, b) = s.split_once(':').unwrap_or((s, ""));
+                let (a, b) = (a.parse().ok(), b.parse().ok());
+                if let (Some(a), Some(b)) = (a, b) {
+                    if a > b {
+                        self.issue("/filter/slice", "start is past end");
+                    }
+                }
+                (a, b)
+            }
+        };
+        let mut command = raw.agent.command;
+        // `./agent` is the experiment's, not the workspace's.
+        if command[0].contains('/') && Path::new(&command[0]).is_relative() {
+            command[0] = self.path(&command[0]).to_string_lossy().into_owned();
+        }
+        let agent = Agent {
+            command,
+            timeout: self.duration("/agent/timeout", raw.agent.timeout, DEFAULT_TURN_TIMEOUT),
+            env: raw.agent.env,
+        };
+        let mut arms = Vec::new();
+        for (name, value) in raw.arms {
+            let at = format!("/arms/{name}");
+            let arm: RawArm = match serde_json::from_value(value) {
+                Ok(a) => a,
+                Err(e) => {
+                    self.issue(&at, e);
+                    continue;
+                }
+            };
+            let skill = self.existing(&format!("{at}/skill"), &arm.skill, true);
+            match crate::skill::load(&skill) {
+                Err(e) if skill.is_dir() => {
+                    self.issue(&format!("{at}/skill"), format!("not a valid skill: {e}"))
+                }
+                Ok(loaded) => {
+                    if let Some(config) = &arm.config {
+                        let names: Vec<&str> = loaded
+                            .manifest
+                            .signals
+                            .iter()
+                            .map(|s| s.name.as_str())
+                            .collect();
+                        if names.len() > 1 && config.keys().any(|k| !names.contains(&k.as_str())) {
+                            self.issue(
+                                &format!("{at}/config"),
+                                format!(
+                                    "the skill has several signals ({}): key the config by \
+                                     signal name",
+                                    names.join(", ")
+                                ),
+                            );
+                        }
+                    }
+                    if arm.task.is_none() && !skill.join("templates/task.md.j2").is_file() {
+                        self.issue(
+                            &format!("{at}/skill"),
+                            "the skill has no templates/task.md.j2; give the arm a `task` template",
+                        );
+                    }
+                }
+                Err(_) => {}
+            }
+            let task = arm
+                .task
+                .as_deref()
+                .map(|t| self.existing(&format!("{at}/task"), t, false));
+            arms.push(Arm {
+                name,
+                skill,
+                max_iterations: arm.max_iterations,
+                config: arm.config,
+                task,
+                vars: arm.vars,
+            });
+        }
+        let budget = Budget {
+            turns: raw.budget.turns.unwrap_or(DEFAULT_TURNS),
+            wall_time: raw
+                .budget
+                .wall_time
+                .map(|w| self.duration("/budget/wall_time", Some(w), DEFAULT_TURN_TIMEOUT)),
+        };
+        let test_timeout = self.duration("/test_timeout", raw.test_timeout, DEFAULT_TEST_TIMEOUT);
+        let mut resolved = self.doc.value.clone();
+        let absolute = |p: &Path| Value::String(p.to_string_lossy().into_owned());
+        resolved["instances"] = absolute(&instances);
+        resolved["repos"] = absolute(&repos);
+        if let Some(p) = &python {
+            resolved["python"] = absolute(p);
+        }
+        resolved["agent"]["command"] = serde_json::json!(agent.command);
+        for arm in &arms {
+            resolved["arms"][&arm.name]["skill"] = absolute(&arm.skill);
+            if let Some(t) = &arm.task {
+                resolved["arms"][&arm.name]["task"] = absolute(t);
+            }
+        }
+        Experiment {
+            path: std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
+            name: raw.name,
+            instances,
+            filter: Filter {
+                ids: raw.filter.ids,
+                slice,
+            },
+            repos,
+            python,
+            agent,
+            model: raw.model,
+            arms,
+            samples: raw.samples.unwrap_or(1),
+            seed: raw.seed.unwrap_or(0),
+            budget,
+            test_timeout,
+            resolved,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A directory with an instances file, a repos dir and the fix-only skill.
+    fn place() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("instances.jsonl"), "").unwrap();
+        std::fs::create_dir(dir.path().join("repos")).unwrap();
+        let skills = Path::new(env!("CARGO_MANIFEST_DIR")).join("skills");
+        std::os::unix::fs::symlink(skills, dir.path().join("skills")).unwrap();
+        dir
+    }
+
+    const GOOD: &str = "name: demo\ninstances: instances.jsonl\nrepos: repos\n\
+agent:\n  command: [./agent.py, \"{prompt_file}\"]\n  timeout: 10m\n\
+arms:\n  fix-only: {skill: skills/fix-only}\n  ralph: {skill: skills/ralph, max_iterations: 2}\n\
+samples: 2\n";
+
+    #[test]
+    fn a_good_file_resolves_against_its_directory() {
+        let dir = place();
+        let path = dir.path().join("exp.yaml");
+        let e = parse(GOOD, &path).unwrap();
+        assert_eq!(e.name, "demo");
+        assert_eq!(e.samples, 2);
+        assert_eq!(e.agent.timeout, Duration::from_secs(600));
+        let arms: Vec<&str> = e.arms.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(arms, ["fix-only", "ralph"], "file order");
+        assert_eq!(e.arms[1].max_iterations, Some(2));
+        assert!(Path::new(&e.agent.command[0]).is_absolute());
+        assert_eq!(e.agent.command[1], "{prompt_file}");
+        assert!(e.resolved["arms"]["ralph"]["skill"]
+            .as_str()
+            .unwrap()
+            .ends_with("skills/ralph"));
+    }
+
+    #[test]
+    fn every_problem_is_placed_at_its_line() {
+        let dir = place();
+        let path = dir.path().join("exp.yaml");
+        let text = GOOD
+            .replace("instances.jsonl", "missing.jsonl")
+            .replace("skills/ralph", "skills/nope")
+            .replace("timeout: 10m", "timeout: soon");
+        let e = parse(&text, &path).unwrap_err().to_string();
+        assert!(e.contains("exp.yaml:6:"), "the timeout's line: {e}");
+        assert!(e.contains("duration"), "{e}");
+        let text = GOOD
+            .replace("instances.jsonl", "missing.jsonl")
+            .replace("skills/ralph", "skills/nope");
+        let e = parse(&text, &path).unwrap_err().to_string();
+        assert!(e.contains("exp.yaml:2:12: instances:"), "{e}");
+        assert!(e.contains("missing.jsonl is not a file"), "{e}");
+        assert!(e.contains("exp.yaml:9:"), "the arm's line: {e}");
+        assert!(e.contains("skills/nope is not a directory"), "{e}");
+    }
+
+    #[test]
+    fn unknown_fields_and_bad_names_are_refused() {
+        let dir = place();
+        let path = dir.path().join("exp.yaml");
+        let e = parse(&format!("{GOOD}sample: 3\n"), &path)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("exp.yaml:11:1"), "{e}");
+        assert!(
+            e.contains("unknown field; the fields allowed here are name, instances"),
+            "{e}"
+        );
+        let e = parse(&GOOD.replace("fix-only:", "Fix Only:"), &path)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("an arm's name is lowercase"), "{e}");
+        let e = parse(
+            &GOOD.replace("skill: skills/fix-only", "skil: skills/fix-only"),
+            &path,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("missing required field \"skill\""), "{e}");
+        assert!(
+            e.contains("unknown field; the fields allowed here are skill, max_iterations"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn yaml_syntax_errors_say_where() {
+        let e = parse("name: [a\n", Path::new("x.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("x.yaml:"), "{e}");
+        assert!(e.contains("YAML syntax error"), "{e}");
+    }
+}

@@ -1,0 +1,161 @@
+//! Grading a run's final patch, apart from generating it: the golden tests
+//! (`test_patch`) run on the patch and judged per test id, as SWE-bench
+//! does (`resolved`), and for arms that write a test, that test's
+//! fail-to-pass on the base and on the golden fix. Test runs go through the
+//! MPE runner's back end (confined scratch copies) and `mpe::instance`'s
+//! preparation; each run's raw output is kept beside the run.
+
+use crate::experiment::db::F2p;
+use crate::mpe::instance::{Prepared, TestSet};
+use crate::mpe::pytest::{judge_ids, RunRecord};
+use crate::mpe::runner::Backend;
+use crate::workspace::TestClassifier;
+use critic_sdk::reproduction::{BugExit, Outcome};
+use critic_sdk::{RunRequest, RunResult};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// A grade.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Graded {
+    /// The golden tests pass on the patch.
+    pub resolved: Option<bool>,
+    /// Fail-to-pass of the patch's own test.
+    pub f2p: Option<F2p>,
+    /// Why grading could not say (not a result).
+    pub infra: Option<String>,
+}
+
+/// How an arm's own test is found and run.
+pub struct ArmTests {
+    /// Which files of a patch are tests.
+    pub classifier: TestClassifier,
+    /// The arm's test command (its config's `test_command`), `python3`
+    /// meaning the experiment's interpreter; `None`: the instance's
+    /// pytest command on the test modules.
+    pub command: Option<Vec<String>>,
+}
+
+/// Grade `patch` on `prepared`, running on `backend`; raw outputs go to
+/// `logs` (`golden.json`, `own-on-base.json`, `own-on-golden.json`).
+pub fn grade(
+    prepared: &Prepared,
+    backend: &dyn Backend,
+    patch: &str,
+    own: &ArmTests,
+    python: &Path,
+    logs: &Path,
+) -> Graded {
+    let mut requests = vec![on_patch(prepared, patch)];
+    let own_test = match own_test(prepared, patch, own) {
+        Ok(t) => t,
+        Err(e) => {
+            return Graded {
+                infra: Some(format!("the final patch: {e}")),
+                ..Graded::default()
+            }
+        }
+    };
+    if let Some(tests) = &own_test {
+        let argv = own_command(prepared, own, tests, python);
+        for code in [BTreeMap::new(), prepared.golden_files.clone()] {
+            let mut files: BTreeMap<String, Option<String>> =
+                code.into_iter().map(|(p, t)| (p, Some(t))).collect();
+            files.extend(
+                tests
+                    .files
+                    .iter()
+                    .map(|(p, t)| (p.clone(), Some(t.clone()))),
+            );
+            requests.push(RunRequest {
+                patch: None,
+                files,
+                argv: argv.clone(),
+                ..requests[0].clone()
+            });
+        }
+    }
+    let results = backend.run_all(&requests);
+    let names = ["golden", "own-on-base", "own-on-golden"];
+    for ((name, request), result) in names.iter().zip(&requests).zip(&results) {
+        let _ = std::fs::write(
+            logs.join(format!("{name}.json")),
+            serde_json::to_vec_pretty(&json!({"argv": request.argv, "result": result}))
+                .unwrap_or_default(),
+        );
+    }
+    let mut graded = Graded::default();
+    let golden = &results[0];
+    match &golden.error {
+        // The patch is the agent's: one that does not apply resolves nothing.
+        Some(e) if e.contains("does not apply") || e.contains("not a valid diff") => {
+            graded.resolved = Some(false)
+        }
+        Some(e) => {
+            graded.infra = Some(format!("the golden tests could not run: {e}"));
+            return graded;
+        }
+        None => {
+            let record = RunRecord::of(golden);
+            graded.resolved = Some(judge_ids(&record, &prepared.golden_ids).passed());
+        }
+    }
+    if let (Some(tests), [_, base, fixed]) = (&own_test, results.as_slice()) {
+        let files: Vec<&str> = tests.files.keys().map(String::as_str).collect();
+        let judge = |r: &RunResult| Outcome::of(r, BugExit::Nonzero, &files);
+        let (on_base, on_golden) = (judge(base), judge(fixed));
+        for o in [&on_base, &on_golden] {
+            if let Outcome::NotRun(why) = o {
+                graded.infra = Some(format!("the patch's own test could not run: {why}"));
+                return graded;
+            }
+        }
+        graded.f2p = Some(F2p {
+            fails_on_base: on_base == Outcome::BugDetected,
+            passes_on_golden: on_golden == Outcome::Pass,
+        });
+    }
+    graded
+}
+
+/// The golden tests on the base with `patch` applied; the golden test
+/// files are written over whatever the patch did to them.
+fn on_patch(prepared: &Prepared, patch: &str) -> RunRequest {
+    let mut request = prepared.request(&BTreeMap::new(), &prepared.golden_tests);
+    request.patch = Some(patch.to_string());
+    request
+}
+
+/// The patch's own test files (content after the patch), if it has any.
+fn own_test(prepared: &Prepared, patch: &str, own: &ArmTests) -> Result<Option<TestSet>, String> {
+    if patch.trim().is_empty() {
+        return Ok(None);
+    }
+    let (tests, _) = prepared.test_set(patch, |p| own.classifier.is_test(p))?;
+    Ok((!tests.files.is_empty()).then_some(tests))
+}
+
+/// The command that runs the patch's own test.
+fn own_command(prepared: &Prepared, own: &ArmTests, tests: &TestSet, python: &Path) -> Vec<String> {
+    match &own.command {
+        Some(argv) => argv
+            .iter()
+            .enumerate()
+            .flat_map(|(i, a)| {
+                if i == 0 && matches!(a.as_str(), "python" | "python3") {
+                    vec![python.to_string_lossy().into_owned()]
+                } else if a == "{test_files}" {
+                    tests.files.keys().cloned().collect()
+                } else {
+                    vec![a.clone()]
+                }
+            })
+            .collect(),
+        None => {
+            let mut argv = prepared.command.clone();
+            argv.extend(tests.targets.iter().cloned());
+            argv
+        }
+    }
+}

@@ -1,0 +1,445 @@
+//! Experiments (`critic experiment`): arms x instances x samples, each run
+//! an agent on a fresh clone with one arm's critic at its finish boundary,
+//! then graded apart from its generation; resumable, shardable, with every
+//! number traceable to the run directory behind it.
+//!
+//! `file.rs` reads the experiment file; `arm.rs` makes each arm's skill
+//! copy and task prompt; `adapters/` drive the agent one turn at a time;
+//! `session.rs` is one run; `grade.rs` its evaluation; `db.rs` the results
+//! database; `manifest.rs` the immutable record of what was asked; and
+//! `export.rs` the JSONL files other tools read.
+
+pub mod adapters;
+pub mod arm;
+pub mod db;
+pub mod export;
+pub mod file;
+pub mod grade;
+pub mod manifest;
+pub mod session;
+
+use crate::mpe::dataset::{self, Instance};
+use crate::mpe::instance::Prepared;
+use crate::mpe::runner::{Backend, Backends, LocalScratch};
+use crate::workspace::TestClassifier;
+use db::{Db, Run, RunKey, Status};
+use file::Experiment;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// What to run, and how.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The experiment file.
+    pub file: PathBuf,
+    /// Where everything goes; a rerun with the same directory resumes.
+    pub output_dir: PathBuf,
+    /// Runs in parallel.
+    pub workers: usize,
+    /// Only this part of the runs.
+    pub shard: Option<Shard>,
+    /// Further attempts for a run that ends in an infrastructure error.
+    pub retries: u32,
+    /// The `critic` binary the agent's finish calls.
+    pub critic: PathBuf,
+    /// Take a changed manifest (the old one is kept beside it).
+    pub force_new_manifest: bool,
+    /// Run the critic's and the grader's tests unconfined.
+    pub unconfined_runs: bool,
+}
+
+/// A deterministic part of the runs: those whose key hashes to `index`
+/// modulo `count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// 0-based.
+    pub index: u32,
+    /// How many.
+    pub count: u32,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Shard, String> {
+        let bad = || format!("{s:?}: expected I/N with 0 <= I < N, such as 0/4");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count) = (i.parse().map_err(|_| bad())?, n.parse().map_err(|_| bad())?);
+        if count == 0 || index >= count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl Shard {
+    /// Whether `key` is in this shard.
+    pub fn holds(&self, key: &RunKey) -> bool {
+        let h = Sha256::digest(format!("{}\0{}\0{}", key.instance_id, key.arm, key.sample));
+        let n = u64::from_le_bytes(h[..8].try_into().expect("8 bytes"));
+        n % u64::from(self.count) == u64::from(self.index)
+    }
+}
+
+/// Why an experiment could not run (a run's own failure is a result in the
+/// database, not this).
+#[derive(Debug, thiserror::Error)]
+pub enum ExperimentError {
+    /// The experiment file.
+    #[error(transparent)]
+    File(#[from] file::FileError),
+    /// The instances, their clones or interpreters.
+    #[error("{0}")]
+    Input(String),
+    /// The output directory.
+    #[error("{0}")]
+    Output(String),
+    /// The database.
+    #[error(transparent)]
+    Db(#[from] db::DbError),
+}
+
+/// What the caller shows while runs go.
+pub trait Progress: Sync {
+    /// `pending` of `total` runs are to be made.
+    fn start(&self, total: usize, pending: usize);
+    /// A run ended (`retrying`: an infrastructure error that is tried again).
+    fn finished(&self, run: &Run, retrying: bool);
+}
+
+/// Shows nothing.
+pub struct Quiet;
+
+impl Progress for Quiet {
+    fn start(&self, _: usize, _: usize) {}
+    fn finished(&self, _: &Run, _: bool) {}
+}
+
+/// What a call of [`run`] did.
+#[derive(Debug)]
+pub struct Finished {
+    /// Runs of this shard.
+    pub total: usize,
+    /// Runs made now (retries not counted twice).
+    pub ran: usize,
+    /// Every run of this shard as stored, in key order.
+    pub runs: Vec<Run>,
+}
+
+impl Finished {
+    /// Runs that ended in an infrastructure error: not results.
+    pub fn errors(&self) -> Vec<&Run> {
+        self.runs
+            .iter()
+            .filter(|r| r.status == Status::InfraError)
+            .collect()
+    }
+}
+
+/// The instances of `exp` after its filter, each with its clone and
+/// interpreter; an error names the record and field.
+pub fn instances(exp: &Experiment) -> Result<Vec<(Instance, PathBuf, PathBuf)>, ExperimentError> {
+    let mut all = dataset::read_instances(&exp.instances)
+        .map_err(|e| ExperimentError::Input(e.to_string()))?;
+    if let Some(ids) = &exp.filter.ids {
+        let unknown: Vec<&str> = ids
+            .iter()
+            .filter(|id| !all.iter().any(|i| &i.id == *id))
+            .map(String::as_str)
+            .collect();
+        if !unknown.is_empty() {
+            return Err(ExperimentError::Input(format!(
+                "{}: filter.ids: {} not in {}",
+                exp.path.display(),
+                unknown.join(", "),
+                exp.instances.display()
+            )));
+        }
+        all.retain(|i| ids.contains(&i.id));
+    }
+    let (start, end) = exp.filter.slice;
+    let end = end.unwrap_or(all.len()).min(all.len());
+    let start = start.unwrap_or(0).min(end);
+    let mut problems = Vec::new();
+    let mut out = Vec::new();
+    for inst in all.drain(start..end) {
+        let repo = crate::mpe::clone_dir(&exp.repos, &inst.repo);
+        if !repo.join(".git").exists() && !repo.join("HEAD").is_file() {
+            problems.push(format!(
+                "{}: field `repo`: no clone of {} at {} (clones are <owner>__<name> under `repos`)",
+                inst.place,
+                inst.repo,
+                repo.display()
+            ));
+            continue;
+        }
+        let python = match inst.python.clone().or_else(|| exp.python.clone()) {
+            Some(p) => p,
+            None => {
+                problems.push(format!(
+                    "{}: no interpreter: give `python` in {} or the record",
+                    inst.place,
+                    exp.path.display()
+                ));
+                continue;
+            }
+        };
+        out.push((inst, repo, python));
+    }
+    if !problems.is_empty() {
+        return Err(ExperimentError::Input(problems.join("\n")));
+    }
+    Ok(out)
+}
+
+/// Run the experiment of `opts`; runs already finished (`ok`,
+/// `agent_fail`) are kept, missing and `infra_error` ones are made.
+pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, ExperimentError> {
+    let exp = file::load(&opts.file)?;
+    let instances = instances(&exp)?;
+    let out = &opts.output_dir;
+    std::fs::create_dir_all(out)
+        .map_err(|e| ExperimentError::Output(format!("{}: {e}", out.display())))?;
+    let _lock = manifest::lock(out).map_err(ExperimentError::Output)?;
+    let arms: Vec<arm::Prepared> = exp
+        .arms
+        .iter()
+        .map(|a| arm::prepare(a, &out.join("arms").join(&a.name).join("skill")))
+        .collect::<Result<_, _>>()
+        .map_err(ExperimentError::Input)?;
+    let ids: Vec<&str> = instances.iter().map(|(i, _, _)| i.id.as_str()).collect();
+    let record = manifest::of(&exp, &ids, &arms, opts.shard, &opts.critic);
+    manifest::write_or_check(out, &record, opts.force_new_manifest)
+        .map_err(ExperimentError::Output)?;
+    let db = Db::open(&out.join("results.sqlite"))?;
+    // Each instance made ready once, up front: a golden patch that does not
+    // apply is an error of the dataset, before any agent runs.
+    let prepared: HashMap<&str, Arc<Prepared>> = instances
+        .iter()
+        .map(|(inst, repo, python)| {
+            Prepared::new(inst, repo, python, exp.test_timeout)
+                .map(|p| (inst.id.as_str(), Arc::new(p)))
+                .map_err(ExperimentError::Input)
+        })
+        .collect::<Result<_, _>>()?;
+    let mut keys = Vec::new();
+    for (inst, _, _) in &instances {
+        for a in &arms {
+            for sample in 0..exp.samples {
+                let key = RunKey {
+                    instance_id: inst.id.clone(),
+                    arm: a.name.clone(),
+                    sample,
+                };
+                if opts.shard.is_none_or(|s| s.holds(&key)) {
+                    keys.push(key);
+                }
+            }
+        }
+    }
+    let mut pending = Vec::new();
+    for key in &keys {
+        match db.status(key)? {
+            Some((Status::Ok | Status::AgentFail, _)) => {}
+            Some((Status::InfraError, attempts)) => pending.push((key.clone(), attempts)),
+            None => pending.push((key.clone(), 0)),
+        }
+    }
+    progress.start(keys.len(), pending.len());
+    let work_dir = out.join("work");
+    let check_flags: Vec<String> = opts
+        .unconfined_runs
+        .then(|| "--unconfined-runs".to_string())
+        .into_iter()
+        .collect();
+    let ctx = session::Context {
+        experiment: &exp,
+        critic: &opts.critic,
+        check_flags: &check_flags,
+        work_dir: &work_dir,
+    };
+    let graders = Graders::new(&pending, opts);
+    let failures: Mutex<Vec<ExperimentError>> = Mutex::new(Vec::new());
+    crate::sys::parallel::map(pending.len(), opts.workers.max(1), |i| {
+        let (key, before) = &pending[i];
+        let (inst, repo, python) = instances
+            .iter()
+            .find(|(inst, _, _)| inst.id == key.instance_id)
+            .expect("pending runs are of the instances");
+        let arm = arms
+            .iter()
+            .find(|a| a.name == key.arm)
+            .expect("an arm's run");
+        let own = grade::ArmTests {
+            classifier: TestClassifier::new(&arm.test_patterns)
+                .expect("the skill loaded, so its patterns compile"),
+            command: arm.config.get("test_command").and_then(|v| {
+                v.as_array().map(|a| {
+                    a.iter()
+                        .filter_map(|s| s.as_str().map(str::to_string))
+                        .collect()
+                })
+            }),
+        };
+        let grader = |patch: &str, job: &session::Job| {
+            let logs = job.dir.join("grade");
+            let _ = std::fs::create_dir_all(&logs);
+            match graders.backend(
+                &key.instance_id,
+                repo,
+                &prepared[key.instance_id.as_str()].base,
+                python,
+            ) {
+                Ok(backend) => grade::grade(
+                    &prepared[key.instance_id.as_str()],
+                    backend.as_ref(),
+                    patch,
+                    &own,
+                    python,
+                    &logs,
+                ),
+                Err(e) => grade::Graded {
+                    infra: Some(e),
+                    ..Default::default()
+                },
+            }
+        };
+        for attempt in before + 1..=before + 1 + opts.retries {
+            let job = session::Job {
+                key: key.clone(),
+                instance: inst,
+                arm,
+                dir: run_dir(out, key),
+                python: python.clone(),
+                repo: repo.clone(),
+                attempt,
+            };
+            let (run, rounds) = session::run(&ctx, &job, &grader);
+            if let Err(e) = db.finish(&run, &rounds) {
+                failures
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(e.into());
+                break;
+            }
+            let retrying = run.status == Status::InfraError && attempt <= before + opts.retries;
+            progress.finished(&run, retrying);
+            if !retrying {
+                break;
+            }
+        }
+        graders.done(&key.instance_id);
+    });
+    if let Some(e) = failures
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .pop()
+    {
+        return Err(e);
+    }
+    let runs: Vec<Run> = db
+        .runs()?
+        .into_iter()
+        .filter(|r| keys.contains(&r.key))
+        .collect();
+    export::write(out, &exp.name, &runs).map_err(ExperimentError::Output)?;
+    Ok(Finished {
+        total: keys.len(),
+        ran: pending.len(),
+        runs,
+    })
+}
+
+/// `OUT/runs/<instance>/<arm>/<sample>`.
+pub fn run_dir(out: &Path, key: &RunKey) -> PathBuf {
+    out.join("runs")
+        .join(crate::mpe::store::slug(&key.instance_id))
+        .join(&key.arm)
+        .join(key.sample.to_string())
+}
+
+/// The grading back ends, one per instance while it has runs left.
+struct Graders<'a> {
+    opts: &'a Options,
+    open: Mutex<BTreeMap<String, Arc<dyn Backend>>>,
+    left: Mutex<BTreeMap<String, usize>>,
+}
+
+impl<'a> Graders<'a> {
+    fn new(pending: &[(RunKey, u32)], opts: &'a Options) -> Graders<'a> {
+        let mut left = BTreeMap::new();
+        for (k, _) in pending {
+            *left.entry(k.instance_id.clone()).or_insert(0) += 1;
+        }
+        Graders {
+            opts,
+            open: Mutex::new(BTreeMap::new()),
+            left: Mutex::new(left),
+        }
+    }
+
+    fn backend(
+        &self,
+        id: &str,
+        repo: &Path,
+        base: &str,
+        python: &Path,
+    ) -> Result<Arc<dyn Backend>, String> {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(b) = open.get(id) {
+            return Ok(b.clone());
+        }
+        let backends = LocalScratch {
+            // The golden tests and the run's own test on base and fix.
+            workers: 3,
+            confined: !self.opts.unconfined_runs,
+        };
+        let b: Arc<dyn Backend> = Arc::from(backends.open(repo, base, python)?);
+        open.insert(id.to_string(), b.clone());
+        Ok(b)
+    }
+
+    /// One run of `id` is over; its scratch copies go with its last.
+    fn done(&self, id: &str) {
+        let mut left = self.left.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = left.get_mut(id) {
+            *n -= 1;
+            if *n == 0 {
+                self.open
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(id);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_partition_the_runs() {
+        let keys: Vec<RunKey> = (0..200)
+            .map(|i| RunKey {
+                instance_id: format!("o__r-{i}"),
+                arm: ["a", "b"][i % 2].into(),
+                sample: (i % 3) as u32,
+            })
+            .collect();
+        let shards: Vec<Shard> = (0..3).map(|i| format!("{i}/3").parse().unwrap()).collect();
+        for k in &keys {
+            assert_eq!(shards.iter().filter(|s| s.holds(k)).count(), 1, "{k}");
+        }
+        let sizes: Vec<usize> = shards
+            .iter()
+            .map(|s| keys.iter().filter(|k| s.holds(k)).count())
+            .collect();
+        assert!(sizes.iter().all(|&n| n > 40), "{sizes:?}");
+        for bad in ["3/3", "1", "a/2", "0/0", "-1/2"] {
+            assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        }
+    }
+}

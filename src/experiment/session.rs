@@ -1,0 +1,482 @@
+//! One run: a fresh workspace, the arm's task prompt, then turns of the
+//! agent, each ended by the critic's check at its finish, until the skill
+//! accepts or a budget ends; then the final patch (with the arm's declared
+//! outcome applied) and its grade. Everything the run saw is kept under its
+//! directory; its result is returned for the database.
+
+use crate::experiment::adapters::{self, Turn, TurnEnd};
+use crate::experiment::arm;
+use crate::experiment::db::{Round, Run, RunKey, Status};
+use crate::experiment::file::Experiment;
+use crate::experiment::grade::Graded;
+use crate::mpe::dataset::Instance;
+use crate::workspace::git;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+/// The most bytes of a verdict read from `critic check`.
+const MAX_VERDICT_BYTES: usize = 16 << 20;
+
+/// What every run of an experiment shares.
+pub struct Context<'a> {
+    /// The experiment.
+    pub experiment: &'a Experiment,
+    /// The `critic` binary the finish boundary calls.
+    pub critic: &'a Path,
+    /// Flags every check gets (cache, confinement).
+    pub check_flags: &'a [String],
+    /// Where workspaces are made.
+    pub work_dir: &'a Path,
+}
+
+/// One run to make.
+pub struct Job<'a> {
+    /// Which.
+    pub key: RunKey,
+    /// Its instance.
+    pub instance: &'a Instance,
+    /// Its arm.
+    pub arm: &'a arm::Prepared,
+    /// Its directory (emptied first).
+    pub dir: PathBuf,
+    /// The interpreter.
+    pub python: PathBuf,
+    /// The clone it starts from.
+    pub repo: PathBuf,
+    /// This attempt's number, 1-based.
+    pub attempt: u32,
+}
+
+/// A run's failure before it could be graded.
+struct Failed {
+    status: Status,
+    class: &'static str,
+    message: String,
+}
+
+fn infra(class: &'static str, message: impl Into<String>) -> Failed {
+    Failed {
+        status: Status::InfraError,
+        class,
+        message: message.into(),
+    }
+}
+
+/// The run's turns so far.
+#[derive(Default)]
+struct Turns {
+    rounds: Vec<Round>,
+    finishes: u32,
+    budget_exhausted: bool,
+    last_verdict: Option<Value>,
+    /// Why the agent's side ended the run, when it did.
+    agent_fail: Option<(&'static str, String)>,
+}
+
+/// Make the run; its result and rounds. Grading goes through `grader`.
+pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Job) -> Graded) -> (Run, Vec<Round>) {
+    let started = Instant::now();
+    let mut turns = Turns::default();
+    let workspace = ctx.work_dir.join(format!(
+        "{}__{}__{}",
+        crate::mpe::store::slug(&job.key.instance_id),
+        job.key.arm,
+        job.key.sample
+    ));
+    let outcome = (|| -> Result<(String, Option<String>), Failed> {
+        reset_dir(&job.dir).map_err(|e| infra("output", e))?;
+        make_workspace(&job.repo, &job.instance.base_commit, &workspace)
+            .map_err(|e| infra("workspace", e))?;
+        crate::sys::interrupt::remember_dir(&workspace);
+        drive(ctx, job, &workspace, &mut turns)?;
+        final_patch(job, &workspace, turns.last_verdict.as_ref())
+    })();
+    if workspace.exists() {
+        let _ = crate::sys::remove_tree::remove_tree(&workspace);
+    }
+    crate::sys::interrupt::forget_dir(&workspace);
+    let mut run = Run {
+        key: job.key.clone(),
+        status: Status::Ok,
+        error_class: None,
+        error: None,
+        resolved: None,
+        f2p: None,
+        finishes: turns.finishes,
+        rounds: turns.rounds.len() as u32,
+        budget_exhausted: turns.budget_exhausted,
+        outcome_test: None,
+        tokens: None,
+        cost: None,
+        duration_s: 0.0,
+        attempts: job.attempt,
+        model_patch: String::new(),
+    };
+    match outcome {
+        Err(f) => {
+            run.status = f.status;
+            run.error_class = Some(f.class.to_string());
+            run.error = Some(f.message);
+        }
+        Ok((patch, outcome_test)) => {
+            let _ = std::fs::write(job.dir.join("final.patch"), &patch);
+            let graded = grader(&patch, job);
+            if let Some((class, message)) = turns.agent_fail.take() {
+                run.status = Status::AgentFail;
+                run.error_class = Some(class.to_string());
+                run.error = Some(message);
+            }
+            match graded.infra {
+                Some(e) => {
+                    run.status = Status::InfraError;
+                    run.error_class = Some("grade".into());
+                    run.error = Some(e);
+                }
+                None => {
+                    run.resolved = graded.resolved;
+                    run.f2p = graded.f2p;
+                }
+            }
+            run.outcome_test = outcome_test;
+            run.model_patch = patch;
+        }
+    }
+    run.duration_s = started.elapsed().as_secs_f64();
+    let _ = std::fs::write(
+        job.dir.join("run.json"),
+        serde_json::to_vec_pretty(&json!({"run": run, "rounds": turns.rounds})).unwrap_or_default(),
+    );
+    (run, turns.rounds)
+}
+
+/// Empty `dir` (an earlier attempt's files go).
+fn reset_dir(dir: &Path) -> Result<(), String> {
+    if dir.exists() {
+        crate::sys::remove_tree::remove_tree(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))
+}
+
+/// A clone of `repo` at `base` in `dest`: objects hard-linked where the
+/// file system allows, HEAD detached at the base, nothing of the user's
+/// clone (its hooks, its config) carried over.
+pub fn make_workspace(repo: &Path, base: &str, dest: &Path) -> Result<(), String> {
+    if dest.exists() {
+        crate::sys::remove_tree::remove_tree(dest)
+            .map_err(|e| format!("{}: cannot remove an old workspace: {e}", dest.display()))?;
+    }
+    if let Some(parent) = dest.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    }
+    // A path (not --local) makes git hard-link the objects where the file
+    // system allows and copy them where it does not.
+    let mut clone = git::command(Path::new("."));
+    clone
+        .args(["clone", "--quiet", "--no-checkout", "--"])
+        .arg(repo)
+        .arg(dest);
+    git::run(clone)
+        .map_err(|e| format!("cannot clone {}: {}", repo.display(), e.message.trim()))?;
+    let mut checkout = git::command(dest);
+    checkout.args(["checkout", "--quiet", "--detach", base, "--"]);
+    git::run(checkout).map_err(|e| {
+        format!(
+            "cannot check out {base} in a clone of {}: {}",
+            repo.display(),
+            e.message.trim()
+        )
+    })?;
+    Ok(())
+}
+
+/// The turns: prompt, agent, check; until accepted or a budget ends.
+fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Result<(), Failed> {
+    let exp = ctx.experiment;
+    let session = format!("{}-{}-{}", job.key.arm, job.key.sample, job.attempt);
+    let state = job.dir.join("state");
+    let events_file = job.dir.join("transcript");
+    let record = job.dir.join("events.jsonl");
+    let mut prompt = job
+        .arm
+        .render(job.instance, workspace)
+        .map_err(|e| infra("prompt", e))?;
+    let python_dir = job.python.parent().map(Path::to_path_buf);
+    let started = Instant::now();
+    for round in 1..=exp.budget.turns {
+        let dir = job.dir.join(format!("round-{round}"));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| infra("output", format!("{}: {e}", dir.display())))?;
+        let prompt_file = dir.join("prompt.md");
+        std::fs::write(&prompt_file, &prompt)
+            .map_err(|e| infra("output", format!("{}: {e}", prompt_file.display())))?;
+        let mut timeout = exp.agent.timeout;
+        if let Some(wall) = exp.budget.wall_time {
+            let left = wall.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                turns.agent_fail = Some(("wall_time", format!("the run's {wall:?} ran out")));
+                return Ok(());
+            }
+            timeout = timeout.min(left);
+        }
+        let mut env: Vec<(String, String)> = exp.agent.env.clone().into_iter().collect();
+        env.push(("CRITIC_SEED".into(), exp.seed.to_string()));
+        env.push(("CRITIC_SAMPLE".into(), job.key.sample.to_string()));
+        env.push(("PYTHONHASHSEED".into(), "0".into()));
+        env.push(("TZ".into(), "UTC".into()));
+        env.push(("LC_ALL".into(), "C.UTF-8".into()));
+        if let Some(m) = &exp.model {
+            env.push(("CRITIC_MODEL_BASE_URL".into(), m.base_url.clone()));
+            env.push(("CRITIC_MODEL".into(), m.model.clone()));
+        }
+        let turn = Turn {
+            prompt_file: prompt_file.clone(),
+            round,
+            session: session.clone(),
+            workspace: workspace.to_path_buf(),
+            events_file: events_file.clone(),
+            log_file: dir.join("agent.log"),
+            timeout,
+            path_prefix: python_dir.iter().cloned().collect(),
+            env,
+        };
+        let result = adapters::command::run(&exp.agent.command, &turn);
+        let mut row = Round {
+            round,
+            turn_exit: None,
+            turn_s: result.duration.as_secs_f64(),
+            verdict: "none".into(),
+            budget_exhausted: false,
+            followup: None,
+        };
+        match &result.end {
+            TurnEnd::NotStarted(why) => {
+                turns.rounds.push(row);
+                return Err(infra("agent_start", why.clone()));
+            }
+            TurnEnd::TimedOut => {
+                turns.rounds.push(row);
+                turns.agent_fail = Some((
+                    "turn_timeout",
+                    format!("round {round}: the agent ran past {timeout:?} and was killed"),
+                ));
+                return Ok(());
+            }
+            TurnEnd::Exited(code) => row.turn_exit = *code,
+        }
+        append_record(&record, &prompt, &result.output_tail, row.turn_exit)
+            .map_err(|e| infra("output", e))?;
+        let events = if std::fs::metadata(&events_file).is_ok_and(|m| m.len() > 0) {
+            &events_file
+        } else {
+            &record
+        };
+        let verdict = check(ctx, job, workspace, events, &session, &state, &dir);
+        let verdict = match verdict {
+            Ok(v) => v,
+            Err(e) => {
+                turns.rounds.push(row);
+                return Err(e);
+            }
+        };
+        turns.finishes += 1;
+        let accepted = verdict["accepted"].as_bool().unwrap_or(false);
+        row.budget_exhausted = verdict["budget_exhausted"].as_bool().unwrap_or(false);
+        row.verdict = if accepted { "accepted" } else { "rejected" }.into();
+        row.followup = verdict["followup"].as_str().map(str::to_string);
+        let _ = save_patch(
+            workspace,
+            &job.instance.base_commit,
+            &dir.join("patch.diff"),
+        );
+        turns.budget_exhausted = row.budget_exhausted;
+        turns.last_verdict = Some(verdict);
+        let followup = row.followup.clone();
+        turns.rounds.push(row);
+        if accepted {
+            return Ok(());
+        }
+        prompt = followup.unwrap_or_else(|| "Your finish was rejected; continue.".into());
+    }
+    turns.agent_fail = Some((
+        "turn_budget",
+        format!(
+            "the critic still rejected after {} turns (budget.turns)",
+            exp.budget.turns
+        ),
+    ));
+    Ok(())
+}
+
+/// Add the turn to the runner's own record of the session, in the host's
+/// normalized event format: the prompt as the user's message, the agent's
+/// exit (and the end of its output) as its finish.
+fn append_record(path: &Path, prompt: &str, tail: &str, exit: Option<i32>) -> Result<(), String> {
+    let err = |e: std::io::Error| format!("{}: {e}", path.display());
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(err)?;
+    let user = json!({"index": 0, "kind": "message", "source": "user", "text": prompt});
+    let mut finish = json!({"index": 0, "kind": "finish", "source": "agent", "text": tail});
+    if let Some(code) = exit {
+        finish["exit_code"] = json!(code);
+    }
+    writeln!(f, "{user}\n{finish}").map_err(err)
+}
+
+/// The critic's check of this finish, as the `critic` binary gives it.
+fn check(
+    ctx: &Context,
+    job: &Job,
+    workspace: &Path,
+    events: &Path,
+    session: &str,
+    state: &Path,
+    dir: &Path,
+) -> Result<Value, Failed> {
+    let mut cmd = Command::new(ctx.critic);
+    cmd.arg("check")
+        .arg("--skill")
+        .arg(&job.arm.skill)
+        .arg("--workspace")
+        .arg(workspace)
+        .arg("--events")
+        .arg(events)
+        .args(["--session", session])
+        .arg("--state-dir")
+        .arg(state)
+        .args(ctx.check_flags)
+        .env(
+            "PATH",
+            adapters::command::path_with(
+                &job.python
+                    .parent()
+                    .map(Path::to_path_buf)
+                    .into_iter()
+                    .collect::<Vec<_>>(),
+            ),
+        )
+        .stdin(std::process::Stdio::null());
+    let out = cmd.output().map_err(|e| {
+        infra(
+            "critic",
+            format!("cannot start {}: {e}", ctx.critic.display()),
+        )
+    })?;
+    let _ = std::fs::write(dir.join("check.stderr"), &out.stderr);
+    let stdout = &out.stdout[..out.stdout.len().min(MAX_VERDICT_BYTES)];
+    let _ = std::fs::write(dir.join("verdict.json"), stdout);
+    match out.status.code() {
+        Some(0 | 1) => serde_json::from_slice(stdout)
+            .map_err(|e| infra("critic", format!("critic check printed no verdict: {e}"))),
+        code => {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let tail: String = stderr
+                .trim()
+                .chars()
+                .rev()
+                .take(2000)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            Err(infra(
+                "critic",
+                format!("critic check exited with {code:?}: {tail}"),
+            ))
+        }
+    }
+}
+
+/// The workspace's diff against `base`, untracked files included.
+fn diff(workspace: &Path, base: &str) -> Result<String, String> {
+    let (_, raw) = crate::workspace::Workspace::open_with_diff(workspace, Some(base))
+        .map_err(|e| e.to_string())?;
+    Ok(raw.raw)
+}
+
+fn save_patch(workspace: &Path, base: &str, to: &Path) -> Result<(), String> {
+    std::fs::write(to, diff(workspace, base)?).map_err(|e| e.to_string())
+}
+
+/// The final patch: the workspace's diff, with the arm's declared outcome
+/// applied first (CoHarden's t0: the Round 0 test it saved, checked
+/// against the digest its verdict gives); and which test it carries.
+fn final_patch(
+    job: &Job,
+    workspace: &Path,
+    verdict: Option<&Value>,
+) -> Result<(String, Option<String>), Failed> {
+    let outcome = verdict.and_then(|v| {
+        v["signals"]
+            .as_array()?
+            .iter()
+            .find_map(|s| s["metadata"].get("outcome").cloned())
+    });
+    let mut test = None;
+    if let Some(outcome) = outcome {
+        test = outcome["test"].as_str().map(str::to_string);
+        if test.as_deref() == Some("t0") {
+            let skill_name = verdict
+                .and_then(|v| v["skill"]["name"].as_str())
+                .unwrap_or_default();
+            restore_t0(workspace, skill_name, &outcome).map_err(|e| Failed {
+                status: Status::AgentFail,
+                class: "outcome",
+                message: e,
+            })?;
+        }
+    }
+    let patch = diff(workspace, &job.instance.base_commit).map_err(|e| infra("workspace", e))?;
+    Ok((patch, test))
+}
+
+/// Put the Round 0 test the skill saved back over the workspace's.
+fn restore_t0(workspace: &Path, skill: &str, outcome: &Value) -> Result<(), String> {
+    let file = outcome["test_file"].as_str().unwrap_or_default();
+    let rel = Path::new(file);
+    let plain = !file.is_empty()
+        && rel
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(n) if n != ".git"));
+    if !plain || skill.is_empty() || skill.contains('/') {
+        return Err(format!(
+            "the verdict's outcome names {file:?}, not a plain relative path"
+        ));
+    }
+    let saved = workspace
+        .join(crate::host::artifacts::FEEDBACK_DIR)
+        .join(skill)
+        .join("final-test")
+        .join(rel);
+    let bytes = crate::sys::bounded_read::read_regular_file_nofollow(&saved, 64 << 20)
+        .map_err(|e| format!("{}: the saved t0 cannot be read: {e}", saved.display()))?;
+    let digest = hex::encode(Sha256::digest(&bytes));
+    if Some(digest.as_str()) != outcome["test_sha256"].as_str() {
+        return Err(format!(
+            "{}: its SHA-256 is not the verdict's test_sha256 (changed after the check)",
+            saved.display()
+        ));
+    }
+    // No link of the agent's on the way to the file is followed.
+    let mut at = workspace.to_path_buf();
+    for part in rel.parent().into_iter().flat_map(|p| p.components()) {
+        at.push(part);
+        if std::fs::symlink_metadata(&at).is_ok_and(|m| !m.is_dir()) {
+            return Err(format!("{}: not a directory", at.display()));
+        }
+    }
+    let target = workspace.join(rel);
+    if std::fs::symlink_metadata(&target).is_ok() {
+        std::fs::remove_file(&target).map_err(|e| format!("{}: {e}", target.display()))?;
+    }
+    if let Some(parent) = target.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    }
+    std::fs::write(&target, bytes).map_err(|e| format!("{}: {e}", target.display()))
+}
