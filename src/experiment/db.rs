@@ -311,8 +311,8 @@ impl Db {
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
-    /// Every attempt logged, as (key, attempt, status, class, error).
-    pub fn attempts(&self) -> Result<Vec<(RunKey, u32, String, Option<String>)>, DbError> {
+    /// Every attempt logged, in key and attempt order.
+    pub fn attempts(&self) -> Result<Vec<Attempt>, DbError> {
         let conn = self.conn();
         let mut stmt = conn
             .prepare(
@@ -322,20 +322,33 @@ impl Db {
             .map_err(|e| self.err(e))?;
         let rows = stmt
             .query_map([], |r| {
-                Ok((
-                    RunKey {
+                Ok(Attempt {
+                    key: RunKey {
                         instance_id: r.get(0)?,
                         arm: r.get(1)?,
                         sample: r.get(2)?,
                     },
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                ))
+                    attempt: r.get(3)?,
+                    status: r.get(4)?,
+                    error_class: r.get(5)?,
+                })
             })
             .map_err(|e| self.err(e))?;
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
+}
+
+/// One logged attempt of a run.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    /// The run.
+    pub key: RunKey,
+    /// 1-based.
+    pub attempt: u32,
+    /// How it ended.
+    pub status: String,
+    /// The class of its failure.
+    pub error_class: Option<String>,
 }
 
 #[cfg(test)]
@@ -383,7 +396,7 @@ mod tests {
             budget_exhausted: false,
             followup: Some("again".into()),
         };
-        db.finish(&run(Status::InfraError, 1), &[round.clone()])
+        db.finish(&run(Status::InfraError, 1), std::slice::from_ref(&round))
             .unwrap();
         assert_eq!(db.status(&key).unwrap(), Some((Status::InfraError, 1)));
         db.finish(&run(Status::Ok, 2), &[round]).unwrap();
@@ -391,9 +404,9 @@ mod tests {
         let runs = db.runs().unwrap();
         assert_eq!(runs.len(), 1);
         assert_eq!(runs[0].status, Status::Ok);
-        assert_eq!(runs[0].f2p.unwrap().fails_on_base, true);
+        assert!(runs[0].f2p.unwrap().fails_on_base);
         let attempts = db.attempts().unwrap();
-        let statuses: Vec<&str> = attempts.iter().map(|a| a.2.as_str()).collect();
+        let statuses: Vec<&str> = attempts.iter().map(|a| a.status.as_str()).collect();
         assert_eq!(statuses, ["infra_error", "ok"]);
     }
 }

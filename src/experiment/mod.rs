@@ -25,7 +25,7 @@ use crate::workspace::TestClassifier;
 use db::{Db, Run, RunKey, Status};
 use file::Experiment;
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -138,9 +138,22 @@ impl Finished {
     }
 }
 
-/// The instances of `exp` after its filter, each with its clone and
-/// interpreter; an error names the record and field.
-pub fn instances(exp: &Experiment) -> Result<Vec<(Instance, PathBuf, PathBuf)>, ExperimentError> {
+/// An instance ready to run: its record, clone, interpreter and grading
+/// preparation.
+pub struct Ready {
+    /// The record.
+    pub instance: Instance,
+    /// Its clone.
+    pub repo: PathBuf,
+    /// Its interpreter.
+    pub python: PathBuf,
+    /// Its golden fix and tests, read from the clone.
+    pub prepared: Arc<Prepared>,
+}
+
+/// The instances of `exp` after its filter, each made ready; every problem
+/// found, each naming its record and field.
+pub fn instances(exp: &Experiment) -> Result<Vec<Ready>, ExperimentError> {
     let mut all = dataset::read_instances(&exp.instances)
         .map_err(|e| ExperimentError::Input(e.to_string()))?;
     if let Some(ids) = &exp.filter.ids {
@@ -175,18 +188,25 @@ pub fn instances(exp: &Experiment) -> Result<Vec<(Instance, PathBuf, PathBuf)>, 
             ));
             continue;
         }
-        let python = match inst.python.clone().or_else(|| exp.python.clone()) {
-            Some(p) => p,
-            None => {
-                problems.push(format!(
-                    "{}: no interpreter: give `python` in {} or the record",
-                    inst.place,
-                    exp.path.display()
-                ));
-                continue;
-            }
+        let Some(python) = inst.python.clone().or_else(|| exp.python.clone()) else {
+            problems.push(format!(
+                "{}: no interpreter: give `python` in {} or the record",
+                inst.place,
+                exp.path.display()
+            ));
+            continue;
         };
-        out.push((inst, repo, python));
+        // A golden patch that does not apply is the dataset's error, found
+        // before any agent runs.
+        match Prepared::new(&inst, &repo, &python, exp.test_timeout) {
+            Ok(prepared) => out.push(Ready {
+                instance: inst,
+                repo,
+                python,
+                prepared: Arc::new(prepared),
+            }),
+            Err(e) => problems.push(e),
+        }
     }
     if !problems.is_empty() {
         return Err(ExperimentError::Input(problems.join("\n")));
@@ -199,6 +219,8 @@ pub fn instances(exp: &Experiment) -> Result<Vec<(Instance, PathBuf, PathBuf)>, 
 pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, ExperimentError> {
     let exp = file::load(&opts.file)?;
     let instances = instances(&exp)?;
+    // Agents and workspaces must not outlive an interrupted experiment.
+    crate::sys::interrupt::arm();
     let out = &opts.output_dir;
     std::fs::create_dir_all(out)
         .map_err(|e| ExperimentError::Output(format!("{}: {e}", out.display())))?;
@@ -209,23 +231,14 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         .map(|a| arm::prepare(a, &out.join("arms").join(&a.name).join("skill")))
         .collect::<Result<_, _>>()
         .map_err(ExperimentError::Input)?;
-    let ids: Vec<&str> = instances.iter().map(|(i, _, _)| i.id.as_str()).collect();
+    let ids: Vec<&str> = instances.iter().map(|r| r.instance.id.as_str()).collect();
     let record = manifest::of(&exp, &ids, &arms, opts.shard, &opts.critic);
     manifest::write_or_check(out, &record, opts.force_new_manifest)
         .map_err(ExperimentError::Output)?;
     let db = Db::open(&out.join("results.sqlite"))?;
-    // Each instance made ready once, up front: a golden patch that does not
-    // apply is an error of the dataset, before any agent runs.
-    let prepared: HashMap<&str, Arc<Prepared>> = instances
-        .iter()
-        .map(|(inst, repo, python)| {
-            Prepared::new(inst, repo, python, exp.test_timeout)
-                .map(|p| (inst.id.as_str(), Arc::new(p)))
-                .map_err(ExperimentError::Input)
-        })
-        .collect::<Result<_, _>>()?;
     let mut keys = Vec::new();
-    for (inst, _, _) in &instances {
+    for ready in &instances {
+        let inst = &ready.instance;
         for a in &arms {
             for sample in 0..exp.samples {
                 let key = RunKey {
@@ -264,10 +277,11 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
     let failures: Mutex<Vec<ExperimentError>> = Mutex::new(Vec::new());
     crate::sys::parallel::map(pending.len(), opts.workers.max(1), |i| {
         let (key, before) = &pending[i];
-        let (inst, repo, python) = instances
+        let ready = instances
             .iter()
-            .find(|(inst, _, _)| inst.id == key.instance_id)
+            .find(|r| r.instance.id == key.instance_id)
             .expect("pending runs are of the instances");
+        let (inst, repo, python) = (&ready.instance, &ready.repo, &ready.python);
         let arm = arms
             .iter()
             .find(|a| a.name == key.arm)
@@ -286,14 +300,9 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         let grader = |patch: &str, job: &session::Job| {
             let logs = job.dir.join("grade");
             let _ = std::fs::create_dir_all(&logs);
-            match graders.backend(
-                &key.instance_id,
-                repo,
-                &prepared[key.instance_id.as_str()].base,
-                python,
-            ) {
+            match graders.backend(&key.instance_id, repo, &ready.prepared.base, python) {
                 Ok(backend) => grade::grade(
-                    &prepared[key.instance_id.as_str()],
+                    &ready.prepared,
                     backend.as_ref(),
                     patch,
                     &own,

@@ -175,7 +175,10 @@ pub fn make_workspace(repo: &Path, base: &str, dest: &Path) -> Result<(), String
     // A path (not --local) makes git hard-link the objects where the file
     // system allows and copy them where it does not.
     let mut clone = git::command(Path::new("."));
+    // The clone is the user's own, read through the file transport that
+    // git::command otherwise allows no repository.
     clone
+        .env("GIT_ALLOW_PROTOCOL", "file")
         .args(["clone", "--quiet", "--no-checkout", "--"])
         .arg(repo)
         .arg(dest);

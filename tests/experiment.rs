@@ -1,0 +1,628 @@
+//! `critic experiment` end to end: three small real Python packages with
+//! seeded bugs, each a git repository made here and described as a
+//! SWE-bench instance; the shipped `fix-only` and `brt-only` arms; an agent
+//! behind the `command` adapter (a scripted program, `AGENT`, that writes
+//! what its plan says for each arm and round: a stand-in for a model, not
+//! an imitation of any agent's transcript); every finish judged by the real
+//! `critic check`, every grade a real pytest run in a confined scratch copy.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The agent: for the arm in `CRITIC_SESSION` (`<arm>-<sample>-<attempt>`)
+/// and the round in `CRITIC_ROUND`, writes the files its plan gives for
+/// the package the workspace holds, sleeps if told, and prints what it did.
+const AGENT: &str = r#"#!/usr/bin/env python3
+import json, os, pathlib, sys, time
+plan = json.loads(pathlib.Path(os.environ["AGENT_PLAN"]).read_text())
+ws = pathlib.Path(os.environ["CRITIC_WORKSPACE"])
+assert pathlib.Path.cwd().resolve() == ws.resolve(), "runs in the workspace"
+prompt = pathlib.Path(sys.argv[1]).read_text()
+arm = os.environ["CRITIC_SESSION"].rsplit("-", 2)[0]
+round_ = os.environ["CRITIC_ROUND"]
+package = next(p for p in plan if (ws / p).is_dir())
+step = plan[package].get(arm, {}).get(round_, {})
+for path, content in step.get("write", {}).items():
+    (ws / path).parent.mkdir(parents=True, exist_ok=True)
+    (ws / path).write_text(content)
+time.sleep(step.get("sleep", 0))
+print(f"{arm} round {round_} on {package}: wrote {sorted(step.get('write', {}))}")
+"#;
+
+/// One seeded-bug package: its files at the base, the golden fix, the
+/// golden test appended to its test module, and a wrong fix.
+struct Package {
+    name: &'static str,
+    module: &'static str,
+    source: &'static str,
+    bug: &'static str,
+    fix: &'static str,
+    wrong: &'static str,
+    tests: &'static str,
+    golden_test: &'static str,
+    /// `(test name, body)`s.
+    p2p: &'static [&'static str],
+    f2p: &'static str,
+    issue: &'static str,
+    /// A reproduction test that fails on the bug, and one that does not.
+    good_brt: &'static str,
+    lax_brt: &'static str,
+}
+
+const PACKAGES: [Package; 3] = [
+    Package {
+        name: "textutil",
+        module: "textutil/__init__.py",
+        source: "def slugify(text):\n    words = text.strip().split()\n    return \"-\".join(words)\n",
+        bug: "\"-\".join(words)",
+        fix: "\"-\".join(w.lower() for w in words)",
+        wrong: "\"-\".join(words).replace(\"H\", \"h\")",
+        tests: "from textutil import slugify\n\n\ndef test_joins_words():\n    assert slugify(\"a b\") == \"a-b\"\n\n\ndef test_strips():\n    assert slugify(\"  a \") == \"a\"\n",
+        golden_test: "\n\ndef test_lowercases():\n    assert slugify(\"Hello World\") == \"hello-world\"\n",
+        p2p: &["test_joins_words", "test_strips"],
+        f2p: "test_lowercases",
+        issue: "slugify(\"Hello World\") gives \"Hello-World\"; slugs must be lowercase.",
+        good_brt: "from textutil import slugify\n\n\ndef test_issue():\n    assert slugify(\"Hello World\") == \"hello-world\"\n",
+        lax_brt: "from textutil import slugify\n\n\ndef test_issue():\n    assert slugify(\"a b\") == \"a-b\"\n",
+    },
+    Package {
+        name: "stats",
+        module: "stats/__init__.py",
+        source: "def median(xs):\n    s = sorted(xs)\n    return s[len(s) // 2]\n",
+        bug: "return s[len(s) // 2]",
+        fix: "n = len(s)\n    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2",
+        wrong: "return s[(len(s) - 1) // 2]",
+        tests: "from stats import median\n\n\ndef test_odd():\n    assert median([3, 1, 2]) == 2\n",
+        golden_test: "\n\ndef test_even_is_the_mean_of_the_middle_two():\n    assert median([4, 1, 3, 2]) == 2.5\n",
+        p2p: &["test_odd"],
+        f2p: "test_even_is_the_mean_of_the_middle_two",
+        issue: "median([1, 2, 3, 4]) is 3; it should be 2.5.",
+        good_brt: "from stats import median\n\n\ndef test_issue():\n    assert median([1, 2, 3, 4]) == 2.5\n",
+        lax_brt: "from stats import median\n\n\ndef test_issue():\n    assert median([1, 2, 3]) == 2\n",
+    },
+    Package {
+        name: "bounds",
+        module: "bounds/__init__.py",
+        source: "def clamp(x, lo, hi):\n    if x < lo:\n        return hi\n    if x > hi:\n        return hi\n    return x\n",
+        bug: "if x < lo:\n        return hi",
+        fix: "if x < lo:\n        return lo",
+        wrong: "if x < lo - 1:\n        return lo",
+        tests: "from bounds import clamp\n\n\ndef test_inside():\n    assert clamp(5, 0, 10) == 5\n\n\ndef test_above():\n    assert clamp(11, 0, 10) == 10\n",
+        golden_test: "\n\ndef test_below():\n    assert clamp(-1, 0, 10) == 0\n",
+        p2p: &["test_inside", "test_above"],
+        f2p: "test_below",
+        issue: "clamp(-1, 0, 10) returns 10 instead of 0.",
+        good_brt: "from bounds import clamp\n\n\ndef test_issue():\n    assert clamp(-1, 0, 10) == 0\n",
+        lax_brt: "from bounds import clamp\n\n\ndef test_issue():\n    assert clamp(5, 0, 10) == 5\n",
+    },
+];
+
+impl Package {
+    fn fixed(&self) -> String {
+        assert!(self.source.contains(self.bug), "{}", self.name);
+        self.source.replace(self.bug, self.fix)
+    }
+
+    fn wrong_fix(&self) -> String {
+        self.source.replace(self.bug, self.wrong)
+    }
+
+    fn test_module(&self) -> String {
+        format!("tests/test_{}.py", self.name)
+    }
+}
+
+/// Python with pytest.
+fn python() -> PathBuf {
+    python_venv("arms", Some(&root().join("tests/arms/requirements.lock")))
+}
+
+/// An experiment's inputs on disk, under target/ (a confined run does not
+/// see /tmp).
+struct Lab {
+    dir: tempfile::TempDir,
+}
+
+impl Lab {
+    fn new() -> Lab {
+        let lab = Lab {
+            dir: tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap(),
+        };
+        std::fs::create_dir_all(lab.path("repos")).unwrap();
+        let records: Vec<Value> = PACKAGES.iter().map(|p| lab.instance(p)).collect();
+        write_jsonl(&lab.path("instances.jsonl"), &records);
+        let agent = lab.path("agent.py");
+        std::fs::write(&agent, AGENT).unwrap();
+        std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+        lab
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// The package's repository, and its instance record.
+    fn instance(&self, p: &Package) -> Value {
+        let repo = Repo {
+            dir: tempfile::tempdir_in(self.path("repos")).unwrap(),
+        };
+        repo.git(&["init", "-q", "-b", "main"]);
+        repo.write(p.module, p.source);
+        repo.write(&p.test_module(), p.tests);
+        repo.write("tests/__init__.py", "");
+        repo.git(&["add", "-A"]);
+        repo.git(&["commit", "-q", "-m", "base"]);
+        let base = repo.git(&["rev-parse", "HEAD"]).trim().to_string();
+        repo.write(p.module, &p.fixed());
+        let patch = repo.git(&["diff"]);
+        repo.git(&["checkout", "-q", "--", "."]);
+        repo.write(&p.test_module(), &format!("{}{}", p.tests, p.golden_test));
+        let test_patch = repo.git(&["diff"]);
+        repo.git(&["checkout", "-q", "--", "."]);
+        let clone = self.path(&format!("repos/acme__{}", p.name));
+        std::fs::rename(repo.dir.keep(), &clone).unwrap();
+        let id = |t: &str| format!("{}::{t}", p.test_module());
+        json!({
+            "instance_id": format!("acme__{}-1", p.name),
+            "repo": format!("acme/{}", p.name),
+            "base_commit": base,
+            "patch": patch,
+            "test_patch": test_patch,
+            "FAIL_TO_PASS": json!([id(p.f2p)]).to_string(),
+            "PASS_TO_PASS": json!(p.p2p.iter().map(|t| id(t)).collect::<Vec<_>>()).to_string(),
+            "problem_statement": p.issue,
+        })
+    }
+
+    /// The experiment file `exp.yaml` with `extra` appended, and the
+    /// agent's plan.
+    fn write(&self, plan: &Value, extra: &str) -> PathBuf {
+        std::fs::write(self.path("plan.json"), plan.to_string()).unwrap();
+        let file = self.path("exp.yaml");
+        let text = format!(
+            "name: demo-exp\ninstances: instances.jsonl\nrepos: repos\npython: {python}\n\
+agent:\n  command: [./agent.py, \"{{prompt_file}}\"]\n  timeout: 60s\n  env: {{AGENT_PLAN: {plan}}}\n\
+arms:\n  fix-only: {{skill: {skills}/fix-only}}\n  brt-only: {{skill: {skills}/brt-only, max_iterations: 1}}\n{extra}",
+            python = python().display(),
+            plan = self.path("plan.json").display(),
+            skills = root().join("skills").display(),
+        );
+        std::fs::write(&file, text).unwrap();
+        file
+    }
+
+    /// `critic experiment run` of `file` into `out`.
+    fn run(&self, file: &Path, out: &str, flags: &[&str]) -> Output {
+        run(critic()
+            .args(["experiment", "run"])
+            .arg(file)
+            .arg("--output-dir")
+            .arg(self.path(out))
+            .args(flags))
+    }
+}
+
+/// What each package's agent does per arm and round.
+fn plan() -> Value {
+    let by = |name: &str| PACKAGES.iter().find(|p| p.name == name).unwrap();
+    let (text, stats, bounds) = (by("textutil"), by("stats"), by("bounds"));
+    let brt = |body: &str| json!({"write": {"tests/test_issue.py": body}});
+    json!({
+        "textutil": {
+            // An empty first finish: fix-only sends it back.
+            "fix-only": {"2": {"write": {text.module: text.fixed()}}},
+            "brt-only": {"1": brt(text.good_brt)},
+        },
+        "stats": {
+            "fix-only": {"1": {"write": {stats.module: stats.wrong_fix()}}},
+            // A test that passes on the bug: rejected once, then the budget ends.
+            "brt-only": {"1": brt(stats.lax_brt)},
+        },
+        "bounds": {
+            "fix-only": {"1": {"write": {bounds.module: bounds.fixed()}}},
+            "brt-only": {"1": brt(bounds.good_brt)},
+        },
+    })
+}
+
+fn write_jsonl(path: &Path, records: &[Value]) {
+    let text: String = records.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(path, text).unwrap();
+}
+
+fn jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// results.jsonl by (instance, arm), durations left out.
+fn results(out: &Path) -> BTreeMap<(String, String), Value> {
+    jsonl(&out.join("results.jsonl"))
+        .into_iter()
+        .map(|mut r| {
+            let key = (
+                r["instance_id"].as_str().unwrap().to_string(),
+                r["arm"].as_str().unwrap().to_string(),
+            );
+            r.as_object_mut().unwrap().remove("duration_s");
+            (key, r)
+        })
+        .collect()
+}
+
+fn key(package: &str, arm: &str) -> (String, String) {
+    (format!("acme__{package}-1"), arm.to_string())
+}
+
+#[test]
+fn two_arms_on_three_packages_are_run_checked_and_graded() {
+    let lab = Lab::new();
+    let file = lab.write(&plan(), "");
+    let out = lab.run(&file, "out", &["--workers", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let dir = lab.path("out");
+    let r = results(&dir);
+    assert_eq!(r.len(), 6, "{r:#?}");
+    for (k, v) in &r {
+        assert_eq!(v["status"], "ok", "{k:?}: {v}");
+        assert_eq!(v["error"], Value::Null, "{k:?}");
+        assert_eq!(v["attempts"], 1, "{k:?}");
+    }
+    let fix = |p| &r[&key(p, "fix-only")];
+    let brt = |p| &r[&key(p, "brt-only")];
+    // fix-only: the empty first finish is sent back, the fix resolves.
+    assert_eq!(fix("textutil")["resolved"], true);
+    assert_eq!(
+        (
+            fix("textutil")["rounds"].clone(),
+            fix("textutil")["finishes"].clone()
+        ),
+        (json!(2), json!(2))
+    );
+    assert_eq!(fix("textutil")["f2p"], Value::Null, "it wrote no test");
+    assert_eq!(
+        fix("stats")["resolved"],
+        false,
+        "the wrong fix fails the golden test"
+    );
+    assert_eq!(fix("stats")["rounds"], 1);
+    assert_eq!(fix("bounds")["resolved"], true);
+    // brt-only: tests only, so nothing is resolved; F->P of its test.
+    for p in ["textutil", "bounds"] {
+        assert_eq!(brt(p)["resolved"], false, "{p}");
+        assert_eq!(
+            brt(p)["f2p"],
+            json!({"fails_on_base": true, "passes_on_golden": true}),
+            "{p}"
+        );
+        assert_eq!(brt(p)["rounds"], 1, "{p}");
+    }
+    assert_eq!(
+        brt("stats")["f2p"],
+        json!({"fails_on_base": false, "passes_on_golden": true})
+    );
+    assert_eq!(brt("stats")["rounds"], 2);
+    assert_eq!(brt("stats")["budget_exhausted"], true);
+
+    // The follow-up of a rejected finish is the next turn's prompt.
+    let run = dir.join("runs/acme__textutil-1/fix-only/0");
+    let verdict: Value =
+        serde_json::from_slice(&std::fs::read(run.join("round-1/verdict.json")).unwrap()).unwrap();
+    assert_eq!(verdict["accepted"], false);
+    let prompt2 = std::fs::read_to_string(run.join("round-2/prompt.md")).unwrap();
+    assert_eq!(prompt2, verdict["followup"].as_str().unwrap());
+    let prompt1 = std::fs::read_to_string(run.join("round-1/prompt.md")).unwrap();
+    assert!(
+        prompt1.contains("<issue_description>\nslugify(\"Hello World\") gives"),
+        "{prompt1}"
+    );
+    assert!(std::fs::read_to_string(run.join("round-2/agent.log"))
+        .unwrap()
+        .contains("fix-only round 2 on textutil"));
+    let golden: Value =
+        serde_json::from_slice(&std::fs::read(run.join("grade/golden.json")).unwrap()).unwrap();
+    assert!(
+        golden["result"]["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("PASSED tests/test_textutil.py::test_lowercases"),
+        "raw logs kept"
+    );
+
+    // Predictions in SWE-bench's format, one per run.
+    let preds = jsonl(&dir.join("predictions.jsonl"));
+    assert_eq!(preds.len(), 6);
+    let p = preds
+        .iter()
+        .find(|p| {
+            p["instance_id"] == "acme__bounds-1" && p["model_name_or_path"] == "demo-exp/fix-only/0"
+        })
+        .unwrap();
+    assert!(
+        p["model_patch"]
+            .as_str()
+            .unwrap()
+            .contains("+        return lo"),
+        "{p}"
+    );
+    // The manifest records what ran.
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(
+        manifest["instance_ids"],
+        json!(["acme__textutil-1", "acme__stats-1", "acme__bounds-1"])
+    );
+    assert_eq!(
+        manifest["arms"]["brt-only"]["skill_digest"]
+            .as_str()
+            .unwrap()
+            .len(),
+        64
+    );
+    assert!(manifest["tool"]["binary_sha256"].as_str().unwrap().len() == 64);
+    // The database holds a row per round.
+    let db = rusqlite::Connection::open(dir.join("results.sqlite")).unwrap();
+    let rounds: i64 = db
+        .query_row("SELECT COUNT(*) FROM rounds", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rounds, 8);
+    // No workspace is left behind.
+    assert_eq!(
+        std::fs::read_dir(dir.join("work"))
+            .map(|d| d.count())
+            .unwrap_or(0),
+        0
+    );
+
+    // A rerun makes nothing again and keeps every result.
+    let again = lab.run(&file, "out", &[]);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("0 of 6 runs to make"),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(results(&dir), r);
+}
+
+#[test]
+fn infrastructure_errors_are_retried_logged_and_rerun_until_they_are_results() {
+    let lab = Lab::new();
+    let file = lab.write(&plan(), "filter: {ids: [acme__bounds-1]}\n");
+    // The agent cannot start: every run is an infrastructure error, tried twice.
+    let agent = lab.path("agent.py");
+    std::fs::rename(&agent, lab.path("agent.moved")).unwrap();
+    let out = lab.run(&file, "out", &["--retries", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("retrying"), "{err}");
+    assert!(
+        err.contains("2 runs ended in an infrastructure error; they are not results"),
+        "{err}"
+    );
+    let dir = lab.path("out");
+    for r in results(&dir).values() {
+        assert_eq!(r["status"], "infra_error");
+        assert_eq!(r["error"]["class"], "agent_start");
+        assert_eq!(r["attempts"], 2);
+        assert_eq!(r["resolved"], Value::Null, "not a result");
+    }
+    assert!(
+        jsonl(&dir.join("predictions.jsonl")).is_empty(),
+        "no prediction from an error"
+    );
+    // Fixed, a rerun makes exactly the errored runs, and logs every attempt.
+    std::fs::rename(lab.path("agent.moved"), &agent).unwrap();
+    let out = lab.run(&file, "out", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("2 of 2 runs to make"),
+        "{}",
+        stderr(&out)
+    );
+    let r = results(&dir);
+    assert_eq!(r[&key("bounds", "fix-only")]["status"], "ok");
+    assert_eq!(r[&key("bounds", "fix-only")]["attempts"], 3);
+    assert_eq!(r[&key("bounds", "fix-only")]["resolved"], true);
+    let db = rusqlite::Connection::open(dir.join("results.sqlite")).unwrap();
+    let attempts: Vec<(i64, String)> = db
+        .prepare("SELECT attempt, status FROM attempts WHERE arm = 'fix-only' ORDER BY attempt")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let expected: Vec<(i64, String)> = vec![
+        (1, "infra_error".into()),
+        (2, "infra_error".into()),
+        (3, "ok".into()),
+    ];
+    assert_eq!(attempts, expected);
+}
+
+#[test]
+fn a_changed_experiment_is_refused_in_the_same_output_unless_forced() {
+    let lab = Lab::new();
+    let file = lab.write(&plan(), "filter: {ids: [acme__stats-1]}\n");
+    let out = lab.run(&file, "out", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let before = std::fs::read(lab.path("out/results.sqlite")).unwrap();
+    let file = lab.write(&plan(), "filter: {ids: [acme__stats-1]}\nseed: 7\n");
+    let out = lab.run(&file, "out", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("different manifest (changed: experiment, seed)"),
+        "{err}"
+    );
+    assert!(err.contains("--force-new-manifest"), "{err}");
+    assert_eq!(
+        std::fs::read(lab.path("out/results.sqlite")).unwrap(),
+        before,
+        "nothing lost"
+    );
+    let out = lab.run(&file, "out", &["--force-new-manifest"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(lab.path("out/manifest.1.json").is_file());
+}
+
+#[test]
+fn an_agent_past_its_turn_limit_or_its_turn_budget_is_an_agent_failure() {
+    let lab = Lab::new();
+    let text = PACKAGES.iter().find(|p| p.name == "textutil").unwrap();
+    let plan = json!({
+        // Sleeps past the 2 s turn limit, leaving its fix half done.
+        "textutil": {"fix-only": {"1": {"write": {text.module: text.fixed()}, "sleep": 30}}},
+        // Never writes anything: fix-only rejects every empty finish.
+        "stats": {},
+        "bounds": {},
+    });
+    let file = lab.write(
+        &plan,
+        "filter: {ids: [acme__textutil-1, acme__stats-1]}\nbudget: {turns: 2}\n",
+    );
+    let yaml = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("timeout: 60s", "timeout: 2s");
+    std::fs::write(&file, yaml).unwrap();
+    let started = std::time::Instant::now();
+    let out = lab.run(&file, "out", &["--workers", "2"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "agent failures are results: {}",
+        stderr(&out)
+    );
+    assert!(
+        started.elapsed().as_secs() < 25,
+        "the sleeping agent was killed"
+    );
+    let r = results(&lab.path("out"));
+    let slow = &r[&key("textutil", "fix-only")];
+    assert_eq!(slow["status"], "agent_fail");
+    assert_eq!(slow["error"]["class"], "turn_timeout");
+    assert_eq!(
+        slow["resolved"], true,
+        "what it left is graded all the same"
+    );
+    let idle = &r[&key("stats", "fix-only")];
+    assert_eq!(idle["status"], "agent_fail");
+    assert_eq!(idle["error"]["class"], "turn_budget");
+    assert_eq!(idle["rounds"], 2);
+    assert_eq!(idle["resolved"], false);
+}
+
+#[test]
+fn bad_experiment_files_and_records_are_refused_with_their_place() {
+    let lab = Lab::new();
+    let file = lab.write(&plan(), "samples: 0\n");
+    let out = lab.run(&file, "out", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("exp.yaml:12:10: samples:"), "{err}");
+    assert!(
+        !lab.path("out/results.sqlite").exists(),
+        "nothing written before the file is good"
+    );
+
+    let file = lab.write(&plan(), "filter: {ids: [acme__nope-9]}\n");
+    let err = stderr(&lab.run(&file, "out", &[]));
+    assert!(err.contains("filter.ids: acme__nope-9 not in"), "{err}");
+
+    // A record without its base commit, and one whose clone is missing.
+    let mut records = jsonl(&lab.path("instances.jsonl"));
+    records[1].as_object_mut().unwrap().remove("base_commit");
+    write_jsonl(&lab.path("instances.jsonl"), &records);
+    let file = lab.write(&plan(), "");
+    let err = stderr(&lab.run(&file, "out", &[]));
+    assert!(err.contains("instances.jsonl:2"), "{err}");
+    assert!(err.contains("base_commit"), "{err}");
+    let mut records = jsonl(&lab.path("instances.jsonl"));
+    records[1]["base_commit"] = records[0]["base_commit"].clone();
+    records[2]["repo"] = json!("acme/gone");
+    write_jsonl(&lab.path("instances.jsonl"), &records);
+    let err = stderr(&lab.run(&file, "out", &[]));
+    assert!(
+        err.contains(
+            "instances.jsonl:3 (instance acme__bounds-1): field `repo`: no clone of acme/gone"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("instances.jsonl:2 (instance acme__stats-1): field `base_commit`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_run_interrupted_midway_starts_over_cleanly() {
+    let lab = Lab::new();
+    let text = PACKAGES.iter().find(|p| p.name == "textutil").unwrap();
+    let mut plan = plan();
+    // The first finish of this run takes long enough to be interrupted.
+    plan["textutil"]["fix-only"]["1"] = json!({"sleep": 8});
+    plan["textutil"]["fix-only"]["2"] = json!({"write": {text.module: text.fixed()}});
+    let file = lab.write(&plan, "filter: {ids: [acme__textutil-1]}\n");
+    let mut child = critic()
+        .args(["experiment", "run"])
+        .arg(&file)
+        .arg("--output-dir")
+        .arg(lab.path("out"))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = lab.path("out/runs/acme__textutil-1/fix-only/0/round-1/agent.log");
+    let t = std::time::Instant::now();
+    while !log.exists() && t.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert!(!status.success());
+    assert!(
+        t.elapsed().as_secs() < 15,
+        "the interrupt ended the sleeping agent too"
+    );
+    // The agent's process group is gone with it.
+    let leftover = Command::new("pgrep")
+        .args(["-f", "agent.py"])
+        .output()
+        .unwrap();
+    let pids = String::from_utf8_lossy(&leftover.stdout).trim().to_string();
+    assert!(
+        pids.is_empty()
+            || !pids
+                .lines()
+                .any(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                    .unwrap_or_default()
+                    .contains(lab.dir.path().to_str().unwrap())),
+        "{pids}"
+    );
+    let work = lab.path("out/work");
+    assert_eq!(
+        std::fs::read_dir(&work).map(|d| d.count()).unwrap_or(0),
+        0,
+        "the interrupted run's workspace is removed"
+    );
+    let out = lab.run(&file, "out", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = results(&lab.path("out"));
+    assert_eq!(r[&key("textutil", "fix-only")]["status"], "ok");
+    assert_eq!(
+        r[&key("textutil", "fix-only")]["attempts"],
+        1,
+        "an interrupted run left no attempt"
+    );
+    assert_eq!(r[&key("textutil", "brt-only")]["status"], "ok");
+}
