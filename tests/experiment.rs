@@ -8,6 +8,7 @@
 
 mod common;
 
+use common::agents::{npm_bin, Standin};
 use common::*;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -184,17 +185,35 @@ impl Lab {
     /// agent's plan.
     fn write(&self, plan: &Value, extra: &str) -> PathBuf {
         std::fs::write(self.path("plan.json"), plan.to_string()).unwrap();
+        let agent = format!(
+            "agent:\n  command: [./agent.py, \"{{prompt_file}}\"]\n  timeout: 60s\n  env: {{AGENT_PLAN: {}}}\n",
+            self.path("plan.json").display()
+        );
+        self.write_with(&agent, extra)
+    }
+
+    /// The experiment file `exp.yaml` with this `agent` block (and what
+    /// goes with it) and `extra` appended.
+    fn write_with(&self, agent: &str, extra: &str) -> PathBuf {
         let file = self.path("exp.yaml");
         let text = format!(
-            "name: demo-exp\ninstances: instances.jsonl\nrepos: repos\npython: {python}\n\
-agent:\n  command: [./agent.py, \"{{prompt_file}}\"]\n  timeout: 60s\n  env: {{AGENT_PLAN: {plan}}}\n\
+            "name: demo-exp\ninstances: instances.jsonl\nrepos: repos\npython: {python}\n{agent}\
 arms:\n  fix-only: {{skill: {skills}/fix-only}}\n  brt-only: {{skill: {skills}/brt-only, max_iterations: 1}}\n{extra}",
             python = python().display(),
-            plan = self.path("plan.json").display(),
             skills = root().join("skills").display(),
         );
         std::fs::write(&file, text).unwrap();
         file
+    }
+
+    /// `critic experiment run` of `file` into `out`, with `env` added.
+    fn run_with_env(&self, file: &Path, out: &str, env: &[(&str, &str)]) -> Output {
+        run(critic()
+            .args(["experiment", "run"])
+            .arg(file)
+            .arg("--output-dir")
+            .arg(self.path(out))
+            .envs(env.iter().copied()))
     }
 
     /// `critic experiment run` of `file` into `out`.
@@ -625,4 +644,108 @@ fn a_run_interrupted_midway_starts_over_cleanly() {
         "an interrupted run left no attempt"
     );
     assert_eq!(r[&key("textutil", "brt-only")]["status"], "ok");
+}
+
+/// The script for one instance (textutil) and both arms, run in order
+/// (one worker): fix-only's empty first finish is sent back, then the fix;
+/// brt-only writes a test that fails on the bug. `shell` makes a tool call
+/// that runs a command in the workspace.
+fn agent_script(shell: impl Fn(&str) -> Value) -> Value {
+    json!([
+        {"text": "Nothing to change."},
+        shell("sed -i 's/join(words)/join(w.lower() for w in words)/' textutil/__init__.py"),
+        {"text": "Fixed slugify."},
+        shell("printf 'from textutil import slugify\\n\\n\\ndef test_issue():\\n    assert slugify(\"Hello World\") == \"hello-world\"\\n' > tests/test_issue.py"),
+        {"text": "Test written."},
+    ])
+}
+
+/// Run the two-arm experiment on textutil with a real agent behind
+/// `adapter`, its model the stand-in; check what came out.
+fn real_agent_experiment(adapter: &str, program: &str, standin: &Standin) -> (Lab, Value) {
+    let lab = Lab::new();
+    let agent = format!(
+        "agent:\n  adapter: {adapter}\n  program: {}\n  timeout: 300s\n\
+model: {{base_url: \"{}\", model: stand-in-model, api_key_env: STANDIN_API_KEY}}\n",
+        npm_bin(program).display(),
+        standin.url()
+    );
+    let file = lab.write_with(&agent, "filter: {ids: [acme__textutil-1]}\n");
+    let out = lab.run_with_env(&file, "out", &[("STANDIN_API_KEY", "stand-in-key")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = results(&lab.path("out"));
+    let fix = &r[&key("textutil", "fix-only")];
+    assert_eq!(fix["status"], "ok", "{fix}");
+    assert_eq!(fix["resolved"], true, "{fix}");
+    assert_eq!(
+        (fix["finishes"].clone(), fix["rounds"].clone()),
+        (json!(2), json!(2)),
+        "{fix}"
+    );
+    let brt = &r[&key("textutil", "brt-only")];
+    assert_eq!(brt["status"], "ok", "{brt}");
+    assert_eq!(
+        brt["f2p"],
+        json!({"fails_on_base": true, "passes_on_golden": true}),
+        "{brt}"
+    );
+    // The follow-up of the rejected stop reached the model, after that stop.
+    let turns = standin.turns();
+    assert_eq!(turns.len(), 5, "{turns:#?}");
+    let run = lab.path("out/runs/acme__textutil-1/fix-only/0");
+    let first: Value =
+        serde_json::from_slice(&std::fs::read(run.join("verdict-1.json")).unwrap()).unwrap();
+    assert_eq!(first["accepted"], false);
+    let followup = first["followup"].as_str().unwrap();
+    let seen = |t: &Value| {
+        t["body"]
+            .to_string()
+            .contains(&followup[..40.min(followup.len())].replace('"', "\\\""))
+    };
+    assert!(!seen(&turns[0]) && seen(&turns[1]), "{followup}");
+    // The agent's own transcript is kept and readable.
+    let transcript = run.join("transcript.jsonl");
+    let events = run_events(&transcript);
+    assert!(events.iter().any(|e| e["kind"] == "finish"), "{events:#?}");
+    (lab, r[&key("textutil", "fix-only")].clone())
+}
+
+fn run_events(transcript: &Path) -> Vec<Value> {
+    let out = run(critic()
+        .args(["events", "--output", "json"])
+        .arg(transcript));
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn claude_code_runs_the_arms_with_the_critic_as_its_stop_hook() {
+    let bash = |command: &str| json!({"tool_calls": [{"name": "Bash", "input": {"command": command, "description": "Edit"}}]});
+    let standin = Standin::start("claude_code", &agent_script(bash));
+    let (lab, _) = real_agent_experiment("claude-code", "claude", &standin);
+    let settings = lab.path("out/runs/acme__textutil-1/fix-only/0/home/.claude/settings.json");
+    assert!(
+        std::fs::read_to_string(settings)
+            .unwrap()
+            .contains("verdict-log"),
+        "user-scope hook"
+    );
+    let ws_files =
+        std::fs::read_to_string(lab.path("out/runs/acme__textutil-1/fix-only/0/final.patch"))
+            .unwrap();
+    assert!(
+        !ws_files.contains(".claude"),
+        "nothing of the hook in the patch: {ws_files}"
+    );
+}
+
+#[test]
+fn codex_runs_the_arms_with_the_critic_as_its_stop_hook() {
+    let exec = |command: &str| json!({"tool_calls": [{"name": "exec_command", "input": {"cmd": command}}]});
+    let standin = Standin::start("codex", &agent_script(exec));
+    let (lab, _) = real_agent_experiment("codex", "codex", &standin);
+    let hooks = lab.path("out/runs/acme__textutil-1/fix-only/0/codex-home/hooks.json");
+    assert!(std::fs::read_to_string(hooks)
+        .unwrap()
+        .contains("verdict-log"));
 }

@@ -69,10 +69,37 @@ pub struct Filter {
     pub slice: (Option<usize>, Option<usize>),
 }
 
+/// How the agent is driven.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Adapter {
+    /// A program run once per turn.
+    Command,
+    /// Claude Code in print mode, the critic as its Stop hook.
+    ClaudeCode,
+    /// `codex exec`, the critic as its Stop hook.
+    Codex,
+}
+
+impl Adapter {
+    /// Its name in the experiment file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Adapter::Command => "command",
+            Adapter::ClaudeCode => "claude-code",
+            Adapter::Codex => "codex",
+        }
+    }
+}
+
 /// The agent and its adapter.
 #[derive(Debug, Clone)]
 pub struct Agent {
-    /// The `command` adapter's argv.
+    /// The adapter.
+    pub adapter: Adapter,
+    /// The agent program of `claude-code` and `codex`.
+    pub program: Option<PathBuf>,
+    /// The `command` adapter's argv (empty for the others).
     pub command: Vec<String>,
     /// One turn's limit.
     pub timeout: Duration,
@@ -202,6 +229,9 @@ struct RawFilter {
 
 #[derive(Deserialize)]
 struct RawAgent {
+    adapter: Option<Adapter>,
+    program: Option<String>,
+    #[serde(default)]
     command: Vec<String>,
     timeout: Option<DurationSpec>,
     #[serde(default)]
@@ -377,12 +407,32 @@ impl Checker<'_> {
                 (a, b)
             }
         };
-        let mut command = raw.agent.command;
         // `./agent` is the experiment's, not the workspace's.
-        if command[0].contains('/') && Path::new(&command[0]).is_relative() {
-            command[0] = self.path(&command[0]).to_string_lossy().into_owned();
+        let relative = |word: &str| word.contains('/') && Path::new(word).is_relative();
+        let mut command = raw.agent.command;
+        if let Some(first) = command.first_mut().filter(|w| relative(w)) {
+            *first = self.path(first).to_string_lossy().into_owned();
         }
+        let adapter = raw.agent.adapter.unwrap_or(Adapter::Command);
+        if adapter != Adapter::Command && raw.model.is_none() {
+            self.issue(
+                "/agent/adapter",
+                format!(
+                    "the {} adapter needs `model` (base_url and model)",
+                    adapter.name()
+                ),
+            );
+        }
+        let program = raw.agent.program.map(|p| {
+            if relative(&p) {
+                self.path(&p)
+            } else {
+                PathBuf::from(p)
+            }
+        });
         let agent = Agent {
+            adapter,
+            program,
             command,
             timeout: self.duration("/agent/timeout", raw.agent.timeout, DEFAULT_TURN_TIMEOUT),
             env: raw.agent.env,
@@ -458,7 +508,12 @@ impl Checker<'_> {
         if let Some(p) = &python {
             resolved["python"] = absolute(p);
         }
-        resolved["agent"]["command"] = serde_json::json!(agent.command);
+        if !agent.command.is_empty() {
+            resolved["agent"]["command"] = serde_json::json!(agent.command);
+        }
+        if let Some(p) = &agent.program {
+            resolved["agent"]["program"] = absolute(p);
+        }
         for arm in &arms {
             resolved["arms"][&arm.name]["skill"] = absolute(&arm.skill);
             if let Some(t) = &arm.task {

@@ -7,7 +7,7 @@
 use crate::experiment::adapters::{self, Turn, TurnEnd};
 use crate::experiment::arm;
 use crate::experiment::db::{Round, Run, RunKey, Status};
-use crate::experiment::file::Experiment;
+use crate::experiment::file::{Adapter, Experiment};
 use crate::experiment::grade::Graded;
 use crate::mpe::dataset::Instance;
 use crate::workspace::git;
@@ -92,7 +92,10 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Job) -> Graded) -> (
         make_workspace(&job.repo, &job.instance.base_commit, &workspace)
             .map_err(|e| infra("workspace", e))?;
         crate::sys::interrupt::remember_dir(&workspace);
-        drive(ctx, job, &workspace, &mut turns)?;
+        match ctx.experiment.agent.adapter {
+            Adapter::Command => drive(ctx, job, &workspace, &mut turns)?,
+            agent => drive_hooked(ctx, job, &workspace, agent, &mut turns)?,
+        }
         final_patch(job, &workspace, turns.last_verdict.as_ref())
     })();
     if workspace.exists() {
@@ -245,6 +248,7 @@ fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Resul
             timeout,
             path_prefix: python_dir.iter().cloned().collect(),
             env,
+            clean_env: false,
         };
         let result = adapters::command::run(&exp.agent.command, &turn);
         let mut row = Round {
@@ -311,6 +315,139 @@ fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Resul
             exp.budget.turns
         ),
     ));
+    Ok(())
+}
+
+/// The session of an agent whose own Stop hook is the finish boundary:
+/// one run of the program, its rounds read from the hook's verdict log.
+fn drive_hooked(
+    ctx: &Context,
+    job: &Job,
+    workspace: &Path,
+    agent: Adapter,
+    turns: &mut Turns,
+) -> Result<(), Failed> {
+    let exp = ctx.experiment;
+    let model = exp
+        .model
+        .as_ref()
+        .expect("the experiment file requires a model for this adapter");
+    let prompt = job
+        .arm
+        .render(job.instance, workspace)
+        .map_err(|e| infra("prompt", e))?;
+    let round1 = job.dir.join("round-1");
+    std::fs::create_dir_all(&round1)
+        .map_err(|e| infra("output", format!("{}: {e}", round1.display())))?;
+    let _ = std::fs::write(round1.join("prompt.md"), &prompt);
+    let api_key = model
+        .api_key_env
+        .as_ref()
+        .and_then(|var| std::env::var(var).ok());
+    let mut env: Vec<(String, String)> = exp.agent.env.clone().into_iter().collect();
+    env.extend([
+        ("CRITIC_SEED".to_string(), exp.seed.to_string()),
+        ("PYTHONHASHSEED".into(), "0".into()),
+        ("TZ".into(), "UTC".into()),
+        ("LC_ALL".into(), "C.UTF-8".into()),
+    ]);
+    let timeout = exp
+        .budget
+        .wall_time
+        .map_or(exp.agent.timeout, |w| w.min(exp.agent.timeout));
+    let base = adapters::hooked::Session {
+        agent: agent.name(),
+        argv: Vec::new(),
+        env,
+        hook_file: PathBuf::new(),
+        install_env: Vec::new(),
+        dir: &job.dir,
+        workspace,
+        skill: &job.arm.skill,
+        critic: ctx.critic,
+        check_flags: ctx.check_flags,
+        max_rejections: exp.budget.turns.saturating_sub(1),
+        timeout,
+        path_prefix: job
+            .python
+            .parent()
+            .map(Path::to_path_buf)
+            .into_iter()
+            .collect(),
+    };
+    let params = adapters::claude_code::Params {
+        program: exp.agent.program.as_deref(),
+        prompt: &prompt,
+        model,
+        api_key,
+    };
+    let outcome = match agent {
+        Adapter::ClaudeCode => adapters::claude_code::run(&params, base),
+        Adapter::Codex => adapters::codex::run(&params, base),
+        Adapter::Command => unreachable!("the command adapter has its own loop"),
+    }
+    .map_err(|e| infra("hook_install", e))?;
+    let last = outcome.verdicts.len();
+    for (i, v) in outcome.verdicts.iter().enumerate() {
+        let accepted = v["accepted"].as_bool().unwrap_or(false);
+        let _ = std::fs::write(
+            job.dir.join(format!("verdict-{}.json", i + 1)),
+            serde_json::to_vec_pretty(v).unwrap_or_default(),
+        );
+        turns.rounds.push(Round {
+            round: i as u32 + 1,
+            turn_exit: None,
+            turn_s: 0.0,
+            verdict: if accepted { "accepted" } else { "rejected" }.into(),
+            budget_exhausted: v["budget_exhausted"].as_bool().unwrap_or(false),
+            followup: v["followup"].as_str().map(str::to_string),
+        });
+    }
+    turns.finishes = last as u32;
+    turns.last_verdict = outcome.verdicts.last().cloned();
+    turns.budget_exhausted = turns.rounds.last().is_some_and(|r| r.budget_exhausted);
+    let tail = outcome
+        .turn
+        .output_tail
+        .chars()
+        .rev()
+        .take(2000)
+        .collect::<String>();
+    let tail: String = tail.chars().rev().collect();
+    let code = match &outcome.turn.end {
+        TurnEnd::NotStarted(why) => return Err(infra("agent_start", why.clone())),
+        TurnEnd::TimedOut => {
+            turns.agent_fail = Some((
+                "turn_timeout",
+                format!("the agent ran past {timeout:?} and was killed"),
+            ));
+            return Ok(());
+        }
+        TurnEnd::Exited(code) => *code,
+    };
+    if let Some(r) = turns.rounds.last_mut() {
+        r.turn_exit = code;
+        r.turn_s = outcome.turn.duration.as_secs_f64();
+    }
+    if outcome.hook_changed {
+        turns.agent_fail = Some((
+            "hook_changed",
+            "the agent changed its hook configuration: the critic may not have judged its finish"
+                .into(),
+        ));
+    } else if last == 0 && code != Some(0) {
+        // No finish was ever judged: the agent did not get as far as its
+        // model (an unreachable API, a bad flag).
+        return Err(infra(
+            "agent_exit",
+            format!("the agent exited with {code:?} before any finish: {tail}"),
+        ));
+    } else if !turns.rounds.last().is_some_and(|r| r.verdict == "accepted") {
+        turns.agent_fail = Some((
+            "unchecked_stop",
+            "the agent stopped without a finish the critic accepted".into(),
+        ));
+    }
     Ok(())
 }
 

@@ -64,6 +64,10 @@ struct RunArgs {
     /// Ask a running `critic serve` first (a socket path or http://127.0.0.1:PORT).
     #[arg(long, env = SERVER_ENV)]
     server: Option<ServerAddress>,
+    /// Append each verdict, one JSON line, to this file (a runner's record
+    /// of the session; `critic experiment` reads it).
+    #[arg(long, value_name = "FILE")]
+    verdict_log: Option<PathBuf>,
     #[command(flatten)]
     skill: SkillArgs,
 }
@@ -151,6 +155,7 @@ fn answer(protocol: &'static HookProtocol, args: RunArgs) -> u8 {
     request.max_rejections = request.max_rejections.or(Some(DEFAULT_MAX_REJECTIONS));
     // ... and a time limit: an agent that gives up waiting lets its agent stop.
     request.time_limit = request.time_limit.or(Some(DEFAULT_TIME_LIMIT));
+    let verdict_log = args.verdict_log;
     let hook = Hook {
         protocol,
         request,
@@ -177,7 +182,27 @@ fn answer(protocol: &'static HookProtocol, args: RunArgs) -> u8 {
     for notice in &outcome.notices {
         let _ = writeln!(err, "{}", escape_terminal(notice, true));
     }
+    if let (Some(log), Some(verdict)) = (&verdict_log, &outcome.verdict) {
+        if let Err(e) = append_verdict(log, verdict) {
+            let _ = writeln!(err, "critic hook: --verdict-log {}: {e}", log.display());
+        }
+    }
     outcome.reply.exit_code
+}
+
+/// Append `verdict` as one line to `log`, in one write: the hooks of one
+/// session run one at a time, and a line is never split.
+fn append_verdict(
+    log: &std::path::Path,
+    verdict: &pluggable_critic::Verdict,
+) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(verdict)?;
+    line.push(b'\n');
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)?
+        .write_all(&line)
 }
 
 /// The answer to a command line clap refused. For a hook call (`critic

@@ -53,6 +53,14 @@ pub fn run(argv: &[String], turn: &Turn) -> TurnResult {
         }
     };
     let mut cmd = Command::new(&argv[0]);
+    if turn.clean_env {
+        cmd.env_clear();
+        for key in ["LANG", "TZ"] {
+            if let Some(v) = std::env::var_os(key) {
+                cmd.env(key, v);
+            }
+        }
+    }
     cmd.args(&argv[1..])
         .current_dir(&turn.workspace)
         .stdin(Stdio::null())
@@ -185,6 +193,7 @@ mod tests {
             timeout,
             path_prefix: vec![],
             env: vec![],
+            clean_env: false,
         }
     }
 
@@ -232,6 +241,21 @@ mod tests {
         assert_eq!(r.end, TurnEnd::Exited(Some(0)));
         assert!(r.duration < Duration::from_secs(5), "{:?}", r.duration);
         assert_eq!(r.output_tail, "done");
+    }
+
+    #[test]
+    fn a_clean_environment_holds_only_what_the_turn_gives() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = turn(dir.path(), Duration::from_secs(10));
+        t.clean_env = true;
+        t.env = vec![("MODEL_KEY".into(), "k".into())];
+        // cargo sets CARGO_MANIFEST_DIR for the test process.
+        assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+        let r = run(&sh("echo ${CARGO_MANIFEST_DIR:-unset} $MODEL_KEY"), &t);
+        assert_eq!(r.output_tail, "unset k");
+        t.clean_env = false;
+        let r = run(&sh("echo ${CARGO_MANIFEST_DIR:-unset}"), &t);
+        assert_ne!(r.output_tail, "unset");
     }
 
     #[test]

@@ -1,8 +1,14 @@
-//! How the runner drives an agent: one turn at a time, in the run's
-//! workspace, each turn ending at the agent's finish. Each adapter is one
-//! file here.
+//! How the runner drives an agent, in the run's workspace. `command` runs a
+//! program once per turn, its exit the finish, and the runner checks each
+//! finish itself; `claude_code` and `codex` run the real program once, with
+//! the critic as its own Stop hook (`hooked.rs` is what they share), and the
+//! hook's verdict log tells the runner what happened at each finish. Each
+//! adapter is one file here.
 
+pub mod claude_code;
+pub mod codex;
 pub mod command;
+pub mod hooked;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -29,6 +35,10 @@ pub struct Turn {
     pub path_prefix: Vec<PathBuf>,
     /// More variables for the agent.
     pub env: Vec<(String, String)>,
+    /// Start from an empty environment (PATH, LANG and TZ kept) instead of
+    /// the runner's: real agents get exactly what they need, not the
+    /// runner's secrets.
+    pub clean_env: bool,
 }
 
 /// How a turn ended.
