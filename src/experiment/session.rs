@@ -442,7 +442,7 @@ fn drive_hooked(
             "agent_exit",
             format!("the agent exited with {code:?} before any finish: {tail}"),
         ));
-    } else if !turns.rounds.last().is_some_and(|r| r.verdict == "accepted") {
+    } else if turns.rounds.last().is_none_or(|r| r.verdict != "accepted") {
         turns.agent_fail = Some((
             "unchecked_stop",
             "the agent stopped without a finish the critic accepted".into(),
