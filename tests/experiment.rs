@@ -749,3 +749,71 @@ fn codex_runs_the_arms_with_the_critic_as_its_stop_hook() {
         .unwrap()
         .contains("verdict-log"));
 }
+
+#[test]
+fn shards_merged_equal_one_run_and_a_disagreeing_overlap_is_refused() {
+    let lab = Lab::new();
+    let file = lab.write(&plan(), "");
+    let whole = lab.run(&file, "whole", &["--workers", "2"]);
+    assert_eq!(whole.status.code(), Some(0), "{}", stderr(&whole));
+    for shard in ["0/2", "1/2"] {
+        let out = format!("shard{}", &shard[..1]);
+        let o = lab.run(&file, &out, &["--shard", shard]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    let (a, b) = (results(&lab.path("shard0")), results(&lab.path("shard1")));
+    assert_eq!(a.len() + b.len(), 6, "a partition");
+    assert!(a.keys().all(|k| !b.contains_key(k)));
+    let merge = |inputs: &[&str], out: &str| {
+        run(critic()
+            .args(["experiment", "merge"])
+            .args(inputs.iter().map(|i| lab.path(i)))
+            .arg("--output-dir")
+            .arg(lab.path(out)))
+    };
+    let m = merge(&["shard0", "shard1"], "merged");
+    assert_eq!(m.status.code(), Some(0), "{}", stderr(&m));
+    assert_eq!(results(&lab.path("merged")), results(&lab.path("whole")));
+    let preds = |d: &str| {
+        let mut p = jsonl(&lab.path(d).join("predictions.jsonl"));
+        p.sort_by_key(|v| v.to_string());
+        p
+    };
+    assert_eq!(preds("merged"), preds("whole"));
+    assert!(lab
+        .path("merged/runs/acme__stats-1/brt-only/0/round-2/verdict.json")
+        .is_file());
+    // A manifest without its shard is the whole run's.
+    let manifest = |d: &str| -> Value {
+        serde_json::from_slice(&std::fs::read(lab.path(d).join("manifest.json")).unwrap()).unwrap()
+    };
+    assert_eq!(manifest("merged")["shard"], Value::Null);
+    // Merging again changes nothing.
+    let again = merge(&["shard0", "shard1"], "merged");
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    // A shard whose run disagrees with the merge is refused, and nothing of it taken.
+    let db = rusqlite::Connection::open(lab.path("shard1/results.sqlite")).unwrap();
+    db.execute("UPDATE runs SET resolved = 1 - resolved", [])
+        .unwrap();
+    drop(db);
+    let before = results(&lab.path("merged"));
+    let clash = merge(&["shard0", "shard1"], "merged");
+    assert_eq!(clash.status.code(), Some(2));
+    assert!(
+        stderr(&clash).contains("with other results"),
+        "{}",
+        stderr(&clash)
+    );
+    assert_eq!(results(&lab.path("merged")), before);
+    // Outputs of different experiments do not merge.
+    let other = lab.write(&plan(), "seed: 3\n");
+    let o = lab.run(&other, "other", &["--shard", "0/2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let e = merge(&["shard0", "other"], "merged2");
+    assert_eq!(e.status.code(), Some(2));
+    assert!(
+        stderr(&e).contains("not shards of one experiment"),
+        "{}",
+        stderr(&e)
+    );
+}

@@ -266,6 +266,54 @@ impl Db {
         tx.commit().map_err(|e| self.err(e))
     }
 
+    /// Take every run of the database at `other` (its rounds and attempts
+    /// too). A run both hold must agree on its result; the runs that do
+    /// not are returned and nothing is taken.
+    pub fn absorb(&self, other: &Path) -> Result<Vec<RunKey>, DbError> {
+        let mut conn = self.conn();
+        conn.execute(
+            "ATTACH DATABASE ?1 AS other",
+            params![other.to_string_lossy()],
+        )
+        .map_err(|e| self.err(e))?;
+        let result = (|| -> rusqlite::Result<Vec<RunKey>> {
+            let tx = conn.transaction()?;
+            let clashes = {
+                let mut stmt = tx.prepare(
+                    "SELECT o.instance_id, o.arm, o.sample FROM other.runs o JOIN main.runs m \
+                     USING (instance_id, arm, sample) WHERE o.status IS NOT m.status \
+                     OR o.resolved IS NOT m.resolved \
+                     OR o.f2p_fails_on_base IS NOT m.f2p_fails_on_base \
+                     OR o.f2p_passes_on_golden IS NOT m.f2p_passes_on_golden \
+                     OR o.finishes IS NOT m.finishes OR o.rounds IS NOT m.rounds \
+                     OR o.model_patch IS NOT m.model_patch ORDER BY 1, 2, 3",
+                )?;
+                let rows = stmt.query_map([], |r| {
+                    Ok(RunKey {
+                        instance_id: r.get(0)?,
+                        arm: r.get(1)?,
+                        sample: r.get(2)?,
+                    })
+                })?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()?
+            };
+            if clashes.is_empty() {
+                for table in ["runs", "rounds", "attempts"] {
+                    tx.execute(
+                        &format!("INSERT OR IGNORE INTO main.{table} SELECT * FROM other.{table}"),
+                        [],
+                    )?;
+                }
+                tx.commit()?;
+            }
+            Ok(clashes)
+        })();
+        let detached = conn.execute("DETACH DATABASE other", []);
+        let clashes = result.map_err(|e| self.err(e))?;
+        detached.map_err(|e| self.err(e))?;
+        Ok(clashes)
+    }
+
     /// Every stored run, in key order.
     pub fn runs(&self) -> Result<Vec<Run>, DbError> {
         let conn = self.conn();

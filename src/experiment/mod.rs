@@ -16,6 +16,7 @@ pub mod export;
 pub mod file;
 pub mod grade;
 pub mod manifest;
+pub mod merge;
 pub mod session;
 
 use crate::mpe::dataset::{self, Instance};

@@ -18,6 +18,19 @@ pub struct Args {
 enum Verb {
     /// Run the experiment in FILE into --output-dir; a rerun resumes.
     Run(RunArgs),
+    /// Combine the output directories of shards into one.
+    Merge(MergeArgs),
+}
+
+/// `critic experiment merge`'s flags.
+#[derive(clap::Args)]
+struct MergeArgs {
+    /// The shards' output directories.
+    #[arg(required = true)]
+    shards: Vec<PathBuf>,
+    /// Where the merged output goes.
+    #[arg(long)]
+    output_dir: PathBuf,
 }
 
 /// `critic experiment run`'s flags.
@@ -98,6 +111,16 @@ impl Progress for Shown {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     match args.verb {
         Verb::Run(a) => run_experiment(a),
+        Verb::Merge(a) => {
+            let merged = experiment::merge::merge(&a.shards, &a.output_dir)?;
+            eprintln!(
+                "experiment: merged {} shards, {} runs, into {}",
+                a.shards.len(),
+                merged.runs,
+                a.output_dir.display()
+            );
+            Ok(crate::EXIT_ACCEPT)
+        }
     }
 }
 
