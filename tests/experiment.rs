@@ -411,6 +411,33 @@ fn two_arms_on_three_packages_are_run_checked_and_graded() {
         stderr(&again)
     );
     assert_eq!(results(&dir), r);
+
+    // Grading again from the saved patches, with no agent run: a grade a
+    // bug got wrong, and a run whose grading failed, come back right.
+    let log = run.join("round-2/agent.log");
+    let touched = std::fs::metadata(&log).unwrap().modified().unwrap();
+    let db = rusqlite::Connection::open(dir.join("results.sqlite")).unwrap();
+    db.execute(
+        "UPDATE runs SET resolved = 0 WHERE arm = 'fix-only' AND instance_id = 'acme__bounds-1'",
+        [],
+    )
+    .unwrap();
+    db.execute(
+        "UPDATE runs SET status = 'infra_error', error_class = 'grade', resolved = NULL, \
+         f2p_fails_on_base = NULL, f2p_passes_on_golden = NULL \
+         WHERE arm = 'brt-only' AND instance_id = 'acme__stats-1'",
+        [],
+    )
+    .unwrap();
+    drop(db);
+    let graded = common::run(critic().args(["experiment", "grade"]).arg(&dir));
+    assert_eq!(graded.status.code(), Some(0), "{}", stderr(&graded));
+    assert_eq!(results(&dir), r);
+    assert_eq!(
+        std::fs::metadata(&log).unwrap().modified().unwrap(),
+        touched,
+        "no agent ran"
+    );
 }
 
 #[test]

@@ -26,7 +26,7 @@ impl std::fmt::Display for RunKey {
 }
 
 /// How a run ended: exactly one of these.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// The agent finished and the critic accepted (or its budget ended).
@@ -264,6 +264,30 @@ impl Db {
         };
         write(&tx).map_err(|e| self.err(e))?;
         tx.commit().map_err(|e| self.err(e))
+    }
+
+    /// Replace the status and grade of `run` (a regrade), its rounds kept.
+    pub fn regrade(&self, run: &Run) -> Result<(), DbError> {
+        let k = &run.key;
+        self.conn()
+            .execute(
+                "UPDATE runs SET status=?4, error_class=?5, error=?6, resolved=?7, \
+                 f2p_fails_on_base=?8, f2p_passes_on_golden=?9 \
+                 WHERE instance_id=?1 AND arm=?2 AND sample=?3",
+                params![
+                    k.instance_id,
+                    k.arm,
+                    k.sample,
+                    run.status.name(),
+                    run.error_class,
+                    run.error,
+                    run.resolved,
+                    run.f2p.map(|f| f.fails_on_base),
+                    run.f2p.map(|f| f.passes_on_golden),
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
     }
 
     /// Take every run of the database at `other` (its rounds and attempts

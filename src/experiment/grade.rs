@@ -37,6 +37,24 @@ pub struct ArmTests {
     pub command: Option<Vec<String>>,
 }
 
+impl ArmTests {
+    /// The tests of an arm whose skill has `patterns` and whose signal has
+    /// `config` (its `test_command`, if any).
+    pub fn of(patterns: &[String], config: &serde_json::Value) -> ArmTests {
+        ArmTests {
+            classifier: TestClassifier::new(patterns)
+                .expect("the skill loaded, so its patterns compile"),
+            command: config.get("test_command").and_then(|v| {
+                v.as_array().map(|a| {
+                    a.iter()
+                        .filter_map(|s| s.as_str().map(str::to_string))
+                        .collect()
+                })
+            }),
+        }
+    }
+}
+
 /// Grade `patch` on `prepared`, running on `backend`; raw outputs go to
 /// `logs` (`golden.json`, `own-on-base.json`, `own-on-golden.json`).
 pub fn grade(
@@ -94,6 +112,18 @@ pub fn grade(
         }
         Some(e) => {
             graded.infra = Some(format!("the golden tests could not run: {e}"));
+            return graded;
+        }
+        // pytest itself missing is the harness's failure, not the patch's.
+        None if matches!(
+            Outcome::of(golden, BugExit::Nonzero, &[]),
+            Outcome::NotRun(_)
+        ) =>
+        {
+            let Outcome::NotRun(why) = Outcome::of(golden, BugExit::Nonzero, &[]) else {
+                unreachable!("matched above")
+            };
+            graded.infra = Some(format!("the golden tests could not run: {why}"));
             return graded;
         }
         None => {

@@ -22,7 +22,6 @@ pub mod session;
 use crate::mpe::dataset::{self, Instance};
 use crate::mpe::instance::Prepared;
 use crate::mpe::runner::{Backend, Backends, LocalScratch};
-use crate::workspace::TestClassifier;
 use db::{Db, Run, RunKey, Status};
 use file::Experiment;
 use sha2::{Digest, Sha256};
@@ -274,7 +273,7 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         check_flags: &check_flags,
         work_dir: &work_dir,
     };
-    let graders = Graders::new(&pending, opts);
+    let graders = Graders::new(&pending, opts.workers, opts.unconfined_runs);
     let failures: Mutex<Vec<ExperimentError>> = Mutex::new(Vec::new());
     crate::sys::parallel::map(pending.len(), opts.workers.max(1), |i| {
         let (key, before) = &pending[i];
@@ -287,35 +286,8 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
             .iter()
             .find(|a| a.name == key.arm)
             .expect("an arm's run");
-        let own = grade::ArmTests {
-            classifier: TestClassifier::new(&arm.test_patterns)
-                .expect("the skill loaded, so its patterns compile"),
-            command: arm.config.get("test_command").and_then(|v| {
-                v.as_array().map(|a| {
-                    a.iter()
-                        .filter_map(|s| s.as_str().map(str::to_string))
-                        .collect()
-                })
-            }),
-        };
-        let grader = |patch: &str, job: &session::Job| {
-            let logs = job.dir.join("grade");
-            let _ = std::fs::create_dir_all(&logs);
-            match graders.backend(&key.instance_id, repo, &ready.prepared.base, python) {
-                Ok(backend) => grade::grade(
-                    &ready.prepared,
-                    backend.as_ref(),
-                    patch,
-                    &own,
-                    python,
-                    &logs,
-                ),
-                Err(e) => grade::Graded {
-                    infra: Some(e),
-                    ..Default::default()
-                },
-            }
-        };
+        let own = grade::ArmTests::of(&arm.test_patterns, &arm.config);
+        let grader = |patch: &str, job: &session::Job| graders.grade(ready, &own, patch, &job.dir);
         for attempt in before + 1..=before + 1 + opts.retries {
             let job = session::Job {
                 key: key.clone(),
@@ -362,6 +334,110 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
     })
 }
 
+/// How `critic experiment grade` grades again.
+#[derive(Debug, Clone)]
+pub struct GradeOptions {
+    /// The output directory of a run.
+    pub output_dir: PathBuf,
+    /// Runs graded in parallel.
+    pub workers: usize,
+    /// Run the grading tests unconfined.
+    pub unconfined_runs: bool,
+}
+
+/// Grade every run of an output directory again from its saved final
+/// patch, without running any agent: for a fixed grader, or runs whose
+/// grading failed. Runs that never produced a patch are left as they are.
+pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished, ExperimentError> {
+    let out = &opts.output_dir;
+    let manifest_path = out.join(manifest::FILE);
+    let manifest: serde_json::Value = std::fs::read(&manifest_path)
+        .map_err(|e| e.to_string())
+        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+        .map_err(|e| {
+            ExperimentError::Output(format!(
+                "{}: {e} (is {} an experiment's output directory?)",
+                manifest_path.display(),
+                out.display()
+            ))
+        })?;
+    // JSON is YAML: the manifest's resolved file is read as the file was.
+    let exp = file::parse(&manifest["experiment"].to_string(), &manifest_path)?;
+    crate::sys::interrupt::arm();
+    let _lock = manifest::lock(out).map_err(ExperimentError::Output)?;
+    let instances = instances(&exp)?;
+    let db = Db::open(&out.join("results.sqlite"))?;
+    let mut tests = BTreeMap::new();
+    for a in &exp.arms {
+        let skill = crate::skill::load(&out.join("arms").join(&a.name).join("skill"))
+            .map_err(|e| ExperimentError::Output(e.to_string()))?;
+        let config = skill
+            .manifest
+            .signals
+            .first()
+            .map(|s| s.config.clone())
+            .unwrap_or_default();
+        tests.insert(
+            a.name.clone(),
+            grade::ArmTests::of(&skill.manifest.test_patterns, &config),
+        );
+    }
+    let runs: Vec<Run> = db
+        .runs()?
+        .into_iter()
+        .filter(|r| {
+            run_dir(out, &r.key)
+                .join(session::GENERATION_FILE)
+                .is_file()
+        })
+        .collect();
+    progress.start(runs.len(), runs.len());
+    let pending: Vec<(RunKey, u32)> = runs.iter().map(|r| (r.key.clone(), 0)).collect();
+    let graders = Graders::new(&pending, opts.workers, opts.unconfined_runs);
+    let failures: Mutex<Vec<ExperimentError>> = Mutex::new(Vec::new());
+    crate::sys::parallel::map(runs.len(), opts.workers.max(1), |i| {
+        let mut run = runs[i].clone();
+        let dir = run_dir(out, &run.key);
+        let ready = instances
+            .iter()
+            .find(|r| r.instance.id == run.key.instance_id);
+        let (Some(ready), Some(own)) = (ready, tests.get(&run.key.arm)) else {
+            graders.done(&run.key.instance_id);
+            return;
+        };
+        let generation: Option<session::Generation> =
+            std::fs::read(dir.join(session::GENERATION_FILE))
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok());
+        if let Some(generation) = generation {
+            let graded = graders.grade(ready, own, &run.model_patch, &dir);
+            session::apply_grade(&mut run, &generation, &graded);
+            if let Err(e) = db.regrade(&run) {
+                failures
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(e.into());
+            }
+            progress.finished(&run, false);
+        }
+        graders.done(&run.key.instance_id);
+    });
+    if let Some(e) = failures
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .pop()
+    {
+        return Err(e);
+    }
+    let all = db.runs()?;
+    export::write(out, &exp.name, &all).map_err(ExperimentError::Output)?;
+    Ok(Finished {
+        total: all.len(),
+        ran: runs.len(),
+        runs: all,
+    })
+}
+
 /// `OUT/runs/<instance>/<arm>/<sample>`.
 pub fn run_dir(out: &Path, key: &RunKey) -> PathBuf {
     out.join("runs")
@@ -371,20 +447,22 @@ pub fn run_dir(out: &Path, key: &RunKey) -> PathBuf {
 }
 
 /// The grading back ends, one per instance while it has runs left.
-struct Graders<'a> {
-    opts: &'a Options,
+struct Graders {
+    workers: usize,
+    unconfined_runs: bool,
     open: Mutex<BTreeMap<String, Arc<dyn Backend>>>,
     left: Mutex<BTreeMap<String, usize>>,
 }
 
-impl<'a> Graders<'a> {
-    fn new(pending: &[(RunKey, u32)], opts: &'a Options) -> Graders<'a> {
+impl Graders {
+    fn new(pending: &[(RunKey, u32)], workers: usize, unconfined_runs: bool) -> Graders {
         let mut left = BTreeMap::new();
         for (k, _) in pending {
             *left.entry(k.instance_id.clone()).or_insert(0) += 1;
         }
         Graders {
-            opts,
+            workers,
+            unconfined_runs,
             open: Mutex::new(BTreeMap::new()),
             left: Mutex::new(left),
         }
@@ -402,13 +480,41 @@ impl<'a> Graders<'a> {
             return Ok(b.clone());
         }
         let backends = LocalScratch {
-            // The golden tests and the run's own test on base and fix.
-            workers: 3,
-            confined: !self.opts.unconfined_runs,
+            // The golden tests and the run's own test on base and fix, for
+            // each run of the instance graded at once.
+            workers: 3 * self.workers.max(1),
+            confined: !self.unconfined_runs,
         };
         let b: Arc<dyn Backend> = Arc::from(backends.open(repo, base, python)?);
         open.insert(id.to_string(), b.clone());
         Ok(b)
+    }
+
+    /// Grade `patch` of a run of `ready` whose directory is `dir`.
+    fn grade(
+        &self,
+        ready: &Ready,
+        own: &grade::ArmTests,
+        patch: &str,
+        dir: &Path,
+    ) -> grade::Graded {
+        let logs = dir.join("grade");
+        let _ = std::fs::create_dir_all(&logs);
+        let id = &ready.instance.id;
+        match self.backend(id, &ready.repo, &ready.prepared.base, &ready.python) {
+            Ok(backend) => grade::grade(
+                &ready.prepared,
+                backend.as_ref(),
+                patch,
+                own,
+                &ready.python,
+                &logs,
+            ),
+            Err(e) => grade::Graded {
+                infra: Some(e),
+                ..Default::default()
+            },
+        }
     }
 
     /// One run of `id` is over; its scratch copies go with its last.

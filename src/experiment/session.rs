@@ -127,23 +127,20 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Job) -> Graded) -> (
         }
         Ok((patch, outcome_test)) => {
             let _ = std::fs::write(job.dir.join("final.patch"), &patch);
-            let graded = grader(&patch, job);
-            if let Some((class, message)) = turns.agent_fail.take() {
-                run.status = Status::AgentFail;
-                run.error_class = Some(class.to_string());
-                run.error = Some(message);
-            }
-            match graded.infra {
-                Some(e) => {
-                    run.status = Status::InfraError;
-                    run.error_class = Some("grade".into());
-                    run.error = Some(e);
-                }
-                None => {
-                    run.resolved = graded.resolved;
-                    run.f2p = graded.f2p;
-                }
-            }
+            let generation = Generation {
+                status: if turns.agent_fail.is_some() {
+                    Status::AgentFail
+                } else {
+                    Status::Ok
+                },
+                error_class: turns.agent_fail.as_ref().map(|(c, _)| c.to_string()),
+                error: turns.agent_fail.take().map(|(_, m)| m),
+            };
+            let _ = std::fs::write(
+                job.dir.join(GENERATION_FILE),
+                serde_json::to_vec_pretty(&generation).unwrap_or_default(),
+            );
+            apply_grade(&mut run, &generation, &grader(&patch, job));
             run.outcome_test = outcome_test;
             run.model_patch = patch;
         }
@@ -154,6 +151,42 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Job) -> Graded) -> (
         serde_json::to_vec_pretty(&json!({"run": run, "rounds": turns.rounds})).unwrap_or_default(),
     );
     (run, turns.rounds)
+}
+
+/// The file in a run's directory that keeps how generation ended, so a
+/// regrade can tell a run's own status from its grading's.
+pub const GENERATION_FILE: &str = "generation.json";
+
+/// How a run's generation (the agent's turns) ended, before grading.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Generation {
+    /// `ok` or `agent_fail`.
+    pub status: Status,
+    /// The agent's failure class.
+    pub error_class: Option<String>,
+    /// The agent's failure.
+    pub error: Option<String>,
+}
+
+/// Set `run`'s status and grade from its generation and `graded`: a grade
+/// that could not be made is an infrastructure error, whatever the agent did.
+pub fn apply_grade(run: &mut Run, generation: &Generation, graded: &Graded) {
+    match &graded.infra {
+        Some(e) => {
+            run.status = Status::InfraError;
+            run.error_class = Some("grade".into());
+            run.error = Some(e.clone());
+            run.resolved = None;
+            run.f2p = None;
+        }
+        None => {
+            run.status = generation.status;
+            run.error_class = generation.error_class.clone();
+            run.error = generation.error.clone();
+            run.resolved = graded.resolved;
+            run.f2p = graded.f2p;
+        }
+    }
 }
 
 /// Empty `dir` (an earlier attempt's files go).

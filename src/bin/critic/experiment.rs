@@ -20,6 +20,21 @@ enum Verb {
     Run(RunArgs),
     /// Combine the output directories of shards into one.
     Merge(MergeArgs),
+    /// Grade every run of an output directory again from its saved patch (no agent runs).
+    Grade(GradeArgs),
+}
+
+/// `critic experiment grade`'s flags.
+#[derive(clap::Args)]
+struct GradeArgs {
+    /// The experiment's output directory.
+    output_dir: PathBuf,
+    /// Runs graded in parallel.
+    #[arg(long, default_value_t = 1)]
+    workers: usize,
+    /// Run the grading tests unconfined (see `critic experiment run`).
+    #[arg(long, env = "CRITIC_UNCONFINED_RUNS")]
+    unconfined_runs: bool,
 }
 
 /// `critic experiment merge`'s flags.
@@ -62,6 +77,28 @@ struct RunArgs {
 /// A progress bar on a terminal, a line per run otherwise.
 struct Shown {
     bar: Option<indicatif::ProgressBar>,
+}
+
+impl Shown {
+    fn new() -> Shown {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = indicatif::ProgressBar::new(0);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{bar:30} {pos}/{len} runs {elapsed} eta {eta}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar
+        });
+        Shown { bar }
+    }
+
+    fn done(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 impl Progress for Shown {
@@ -111,6 +148,18 @@ impl Progress for Shown {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     match args.verb {
         Verb::Run(a) => run_experiment(a),
+        Verb::Grade(a) => {
+            pluggable_critic::cleanup_on_signals();
+            let opts = experiment::GradeOptions {
+                output_dir: a.output_dir,
+                workers: a.workers.max(1),
+                unconfined_runs: a.unconfined_runs,
+            };
+            let progress = Shown::new();
+            let finished = experiment::regrade(&opts, &progress)?;
+            progress.done();
+            summarize(&finished, &opts.output_dir)
+        }
         Verb::Merge(a) => {
             let merged = experiment::merge::merge(&a.shards, &a.output_dir)?;
             eprintln!(
@@ -136,21 +185,14 @@ fn run_experiment(args: RunArgs) -> anyhow::Result<u8> {
         force_new_manifest: args.force_new_manifest,
         unconfined_runs: args.unconfined_runs,
     };
-    let bar = std::io::stderr().is_terminal().then(|| {
-        let bar = indicatif::ProgressBar::new(0);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{bar:30} {pos}/{len} runs {elapsed} eta {eta}",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        bar
-    });
-    let progress = Shown { bar };
+    let progress = Shown::new();
     let finished = experiment::run(&opts, &progress)?;
-    if let Some(bar) = &progress.bar {
-        bar.finish_and_clear();
-    }
+    progress.done();
+    summarize(&finished, &opts.output_dir)
+}
+
+/// Print the runs per arm and the errors; the exit status.
+fn summarize(finished: &experiment::Finished, out: &std::path::Path) -> anyhow::Result<u8> {
     let mut per_arm: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     for r in finished
         .runs
@@ -172,7 +214,7 @@ fn run_experiment(args: RunArgs) -> anyhow::Result<u8> {
     }
     eprintln!(
         "experiment: results in {}",
-        opts.output_dir.join("results.jsonl").display()
+        out.join("results.jsonl").display()
     );
     let errors = finished.errors();
     if errors.is_empty() {
