@@ -844,3 +844,99 @@ fn shards_merged_equal_one_run_and_a_disagreeing_overlap_is_refused() {
         stderr(&e)
     );
 }
+
+#[test]
+fn the_report_tables_and_charts_hold_the_runs_numbers_in_a_real_browser() {
+    let lab = Lab::new();
+    let file = lab.write(&plan(), "");
+    let out = lab.run(&file, "out", &["--workers", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let md = common::run(
+        critic()
+            .args(["experiment", "report", "--format", "markdown"])
+            .arg(lab.path("out")),
+    );
+    assert!(md.status.success(), "{}", stderr(&md));
+    let md = String::from_utf8(md.stdout).unwrap();
+    // fix-only resolves textutil and bounds; brt-only resolves nothing but
+    // two of its three tests are F->P.
+    assert!(
+        md.contains("| fix-only | 3 | 66.7% [20.8, 93.9] (2/3) | – |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| brt-only | 3 | 0.0% [0.0, 56.1] (0/3) | 66.7% [20.8, 93.9] (2/3) |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| brt-only | fix-only | 3 | 2 | 0 | -66.7 pp | 0.5000 |"),
+        "{md}"
+    );
+    let by_brt = common::run(
+        critic()
+            .args([
+                "experiment",
+                "report",
+                "--format",
+                "markdown",
+                "--baseline",
+                "brt-only",
+            ])
+            .arg(lab.path("out")),
+    );
+    assert!(String::from_utf8_lossy(&by_brt.stdout)
+        .contains("| fix-only | brt-only | 3 | 0 | 2 | +66.7 pp |"));
+    let bad = common::run(
+        critic()
+            .args(["experiment", "report", "--baseline", "nope"])
+            .arg(lab.path("out")),
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("--baseline nope: no such arm (arms: fix-only, brt-only)"),
+        "{}",
+        stderr(&bad)
+    );
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(lab.path("out/summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["arms"][0]["resolved"]["k"], 2);
+
+    let report = lab.path("out/report.html");
+    let profile = tempfile::tempdir().unwrap();
+    let shot = lab.path("report.png");
+    let chromium = |more: &[&str]| {
+        let out = Command::new("chromium")
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--window-size=1300,2000",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .args(more)
+            .arg(format!("file://{}", report.display()))
+            .output()
+            .expect("chromium (apt-get install chromium; .ci/run installs it)");
+        assert!(out.status.success(), "chromium: {}", stderr(&out));
+        out
+    };
+    let dom = String::from_utf8(chromium(&["--dump-dom"]).stdout).unwrap();
+    assert_eq!(
+        dom.matches("<svg").count(),
+        3,
+        "resolved, F->P and rounds charts"
+    );
+    for t in [
+        "66.7% [20.8, 93.9] (2/3)",
+        "id=\"paired\"",
+        "Resolved within k rounds",
+        "No infrastructure errors.",
+    ] {
+        assert!(dom.contains(t), "{t} not on the page");
+    }
+    chromium(&[&format!("--screenshot={}", shot.display())]);
+    let png = std::fs::read(&shot).unwrap();
+    assert!(png.starts_with(b"\x89PNG"));
+    assert!(png.len() > 20_000, "{} bytes", png.len());
+}

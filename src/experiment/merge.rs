@@ -86,6 +86,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Merged, ExperimentError> 
     let runs = db.runs()?;
     let name = wanted["name"].as_str().unwrap_or("experiment");
     export::write(out, name, &runs).map_err(output)?;
+    crate::experiment::report::write(out, &wanted, &runs, None).map_err(output)?;
     Ok(Merged { runs: runs.len() })
 }
 

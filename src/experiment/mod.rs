@@ -17,7 +17,9 @@ pub mod file;
 pub mod grade;
 pub mod manifest;
 pub mod merge;
+pub mod report;
 pub mod session;
+pub mod stats;
 
 use crate::mpe::dataset::{self, Instance};
 use crate::mpe::instance::Prepared;
@@ -327,6 +329,7 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         .filter(|r| keys.contains(&r.key))
         .collect();
     export::write(out, &exp.name, &runs).map_err(ExperimentError::Output)?;
+    report::write(out, &record, &db.runs()?, None).map_err(ExperimentError::Output)?;
     Ok(Finished {
         total: keys.len(),
         ran: pending.len(),
@@ -351,16 +354,7 @@ pub struct GradeOptions {
 pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished, ExperimentError> {
     let out = &opts.output_dir;
     let manifest_path = out.join(manifest::FILE);
-    let manifest: serde_json::Value = std::fs::read(&manifest_path)
-        .map_err(|e| e.to_string())
-        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
-        .map_err(|e| {
-            ExperimentError::Output(format!(
-                "{}: {e} (is {} an experiment's output directory?)",
-                manifest_path.display(),
-                out.display()
-            ))
-        })?;
+    let manifest = read_manifest(out)?;
     // JSON is YAML: the manifest's resolved file is read as the file was.
     let exp = file::parse(&manifest["experiment"].to_string(), &manifest_path)?;
     crate::sys::interrupt::arm();
@@ -431,11 +425,35 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
     }
     let all = db.runs()?;
     export::write(out, &exp.name, &all).map_err(ExperimentError::Output)?;
+    report::write(out, &manifest, &all, None).map_err(ExperimentError::Output)?;
     Ok(Finished {
         total: all.len(),
         ran: runs.len(),
         runs: all,
     })
+}
+
+/// `OUT/manifest.json`.
+fn read_manifest(out: &Path) -> Result<serde_json::Value, ExperimentError> {
+    let path = out.join(manifest::FILE);
+    std::fs::read(&path)
+        .map_err(|e| e.to_string())
+        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+        .map_err(|e| {
+            ExperimentError::Output(format!(
+                "{}: {e} (is {} an experiment's output directory?)",
+                path.display(),
+                out.display()
+            ))
+        })
+}
+
+/// Write `OUT/summary.json` and `OUT/report.html` from what `out` holds,
+/// each arm compared with `baseline` (default: the first arm).
+pub fn report(out: &Path, baseline: Option<&str>) -> Result<report::Summary, ExperimentError> {
+    let manifest = read_manifest(out)?;
+    let db = Db::open(&out.join("results.sqlite"))?;
+    report::write(out, &manifest, &db.runs()?, baseline).map_err(ExperimentError::Output)
 }
 
 /// `OUT/runs/<instance>/<arm>/<sample>`.

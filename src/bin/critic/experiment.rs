@@ -22,6 +22,27 @@ enum Verb {
     Merge(MergeArgs),
     /// Grade every run of an output directory again from its saved patch (no agent runs).
     Grade(GradeArgs),
+    /// Write OUT/report.html and OUT/summary.json, or print the tables as Markdown.
+    Report(ReportArgs),
+}
+
+/// `critic experiment report`'s flags.
+#[derive(clap::Args)]
+struct ReportArgs {
+    /// The experiment's output directory.
+    output_dir: PathBuf,
+    /// The arm every other arm is compared with (default: the first).
+    #[arg(long)]
+    baseline: Option<String>,
+    /// `html` writes OUT/report.html; `markdown` prints the tables.
+    #[arg(long, value_enum, default_value = "html")]
+    format: Format,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Format {
+    Html,
+    Markdown,
 }
 
 /// `critic experiment grade`'s flags.
@@ -159,6 +180,14 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             let finished = experiment::regrade(&opts, &progress)?;
             progress.done();
             summarize(&finished, &opts.output_dir)
+        }
+        Verb::Report(a) => {
+            let summary = experiment::report(&a.output_dir, a.baseline.as_deref())?;
+            match a.format {
+                Format::Markdown => print!("{}", experiment::report::markdown(&summary)),
+                Format::Html => println!("{}", a.output_dir.join("report.html").display()),
+            }
+            Ok(crate::EXIT_ACCEPT)
         }
         Verb::Merge(a) => {
             let merged = experiment::merge::merge(&a.shards, &a.output_dir)?;
