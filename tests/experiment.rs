@@ -18,7 +18,9 @@ use std::process::{Command, Output};
 
 /// The agent: for the arm in `CRITIC_SESSION` (`<arm>-<sample>-<attempt>`)
 /// and the round in `CRITIC_ROUND`, writes the files its plan gives for
-/// the package the workspace holds, sleeps if told, and prints what it did.
+/// the package the workspace holds, sleeps if told, reports the tokens it
+/// is told its model used in its own transcript (`CRITIC_EVENTS_FILE`),
+/// and prints what it did.
 const AGENT: &str = r#"#!/usr/bin/env python3
 import json, os, pathlib, sys, time
 plan = json.loads(pathlib.Path(os.environ["AGENT_PLAN"]).read_text())
@@ -33,6 +35,14 @@ for path, content in step.get("write", {}).items():
     (ws / path).parent.mkdir(parents=True, exist_ok=True)
     (ws / path).write_text(content)
 time.sleep(step.get("sleep", 0))
+if "tokens" in step:
+    # The agent's own transcript, in the host's normalized events, with
+    # what its model call used.
+    with open(os.environ["CRITIC_EVENTS_FILE"], "a") as t:
+        usage = {"input_tokens": step["tokens"], "output_tokens": 0}
+        t.write(json.dumps({"index": 0, "kind": "message", "source": "agent", "text": "working",
+                            "id": f"call-{round_}", "usage": usage}) + "\n")
+        t.write(json.dumps({"index": 1, "kind": "finish", "source": "agent", "text": "done"}) + "\n")
 print(f"{arm} round {round_} on {package}: wrote {sorted(step.get('write', {}))}")
 "#;
 
@@ -693,7 +703,8 @@ fn real_agent_experiment(adapter: &str, program: &str, standin: &Standin) -> (La
     let lab = Lab::new();
     let agent = format!(
         "agent:\n  adapter: {adapter}\n  program: {}\n  timeout: 300s\n\
-model: {{base_url: \"{}\", model: stand-in-model, api_key_env: STANDIN_API_KEY}}\n",
+model: {{base_url: \"{}\", model: stand-in-model, api_key_env: STANDIN_API_KEY, \
+price: {{input_per_mtok: 3, output_per_mtok: 15}}}}\n",
         npm_bin(program).display(),
         standin.url()
     );
@@ -730,6 +741,16 @@ model: {{base_url: \"{}\", model: stand-in-model, api_key_env: STANDIN_API_KEY}}
             .contains(&followup[..40.min(followup.len())].replace('"', "\\\""))
     };
     assert!(!seen(&turns[0]) && seen(&turns[1]), "{followup}");
+    // Tokens come from the transcript the agent wrote, priced by the model's price.
+    let tokens = fix["tokens"]
+        .as_u64()
+        .expect("the transcript reports usage");
+    assert!(tokens > 0);
+    let cost = fix["cost"].as_f64().unwrap();
+    assert!(
+        cost >= tokens as f64 * 3e-6 && cost <= tokens as f64 * 15e-6,
+        "{fix}"
+    );
     // The agent's own transcript is kept and readable.
     let transcript = run.join("transcript.jsonl");
     let events = run_events(&transcript);
@@ -770,7 +791,11 @@ fn claude_code_runs_the_arms_with_the_critic_as_its_stop_hook() {
 fn codex_runs_the_arms_with_the_critic_as_its_stop_hook() {
     let exec = |command: &str| json!({"tool_calls": [{"name": "exec_command", "input": {"cmd": command}}]});
     let standin = Standin::start("codex", &agent_script(exec));
-    let (lab, _) = real_agent_experiment("codex", "codex", &standin);
+    let (lab, fix) = real_agent_experiment("codex", "codex", &standin);
+    // The stand-in answers each of the run's three calls with 100 input and
+    // 20 output tokens; Codex keeps the running total.
+    assert_eq!(fix["tokens"], 360);
+    assert!((fix["cost"].as_f64().unwrap() - (300.0 * 3e-6 + 60.0 * 15e-6)).abs() < 1e-12);
     let hooks = lab.path("out/runs/acme__textutil-1/fix-only/0/codex-home/hooks.json");
     assert!(std::fs::read_to_string(hooks)
         .unwrap()
@@ -939,4 +964,52 @@ fn the_report_tables_and_charts_hold_the_runs_numbers_in_a_real_browser() {
     let png = std::fs::read(&shot).unwrap();
     assert!(png.starts_with(b"\x89PNG"));
     assert!(png.len() > 20_000, "{} bytes", png.len());
+}
+
+#[test]
+fn token_budgets_end_a_run_and_the_cost_cap_stops_new_ones() {
+    let lab = Lab::new();
+    let step = json!({"tokens": 80});
+    let plan = json!({
+        // Never writes anything, so fix-only rejects every finish.
+        "textutil": {"fix-only": {"1": step, "2": step, "3": step},
+                     "brt-only": {"1": step}},
+        "stats": {}, "bounds": {},
+    });
+    let file = lab.write(
+        &plan,
+        "filter: {ids: [acme__textutil-1]}\nbudget: {tokens: 100}\n",
+    );
+    let out = lab.run(&file, "out", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = results(&lab.path("out"));
+    let fix = &r[&key("textutil", "fix-only")];
+    assert_eq!(fix["status"], "agent_fail", "{fix}");
+    assert_eq!(fix["error"]["class"], "token_budget");
+    assert_eq!(
+        (fix["rounds"].clone(), fix["tokens"].clone()),
+        (json!(2), json!(160))
+    );
+
+    // Priced at a dollar a token, the first run costs $80: past the cap of
+    // $50, the second is not started, and a rerun with a higher cap makes it.
+    let priced = "model: {base_url: \"http://127.0.0.1:9\", model: m, price: {input_per_mtok: 1000000, output_per_mtok: 0}}\n";
+    let capped =
+        format!("filter: {{ids: [acme__textutil-1]}}\n{priced}budget: {{total_cost: 50}}\n");
+    let file = lab.write(&plan, &capped);
+    let out = lab.run(&file, "capped", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("1 runs were not started"),
+        "{}",
+        stderr(&out)
+    );
+    let r = results(&lab.path("capped"));
+    assert_eq!(r.len(), 1, "{r:#?}");
+    let first = r.values().next().unwrap();
+    assert_eq!(first["cost"], json!(240.0), "{first}");
+    let file = lab.write(&plan, &capped.replace("total_cost: 50", "total_cost: 1000"));
+    let out = lab.run(&file, "capped", &["--force-new-manifest"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(results(&lab.path("capped")).len(), 2);
 }

@@ -117,6 +117,18 @@ pub struct Model {
     /// The variable holding the key.
     #[serde(default)]
     pub api_key_env: Option<String>,
+    /// USD per million tokens.
+    #[serde(default)]
+    pub price: Option<Price>,
+}
+
+/// A model's price, USD per million tokens.
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub struct Price {
+    /// Per million input tokens.
+    pub input_per_mtok: f64,
+    /// Per million output tokens.
+    pub output_per_mtok: f64,
 }
 
 /// One arm: a skill plus overrides.
@@ -143,6 +155,12 @@ pub struct Budget {
     pub turns: u32,
     /// The whole run.
     pub wall_time: Option<Duration>,
+    /// Tokens a run may use.
+    pub tokens: Option<u64>,
+    /// USD a run may cost.
+    pub cost: Option<f64>,
+    /// USD the experiment may cost before no new run starts.
+    pub total_cost: Option<f64>,
 }
 
 /// Why an experiment file cannot be used.
@@ -242,6 +260,9 @@ struct RawAgent {
 struct RawBudget {
     turns: Option<u32>,
     wall_time: Option<DurationSpec>,
+    tokens: Option<u64>,
+    cost: Option<f64>,
+    total_cost: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -499,6 +520,9 @@ impl Checker<'_> {
                 .budget
                 .wall_time
                 .map(|w| self.duration("/budget/wall_time", Some(w), DEFAULT_TURN_TIMEOUT)),
+            tokens: raw.budget.tokens,
+            cost: raw.budget.cost,
+            total_cost: raw.budget.total_cost,
         };
         let test_timeout = self.duration("/test_timeout", raw.test_timeout, DEFAULT_TEST_TIMEOUT);
         let mut resolved = self.doc.value.clone();

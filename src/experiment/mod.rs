@@ -20,6 +20,7 @@ pub mod merge;
 pub mod report;
 pub mod session;
 pub mod stats;
+pub mod usage;
 
 use crate::mpe::dataset::{self, Instance};
 use crate::mpe::instance::Prepared;
@@ -126,6 +127,8 @@ pub struct Finished {
     pub total: usize,
     /// Runs made now (retries not counted twice).
     pub ran: usize,
+    /// Runs not started because the experiment's cost cap was reached.
+    pub not_started: usize,
     /// Every run of this shard as stored, in key order.
     pub runs: Vec<Run>,
 }
@@ -277,8 +280,18 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
     };
     let graders = Graders::new(&pending, opts.workers, opts.unconfined_runs);
     let failures: Mutex<Vec<ExperimentError>> = Mutex::new(Vec::new());
+    // The global cost cap: what stored runs cost, and each run as it ends.
+    let cost: Mutex<f64> = Mutex::new(db.runs()?.iter().filter_map(|r| r.cost).sum());
+    let not_started = std::sync::atomic::AtomicUsize::new(0);
     crate::sys::parallel::map(pending.len(), opts.workers.max(1), |i| {
         let (key, before) = &pending[i];
+        if let Some(cap) = exp.budget.total_cost {
+            if *cost.lock().unwrap_or_else(|p| p.into_inner()) >= cap {
+                not_started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                graders.done(&key.instance_id);
+                return;
+            }
+        }
         let ready = instances
             .iter()
             .find(|r| r.instance.id == key.instance_id)
@@ -301,6 +314,7 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
                 attempt,
             };
             let (run, rounds) = session::run(&ctx, &job, &grader);
+            *cost.lock().unwrap_or_else(|p| p.into_inner()) += run.cost.unwrap_or(0.0);
             if let Err(e) = db.finish(&run, &rounds) {
                 failures
                     .lock()
@@ -330,9 +344,11 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         .collect();
     export::write(out, &exp.name, &runs).map_err(ExperimentError::Output)?;
     report::write(out, &record, &db.runs()?, None).map_err(ExperimentError::Output)?;
+    let not_started = not_started.into_inner();
     Ok(Finished {
         total: keys.len(),
-        ran: pending.len(),
+        ran: pending.len() - not_started,
+        not_started,
         runs,
     })
 }
@@ -429,6 +445,7 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
     Ok(Finished {
         total: all.len(),
         ran: runs.len(),
+        not_started: 0,
         runs: all,
     })
 }

@@ -145,12 +145,56 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Job) -> Graded) -> (
             run.model_patch = patch;
         }
     }
+    (run.tokens, run.cost) = spent(ctx.experiment, &job.dir);
     run.duration_s = started.elapsed().as_secs_f64();
     let _ = std::fs::write(
         job.dir.join("run.json"),
         serde_json::to_vec_pretty(&json!({"run": run, "rounds": turns.rounds})).unwrap_or_default(),
     );
     (run, turns.rounds)
+}
+
+/// Tokens and cost of the run so far, from the agent's transcript (the
+/// `claude-code`/`codex` adapters keep it as `transcript.jsonl`; a
+/// `command` agent may write one to `transcript`): the cost reported, or
+/// priced by the model's `price`.
+fn spent(exp: &Experiment, dir: &Path) -> (Option<u64>, Option<f64>) {
+    let file = ["transcript.jsonl", "transcript"]
+        .iter()
+        .map(|f| dir.join(f))
+        .find(|f| f.is_file());
+    let Some(file) = file else {
+        return (None, None);
+    };
+    let u = crate::experiment::usage::of_file(&file);
+    let priced = exp
+        .model
+        .as_ref()
+        .and_then(|m| m.price)
+        .filter(|_| u.found)
+        .map(|p| (u.input as f64 * p.input_per_mtok + u.output as f64 * p.output_per_mtok) / 1e6);
+    (u.tokens(), u.cost.or(priced))
+}
+
+/// Which per-run budget `spent` breaks, if any.
+fn over_budget(
+    exp: &Experiment,
+    spent: (Option<u64>, Option<f64>),
+) -> Option<(&'static str, String)> {
+    if let (Some(max), Some(t)) = (exp.budget.tokens, spent.0) {
+        if t > max {
+            return Some((
+                "token_budget",
+                format!("{t} tokens, over budget.tokens {max}"),
+            ));
+        }
+    }
+    if let (Some(max), Some(c)) = (exp.budget.cost, spent.1) {
+        if c > max {
+            return Some(("cost_budget", format!("${c:.4}, over budget.cost ${max}")));
+        }
+    }
+    None
 }
 
 /// The file in a run's directory that keeps how generation ended, so a
@@ -339,6 +383,10 @@ fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Resul
         if accepted {
             return Ok(());
         }
+        if let Some(over) = over_budget(exp, spent(exp, &job.dir)) {
+            turns.agent_fail = Some(over);
+            return Ok(());
+        }
         prompt = followup.unwrap_or_else(|| "Your finish was rejected; continue.".into());
     }
     turns.agent_fail = Some((
@@ -462,6 +510,7 @@ fn drive_hooked(
         r.turn_exit = code;
         r.turn_s = outcome.turn.duration.as_secs_f64();
     }
+    let over = over_budget(exp, spent(exp, &job.dir));
     if outcome.hook_changed {
         turns.agent_fail = Some((
             "hook_changed",
@@ -475,6 +524,9 @@ fn drive_hooked(
             "agent_exit",
             format!("the agent exited with {code:?} before any finish: {tail}"),
         ));
+    } else if let Some(over) = over {
+        // Checked once the session is over: its time limit bounds it meanwhile.
+        turns.agent_fail = Some(over);
     } else if turns.rounds.last().is_none_or(|r| r.verdict != "accepted") {
         turns.agent_fail = Some((
             "unchecked_stop",

@@ -238,6 +238,13 @@ fn summarize(finished: &experiment::Finished, out: &std::path::Path) -> anyhow::
         "experiment: {} runs ({} made now)",
         finished.total, finished.ran
     );
+    if finished.not_started > 0 {
+        eprintln!(
+            "experiment: the cost cap (budget.total_cost) is reached: {} runs were not started; \
+             raise it and run again to make them",
+            finished.not_started
+        );
+    }
     for (arm, (resolved, total)) in &per_arm {
         eprintln!("experiment:   {arm}: resolved {resolved} of {total}");
     }
