@@ -874,7 +874,11 @@ fn shards_merged_equal_one_run_and_a_disagreeing_overlap_is_refused() {
 fn the_report_tables_and_charts_hold_the_runs_numbers_in_a_real_browser() {
     let lab = Lab::new();
     let file = lab.write(&plan(), "");
-    let out = lab.run(&file, "out", &["--workers", "2"]);
+    let out = lab.run(
+        &file,
+        "out",
+        &["--workers", "2", "--control", "gold", "--control", "empty"],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let md = common::run(
         critic()
@@ -897,6 +901,16 @@ fn the_report_tables_and_charts_hold_the_runs_numbers_in_a_real_browser() {
         md.contains("| brt-only | fix-only | 3 | 2 | 0 | -66.7 pp | 0.5000 |"),
         "{md}"
     );
+    // The controls: the golden patch resolves every instance, no change none.
+    assert!(
+        md.contains("| @empty | 3 | 0.0% [0.0, 56.1] (0/3) |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| @gold | 3 | 100.0% [43.9, 100.0] (3/3) |"),
+        "{md}"
+    );
+    assert_eq!(jsonl(&lab.path("out/predictions.jsonl")).len(), 12);
     let by_brt = common::run(
         critic()
             .args([

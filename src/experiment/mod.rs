@@ -51,6 +51,37 @@ pub struct Options {
     pub force_new_manifest: bool,
     /// Run the critic's and the grader's tests unconfined.
     pub unconfined_runs: bool,
+    /// Control runs graded beside the arms.
+    pub controls: Vec<Control>,
+}
+
+/// A control: a patch graded without any agent, to measure the harness
+/// itself (a flaky test shows as a golden patch unresolved, or an empty
+/// one resolved). Its runs are stored as the arm `@gold` or `@empty`,
+/// names no arm can have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    /// The instance's golden patch.
+    Gold,
+    /// No change at all.
+    Empty,
+}
+
+impl Control {
+    /// The arm its runs are stored under.
+    pub fn arm(self) -> &'static str {
+        match self {
+            Control::Gold => "@gold",
+            Control::Empty => "@empty",
+        }
+    }
+
+    /// The control stored under `arm`, if it is one.
+    pub fn of_arm(arm: &str) -> Option<Control> {
+        [Control::Gold, Control::Empty]
+            .into_iter()
+            .find(|c| c.arm() == arm)
+    }
 }
 
 /// A deterministic part of the runs: those whose key hashes to `index`
@@ -256,6 +287,18 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
                 }
             }
         }
+        for control in &opts.controls {
+            for sample in 0..exp.samples {
+                let key = RunKey {
+                    instance_id: inst.id.clone(),
+                    arm: control.arm().to_string(),
+                    sample,
+                };
+                if opts.shard.is_none_or(|s| s.holds(&key)) {
+                    keys.push(key);
+                }
+            }
+        }
     }
     let mut pending = Vec::new();
     for key in &keys {
@@ -297,23 +340,31 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
             .find(|r| r.instance.id == key.instance_id)
             .expect("pending runs are of the instances");
         let (inst, repo, python) = (&ready.instance, &ready.repo, &ready.python);
-        let arm = arms
-            .iter()
-            .find(|a| a.name == key.arm)
-            .expect("an arm's run");
-        let own = grade::ArmTests::of(&arm.test_patterns, &arm.config);
-        let grader = |patch: &str, job: &session::Job| graders.grade(ready, &own, patch, &job.dir);
+        let control = Control::of_arm(&key.arm);
+        let arm = arms.iter().find(|a| a.name == key.arm);
+        let own = match arm {
+            Some(a) => grade::ArmTests::of(&a.test_patterns, &a.config),
+            None => grade::ArmTests::of(&[], &serde_json::Value::Null),
+        };
+        let grader = |patch: &str, dir: &Path| graders.grade(ready, &own, patch, dir);
         for attempt in before + 1..=before + 1 + opts.retries {
-            let job = session::Job {
-                key: key.clone(),
-                instance: inst,
-                arm,
-                dir: run_dir(out, key),
-                python: python.clone(),
-                repo: repo.clone(),
-                attempt,
+            let dir = run_dir(out, key);
+            let (run, rounds) = match (control, arm) {
+                (Some(control), _) => session::control(key, inst, control, &dir, attempt, &grader),
+                (None, Some(arm)) => {
+                    let job = session::Job {
+                        key: key.clone(),
+                        instance: inst,
+                        arm,
+                        dir,
+                        python: python.clone(),
+                        repo: repo.clone(),
+                        attempt,
+                    };
+                    session::run(&ctx, &job, &grader)
+                }
+                (None, None) => unreachable!("every run is of an arm or a control"),
             };
-            let (run, rounds) = session::run(&ctx, &job, &grader);
             *cost.lock().unwrap_or_else(|p| p.into_inner()) += run.cost.unwrap_or(0.0);
             if let Err(e) = db.finish(&run, &rounds) {
                 failures
@@ -392,6 +443,8 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
             grade::ArmTests::of(&skill.manifest.test_patterns, &config),
         );
     }
+    // A control's patch has no test of its own.
+    let no_tests = grade::ArmTests::of(&[], &serde_json::Value::Null);
     let runs: Vec<Run> = db
         .runs()?
         .into_iter()
@@ -411,7 +464,10 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
         let ready = instances
             .iter()
             .find(|r| r.instance.id == run.key.instance_id);
-        let (Some(ready), Some(own)) = (ready, tests.get(&run.key.arm)) else {
+        let own = tests
+            .get(&run.key.arm)
+            .or_else(|| Control::of_arm(&run.key.arm).map(|_| &no_tests));
+        let (Some(ready), Some(own)) = (ready, own) else {
             graders.done(&run.key.instance_id);
             return;
         };

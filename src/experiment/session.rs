@@ -78,7 +78,7 @@ struct Turns {
 }
 
 /// Make the run; its result and rounds. Grading goes through `grader`.
-pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Job) -> Graded) -> (Run, Vec<Round>) {
+pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Path) -> Graded) -> (Run, Vec<Round>) {
     let started = Instant::now();
     let mut turns = Turns::default();
     let workspace = ctx.work_dir.join(format!(
@@ -140,7 +140,7 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Job) -> Graded) -> (
                 job.dir.join(GENERATION_FILE),
                 serde_json::to_vec_pretty(&generation).unwrap_or_default(),
             );
-            apply_grade(&mut run, &generation, &grader(&patch, job));
+            apply_grade(&mut run, &generation, &grader(&patch, &job.dir));
             run.outcome_test = outcome_test;
             run.model_patch = patch;
         }
@@ -231,6 +231,66 @@ pub fn apply_grade(run: &mut Run, generation: &Generation, graded: &Graded) {
             run.f2p = graded.f2p;
         }
     }
+}
+
+/// A control run: `control`'s patch for `instance`, graded with no agent.
+pub fn control(
+    key: &RunKey,
+    instance: &Instance,
+    control: crate::experiment::Control,
+    dir: &Path,
+    attempt: u32,
+    grader: &dyn Fn(&str, &Path) -> Graded,
+) -> (Run, Vec<Round>) {
+    let started = Instant::now();
+    let patch = match control {
+        crate::experiment::Control::Gold => instance.patch.clone(),
+        crate::experiment::Control::Empty => String::new(),
+    };
+    let generation = Generation {
+        status: Status::Ok,
+        error_class: None,
+        error: None,
+    };
+    let mut run = Run {
+        key: key.clone(),
+        status: Status::Ok,
+        error_class: None,
+        error: None,
+        resolved: None,
+        f2p: None,
+        finishes: 0,
+        rounds: 0,
+        budget_exhausted: false,
+        outcome_test: None,
+        tokens: None,
+        cost: None,
+        duration_s: 0.0,
+        attempts: attempt,
+        model_patch: patch.clone(),
+    };
+    let written = reset_dir(dir).and_then(|()| {
+        for (file, bytes) in [
+            ("final.patch", patch.clone().into_bytes()),
+            (
+                GENERATION_FILE,
+                serde_json::to_vec_pretty(&generation).unwrap_or_default(),
+            ),
+        ] {
+            std::fs::write(dir.join(file), bytes).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        Ok(())
+    });
+    match written {
+        Ok(()) => apply_grade(&mut run, &generation, &grader(&patch, dir)),
+        Err(e) => {
+            run.status = Status::InfraError;
+            run.error_class = Some("output".into());
+            run.error = Some(e);
+        }
+    }
+    run.duration_s = started.elapsed().as_secs_f64();
+    (run, Vec::new())
 }
 
 /// Empty `dir` (an earlier attempt's files go).

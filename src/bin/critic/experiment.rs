@@ -89,10 +89,21 @@ struct RunArgs {
     /// Continue in an output directory whose manifest differs (the old one is kept).
     #[arg(long)]
     force_new_manifest: bool,
+    /// Also grade a control per instance and sample, with no agent: `gold`
+    /// (the golden patch) and `empty` (no change) measure the harness's own
+    /// flakiness (repeatable).
+    #[arg(long = "control", value_enum)]
+    controls: Vec<ControlArg>,
     /// Run the critic's and the grader's tests unconfined, with your full
     /// privileges; only where the machine cannot confine and the tests are trusted.
     #[arg(long, env = "CRITIC_UNCONFINED_RUNS")]
     unconfined_runs: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+enum ControlArg {
+    Gold,
+    Empty,
 }
 
 /// A progress bar on a terminal, a line per run otherwise.
@@ -213,6 +224,18 @@ fn run_experiment(args: RunArgs) -> anyhow::Result<u8> {
         critic: std::env::current_exe()?,
         force_new_manifest: args.force_new_manifest,
         unconfined_runs: args.unconfined_runs,
+        controls: {
+            let mut c = args.controls.clone();
+            c.sort();
+            c.dedup();
+            c
+        }
+        .iter()
+        .map(|c| match c {
+            ControlArg::Gold => experiment::Control::Gold,
+            ControlArg::Empty => experiment::Control::Empty,
+        })
+        .collect(),
     };
     let progress = Shown::new();
     let finished = experiment::run(&opts, &progress)?;
