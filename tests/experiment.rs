@@ -1027,3 +1027,34 @@ fn token_budgets_end_a_run_and_the_cost_cap_stops_new_ones() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(results(&lab.path("capped")).len(), 2);
 }
+
+#[test]
+fn the_demo_experiment_runs_offline_and_opens_with_the_report_table() {
+    let venv_bin = python().parent().unwrap().to_path_buf();
+    let path = std::env::join_paths(
+        std::iter::once(venv_bin).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    let out = common::run(critic().args(["demo", "experiment"]).env("PATH", path));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("## demo\n\n| arm | runs | resolved (95% CI) |"),
+        "{text}"
+    );
+    assert!(
+        text.contains("| fix-only | 2 | 100.0% [34.2, 100.0] (2/2) |"),
+        "{text}"
+    );
+    assert!(
+        text.contains("| brt-only | 2 | 0.0% [0.0, 65.8] (0/2) | 100.0% [34.2, 100.0] (2/2) |"),
+        "{text}"
+    );
+    assert!(text.contains("| @gold | 2 | 100.0%"), "{text}");
+    let report = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Report: "))
+        .expect("the report's path");
+    assert!(Path::new(report).is_file());
+    let _ = std::fs::remove_dir_all(Path::new(report).parent().unwrap().parent().unwrap());
+}

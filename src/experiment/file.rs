@@ -350,6 +350,13 @@ fn describe(error: &jsonschema::ValidationError, pointer: &str) -> String {
     }
 }
 
+/// The first `name` on PATH.
+fn on_path(name: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
 /// Resolution with its issues.
 struct Checker<'a> {
     doc: &'a Located,
@@ -403,17 +410,25 @@ impl Checker<'_> {
         let instances = self.existing("/instances", &raw.instances, false);
         let repos = self.existing("/repos", &raw.repos, true);
         let python = raw.python.as_deref().map(|p| {
-            let at = self.path(p);
-            if !at.is_file() {
-                self.issue(
-                    "/python",
-                    format!(
-                        "{} is not a file (give an interpreter's path)",
-                        at.display()
-                    ),
-                );
+            // A bare name is looked up on PATH, as a shell would.
+            let at = if p.contains('/') {
+                Some(self.path(p))
+            } else {
+                on_path(p)
+            };
+            match at {
+                Some(at) if at.is_file() => at,
+                _ => {
+                    self.issue(
+                        "/python",
+                        format!(
+                            "{p} is not a file{} (give an interpreter's path, or a name on PATH)",
+                            if p.contains('/') { "" } else { " on PATH" }
+                        ),
+                    );
+                    self.path(p)
+                }
             }
-            at
         });
         let slice = match raw.filter.slice.as_deref() {
             None => (None, None),

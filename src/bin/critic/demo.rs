@@ -299,13 +299,120 @@ fn replay_arms(examples: &Path, service: &Service, out: &mut dyn Write) -> Resul
     write!(out, "\n{}", table(&rows)).context("cannot write the demo's output")
 }
 
+/// `examples/experiment/packages.json`: one seeded-bug package.
+#[derive(Debug, Deserialize)]
+struct DemoPackage {
+    name: String,
+    /// Its files, relative to `examples/experiment`.
+    source: String,
+    /// The golden fix and the golden tests, as diffs.
+    fix: String,
+    tests: String,
+    #[serde(rename = "FAIL_TO_PASS")]
+    fail_to_pass: Vec<String>,
+    #[serde(rename = "PASS_TO_PASS")]
+    pass_to_pass: Vec<String>,
+    problem_statement: String,
+}
+
+/// `critic demo experiment`: set up `examples/experiment` in a new
+/// temporary directory (a git repository per package, the instances file,
+/// a link to the shipped skills), run it, and print the report's table.
+fn demo_experiment(examples: &Path, out: &mut dyn Write) -> Result<u8> {
+    let src = examples.join("experiment");
+    let dir = tempfile::Builder::new()
+        .prefix("critic-demo-experiment-")
+        .tempdir()
+        .map_err(|e| io_err(&std::env::temp_dir(), e))?
+        .keep();
+    let exp = dir.join("experiment");
+    copy_tree(&src, &exp)?;
+    let skills = examples
+        .parent()
+        .map(|p| p.join("skills"))
+        .ok_or_else(|| anyhow!("{}: no skills beside it", examples.display()))?;
+    std::os::unix::fs::symlink(&skills, exp.join("skills")).map_err(|e| io_err(&exp, e))?;
+    let file = src.join("packages.json");
+    let text = std::fs::read_to_string(&file).map_err(|e| io_err(&file, e))?;
+    let packages: Vec<DemoPackage> = serde_json::from_str(&text).map_err(|e| io_err(&file, e))?;
+    let mut instances = String::new();
+    for p in &packages {
+        let repo = exp.join("repos").join(format!("acme__{}", p.name));
+        copy_tree(&src.join(&p.source), &repo)?;
+        git_in(&repo, &["init", "-q", "-b", "main"])?;
+        git_in(&repo, &["add", "-A"])?;
+        git_in(&repo, &["commit", "-q", "-m", "base"])?;
+        let head = std::process::Command::new("git")
+            .args(["rev-parse", "HEAD"])
+            .current_dir(&repo)
+            .output()
+            .context("cannot run git")?;
+        let read = |rel: &str| {
+            let f = src.join(rel);
+            std::fs::read_to_string(&f).map_err(|e| io_err(&f, e))
+        };
+        let record = serde_json::json!({
+            "instance_id": format!("acme__{}-1", p.name),
+            "repo": format!("acme/{}", p.name),
+            "base_commit": String::from_utf8_lossy(&head.stdout).trim(),
+            "patch": read(&p.fix)?,
+            "test_patch": read(&p.tests)?,
+            "FAIL_TO_PASS": p.fail_to_pass,
+            "PASS_TO_PASS": p.pass_to_pass,
+            "problem_statement": p.problem_statement,
+        });
+        instances.push_str(&format!("{record}\n"));
+    }
+    let instances_file = exp.join("instances.jsonl");
+    std::fs::write(&instances_file, instances).map_err(|e| io_err(&instances_file, e))?;
+    let output_dir = dir.join("out");
+    let opts = pluggable_critic::experiment::Options {
+        file: exp.join("experiment.yaml"),
+        output_dir: output_dir.clone(),
+        workers: 2,
+        shard: None,
+        retries: 1,
+        critic: std::env::current_exe()?,
+        force_new_manifest: false,
+        unconfined_runs: false,
+        controls: vec![pluggable_critic::experiment::Control::Gold],
+    };
+    let finished = pluggable_critic::experiment::run(&opts, &pluggable_critic::experiment::Quiet)?;
+    let summary = pluggable_critic::experiment::report(&output_dir, None)?;
+    let w = |out: &mut dyn Write, s: String| {
+        out.write_all(s.as_bytes())
+            .context("cannot write the demo's output")
+    };
+    w(
+        out,
+        pluggable_critic::experiment::report::markdown(&summary),
+    )?;
+    w(
+        out,
+        format!(
+            "\n{} runs: two arms and the golden-patch control on two packages with seeded \
+             bugs; the agent is a scripted stand-in (examples/experiment/agent.py), the critic \
+             and the grading are real.\nReport: {}\nRuns:   {}\n",
+            finished.total,
+            output_dir.join("report.html").display(),
+            output_dir.join("runs").display()
+        ),
+    )?;
+    Ok(if finished.errors().is_empty() {
+        crate::EXIT_ACCEPT
+    } else {
+        crate::EXIT_ERROR
+    })
+}
+
 /// `critic demo`'s flags.
 #[derive(clap::Args)]
 pub struct Args {
     /// Which recorded run: none for the basic gates, `coharden` for a full
     /// CoHarden session, `elimination` for a covered-code-elimination
     /// session (examples/<name>-run), `arms` for one session per arm of the
-    /// paper's experiment, summed up in a table.
+    /// paper's experiment, summed up in a table, `experiment` for a small
+    /// experiment run live (two arms, two packages) and its report.
     name: Option<String>,
     /// The examples directory (default: the one this binary was built from).
     #[arg(long)]
@@ -322,6 +429,8 @@ pub fn run(args: Args) -> Result<u8> {
     let out = &mut std::io::stdout();
     if args.name.as_deref() == Some("arms") {
         replay_arms(&examples, &service, out)?;
+    } else if args.name.as_deref() == Some("experiment") {
+        return demo_experiment(&examples, out);
     } else {
         let dir = run_dir(&examples, args.name.as_deref())?;
         replay(&examples, &dir, &service, out)?;
