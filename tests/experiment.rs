@@ -1089,3 +1089,200 @@ model: {{base_url: \"http://127.0.0.1:9\", model: m}}\n",
     assert_eq!(fix["finishes"], 0, "no finish was judged");
     assert_eq!(fix["resolved"], true, "what it left is graded all the same");
 }
+
+/// A one-node Slurm cluster of the test's own (Debian's `slurm-wlm` and
+/// `munge`; `.ci/run` installs them): munged, slurmctld and slurmd on free
+/// ports, as the current user, in a directory of its own; stopped on drop.
+struct Slurm {
+    dir: tempfile::TempDir,
+    children: Vec<std::process::Child>,
+}
+
+impl Slurm {
+    fn start() -> Slurm {
+        // Short: the munge socket's path must fit a sockaddr_un.
+        let dir = tempfile::Builder::new()
+            .prefix("sl")
+            .tempdir_in("/tmp")
+            .unwrap();
+        let d = dir.path();
+        let key = d.join("munge.key");
+        let random = std::fs::read("/proc/sys/kernel/random/uuid").unwrap();
+        std::fs::write(&key, random.repeat(32)).unwrap();
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o400)).unwrap();
+        let munged = Command::new("munged")
+            .arg("-f")
+            .arg(format!("--key-file={}", key.display()))
+            .arg(format!("--socket={}", d.join("munge.sock").display()))
+            .arg(format!("--log-file={}", d.join("munged.log").display()))
+            .arg(format!("--pid-file={}", d.join("munged.pid").display()))
+            .arg(format!("--seed-file={}", d.join("munged.seed").display()))
+            .output()
+            .expect("munged (apt-get install munge slurm-wlm; .ci/run installs them)");
+        assert!(munged.status.success(), "munged: {}", stderr(&munged));
+        let free_port = || {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port()
+        };
+        let user =
+            String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout).unwrap();
+        let host = String::from_utf8(Command::new("hostname").output().unwrap().stdout).unwrap();
+        let (user, host) = (user.trim(), host.trim());
+        let p = |f: &str| d.join(f).display().to_string();
+        let conf = format!(
+            "ClusterName=critictest\nSlurmctldHost={host}\nSlurmctldPort={}\nSlurmdPort={}\n\
+AuthType=auth/munge\nCredType=cred/munge\nAuthInfo=socket={}\nSlurmUser={user}\nSlurmdUser={user}\n\
+StateSaveLocation={}\nSlurmdSpoolDir={}\nSlurmctldPidFile={}\nSlurmdPidFile={}\n\
+SlurmctldLogFile={}\nSlurmdLogFile={}\nProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n\
+SelectType=select/cons_tres\nSelectTypeParameters=CR_CPU\nMpiDefault=none\nReturnToService=2\n\
+JobCompType=jobcomp/none\nAccountingStorageType=accounting_storage/none\nSchedulerType=sched/builtin\n\
+NodeName={host} CPUs=2 State=UNKNOWN\nPartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n",
+            free_port(),
+            free_port(),
+            p("munge.sock"),
+            p("state"),
+            p("spool"),
+            p("slurmctld.pid"),
+            p("slurmd.pid"),
+            p("slurmctld.log"),
+            p("slurmd.log"),
+        );
+        for sub in ["state", "spool"] {
+            std::fs::create_dir_all(d.join(sub)).unwrap();
+        }
+        std::fs::write(d.join("slurm.conf"), conf).unwrap();
+        let mut slurm = Slurm {
+            dir,
+            children: Vec::new(),
+        };
+        for daemon in [vec!["slurmctld", "-D"], vec!["slurmd", "-D", "-N", host]] {
+            let child = slurm
+                .cmd(daemon[0])
+                .args(&daemon[1..])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            slurm.children.push(child);
+        }
+        let t = std::time::Instant::now();
+        loop {
+            let out = slurm
+                .cmd("sinfo")
+                .args(["-h", "-o", "%t"])
+                .output()
+                .unwrap();
+            if String::from_utf8_lossy(&out.stdout).trim() == "idle" {
+                break slurm;
+            }
+            assert!(
+                t.elapsed().as_secs() < 60,
+                "the node did not come up: {}",
+                slurm.logs()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+
+    /// `program` pointed at this cluster.
+    fn cmd(&self, program: &str) -> Command {
+        let mut c = Command::new(program);
+        c.env("SLURM_CONF", self.dir.path().join("slurm.conf"));
+        c
+    }
+
+    fn logs(&self) -> String {
+        ["slurmctld.log", "slurmd.log"]
+            .iter()
+            .map(|f| std::fs::read_to_string(self.dir.path().join(f)).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+impl Drop for Slurm {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = Command::new("munged")
+            .arg("-s")
+            .arg(format!(
+                "--socket={}",
+                self.dir.path().join("munge.sock").display()
+            ))
+            .output();
+    }
+}
+
+#[test]
+fn a_slurm_array_runs_the_shards_status_follows_them_and_they_merge() {
+    let lab = Lab::new();
+    let file = lab.write(&plan(), "");
+    let slurm = Slurm::start();
+    let out = lab.path("out");
+    let submit = common::run(
+        critic()
+            .args(["experiment", "submit", "--slurm", "--array", "2"])
+            .arg(&file)
+            .arg("--output-dir")
+            .arg(&out)
+            .env("SLURM_CONF", slurm.dir.path().join("slurm.conf")),
+    );
+    assert_eq!(submit.status.code(), Some(0), "{}", stderr(&submit));
+    assert!(
+        stderr(&submit).contains("submitted array job"),
+        "{}",
+        stderr(&submit)
+    );
+    let script = std::fs::read_to_string(out.join("slurm/submit.sh")).unwrap();
+    assert!(script.contains("#SBATCH --array=0-1"), "{script}");
+    let status = || {
+        let s = common::run(
+            critic()
+                .args(["experiment", "status"])
+                .arg(&out)
+                .env("SLURM_CONF", slurm.dir.path().join("slurm.conf")),
+        );
+        assert!(s.status.success(), "{}", stderr(&s));
+        String::from_utf8(s.stdout).unwrap()
+    };
+    let t = std::time::Instant::now();
+    let last = loop {
+        let now = status();
+        if now.contains("all: 6 of 6 finished, 0 infra_error")
+            && now.contains("no task queued or running")
+        {
+            break now;
+        }
+        assert!(
+            t.elapsed().as_secs() < 240,
+            "{now}\n{}\n{}",
+            slurm.logs(),
+            ["shard-0.log", "shard-1.log"]
+                .iter()
+                .map(|f| std::fs::read_to_string(out.join("slurm").join(f)).unwrap_or_default())
+                .collect::<String>()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
+    assert!(last.contains("shard-0: "), "{last}");
+    assert!(last.contains("shard-1: "), "{last}");
+    let merged = common::run(
+        critic()
+            .args(["experiment", "merge"])
+            .arg(out.join("shard-0"))
+            .arg(out.join("shard-1"))
+            .arg("--output-dir")
+            .arg(lab.path("merged")),
+    );
+    assert_eq!(merged.status.code(), Some(0), "{}", stderr(&merged));
+    let r = results(&lab.path("merged"));
+    assert_eq!(r.len(), 6);
+    assert_eq!(r[&key("textutil", "fix-only")]["resolved"], true);
+    assert_eq!(r[&key("stats", "brt-only")]["budget_exhausted"], true);
+}

@@ -19,6 +19,7 @@ pub mod manifest;
 pub mod merge;
 pub mod report;
 pub mod session;
+pub mod slurm;
 pub mod stats;
 pub mod usage;
 
@@ -54,6 +55,10 @@ pub struct Options {
     /// Control runs graded beside the arms.
     pub controls: Vec<Control>,
 }
+
+/// `OUT/plan.json`: the runs the last `critic experiment run` into OUT
+/// was to make (what `status` counts against).
+pub const PLAN_FILE: &str = "plan.json";
 
 /// A control: a patch graded without any agent, to measure the harness
 /// itself (a flaky test shows as a golden patch unresolved, or an empty
@@ -300,6 +305,9 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
             }
         }
     }
+    let plan = serde_json::to_vec(&keys).expect("keys serialize");
+    crate::sys::atomic_file::write(&out.join(PLAN_FILE), &plan, true)
+        .map_err(|e| ExperimentError::Output(format!("{}: {e}", out.join(PLAN_FILE).display())))?;
     let mut pending = Vec::new();
     for key in &keys {
         match db.status(key)? {

@@ -8,7 +8,7 @@
 //! unchanged. Indices are renumbered in stream order.
 
 use super::{EventsError, Format, Records};
-use critic_sdk::Event;
+use critic_sdk::{Event, EventKind};
 use serde::Deserialize;
 use std::path::Path;
 
@@ -35,10 +35,22 @@ fn sniff(first: &str) -> bool {
 
 fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
     let mut events = Vec::new();
-    for parsed in super::records::parsed::<Event>(path, records) {
-        let (record, event) = parsed?;
-        let mut event = event.map_err(|e| record.unexpected(path, "not a normalized event", &e))?;
-        event.index = events.len();
+    // Parsed as JSON first, so a line that is not JSON is malformed before
+    // it can be a record that is not an event.
+    for parsed in super::records::parsed::<serde_json::Value>(path, records) {
+        let (record, value) = parsed?;
+        let event = match value.and_then(serde_json::from_value::<Event>) {
+            Ok(mut event) => {
+                event.index = events.len();
+                event
+            }
+            // Kept, as every reader keeps what it does not know.
+            Err(e) => {
+                let (line, column) = record.place_of(&e);
+                tracing::warn!(line, column, "not a normalized event; kept as `other`");
+                record.event(events.len(), EventKind::Other)
+            }
+        };
         events.push(event);
     }
     Ok(events)
@@ -62,12 +74,18 @@ mod tests {
     }
 
     #[test]
-    fn a_record_that_is_not_an_event_is_an_error_at_its_line() {
-        let text = "{\"index\": 0, \"kind\": \"message\"}\n{\"index\": 1, \"kind\": \"bogus\"}\n";
+    fn a_record_that_is_not_an_event_is_kept_and_a_broken_line_is_an_error() {
         let format: EventsFormat = "critic".parse().unwrap();
-        let e = parse(Path::new("t.jsonl"), text, Some(format)).unwrap_err();
-        let message = e.to_string();
-        assert!(message.contains("t.jsonl:2"), "{message}");
-        assert!(message.contains("not a normalized event"), "{message}");
+        let text = "{\"index\": 0, \"kind\": \"message\"}\n{\"index\": 1, \"kind\": \"bogus\"}\n";
+        let events = parse(Path::new("t.jsonl"), text, Some(format)).unwrap();
+        assert_eq!(events[1].kind, EventKind::Other);
+        let e = parse(
+            Path::new("t.jsonl"),
+            "{\"index\": 0, \"kind\": \"message\"}\n{oops\n",
+            Some(format),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("t.jsonl:2"), "{e}");
     }
 }

@@ -24,6 +24,42 @@ enum Verb {
     Grade(GradeArgs),
     /// Write OUT/report.html and OUT/summary.json, or print the tables as Markdown.
     Report(ReportArgs),
+    /// Submit the experiment as a Slurm array, one shard per task, into OUT/shard-I.
+    Submit(SubmitArgs),
+    /// How far an output directory (or each of its shards) has come.
+    Status(StatusArgs),
+}
+
+/// `critic experiment submit`'s flags.
+#[derive(clap::Args)]
+struct SubmitArgs {
+    /// The experiment file.
+    file: PathBuf,
+    /// Submit to Slurm (sbatch); the only scheduler so far.
+    #[arg(long, required = true)]
+    slurm: bool,
+    /// Where the shards' outputs (OUT/shard-I) and the script (OUT/slurm/) go.
+    #[arg(long)]
+    output_dir: PathBuf,
+    /// Array tasks, one shard each.
+    #[arg(long, default_value_t = 1)]
+    array: u32,
+    /// Runs in parallel within a task.
+    #[arg(long, default_value_t = 1)]
+    workers: usize,
+    /// More arguments for sbatch (repeatable), e.g. --sbatch-arg=--partition=long.
+    #[arg(long = "sbatch-arg", allow_hyphen_values = true)]
+    sbatch_args: Vec<String>,
+    /// Write OUT/slurm/submit.sh and stop.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+/// `critic experiment status`'s flags.
+#[derive(clap::Args)]
+struct StatusArgs {
+    /// The output directory (of `run`, or of `submit` with its shards).
+    output_dir: PathBuf,
 }
 
 /// `critic experiment report`'s flags.
@@ -197,6 +233,52 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             match a.format {
                 Format::Markdown => print!("{}", experiment::report::markdown(&summary)),
                 Format::Html => println!("{}", a.output_dir.join("report.html").display()),
+            }
+            Ok(crate::EXIT_ACCEPT)
+        }
+        Verb::Submit(a) => {
+            let submitted = experiment::slurm::submit(&experiment::slurm::Submit {
+                file: std::path::absolute(&a.file)?,
+                output_dir: std::path::absolute(&a.output_dir)?,
+                array: a.array,
+                workers: a.workers.max(1),
+                sbatch_args: a.sbatch_args,
+                critic: std::env::current_exe()?,
+                dry_run: a.dry_run,
+            })?;
+            match &submitted.job_id {
+                Some(id) => eprintln!(
+                    "experiment: submitted array job {id} ({} tasks) from {}; follow it with \
+                     `critic experiment status {}`, then `critic experiment merge`",
+                    a.array,
+                    submitted.script.display(),
+                    a.output_dir.display()
+                ),
+                None => eprintln!("experiment: wrote {}", submitted.script.display()),
+            }
+            Ok(crate::EXIT_ACCEPT)
+        }
+        Verb::Status(a) => {
+            let (progress, queue) = experiment::slurm::status(&a.output_dir)?;
+            let (mut done, mut total, mut errors) = (0, 0, 0);
+            for p in &progress {
+                let of = p.total.map_or("not started".to_string(), |t| t.to_string());
+                println!(
+                    "{}: {} of {} finished, {} infra_error",
+                    p.dir.display(),
+                    p.finished,
+                    of,
+                    p.infra_errors
+                );
+                done += p.finished;
+                errors += p.infra_errors;
+                total += p.total.unwrap_or(0);
+            }
+            if progress.len() > 1 {
+                println!("all: {done} of {total} finished, {errors} infra_error");
+            }
+            if let Some(q) = queue {
+                println!("{q}");
             }
             Ok(crate::EXIT_ACCEPT)
         }
