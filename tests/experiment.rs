@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::agents::{npm_bin, Standin};
+use common::agents::{npm_bin, python_with_package, Standin};
 use common::*;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -699,13 +699,13 @@ fn agent_script(shell: impl Fn(&str) -> Value) -> Value {
 
 /// Run the two-arm experiment on textutil with a real agent behind
 /// `adapter`, its model the stand-in; check what came out.
-fn real_agent_experiment(adapter: &str, program: &str, standin: &Standin) -> (Lab, Value) {
+fn real_agent_experiment(adapter: &str, program: &Path, standin: &Standin) -> (Lab, Value) {
     let lab = Lab::new();
     let agent = format!(
         "agent:\n  adapter: {adapter}\n  program: {}\n  timeout: 300s\n\
 model: {{base_url: \"{}\", model: stand-in-model, api_key_env: STANDIN_API_KEY, \
 price: {{input_per_mtok: 3, output_per_mtok: 15}}}}\n",
-        npm_bin(program).display(),
+        program.display(),
         standin.url()
     );
     let file = lab.write_with(&agent, "filter: {ids: [acme__textutil-1]}\n");
@@ -752,7 +752,11 @@ price: {{input_per_mtok: 3, output_per_mtok: 15}}}}\n",
         "{fix}"
     );
     // The agent's own transcript is kept and readable.
-    let transcript = run.join("transcript.jsonl");
+    let transcript = ["transcript.jsonl", "transcript.json"]
+        .iter()
+        .map(|f| run.join(f))
+        .find(|f| f.is_file())
+        .expect("the agent's transcript is kept");
     let events = run_events(&transcript);
     assert!(events.iter().any(|e| e["kind"] == "finish"), "{events:#?}");
     (lab, r[&key("textutil", "fix-only")].clone())
@@ -770,7 +774,7 @@ fn run_events(transcript: &Path) -> Vec<Value> {
 fn claude_code_runs_the_arms_with_the_critic_as_its_stop_hook() {
     let bash = |command: &str| json!({"tool_calls": [{"name": "Bash", "input": {"command": command, "description": "Edit"}}]});
     let standin = Standin::start("claude_code", &agent_script(bash));
-    let (lab, _) = real_agent_experiment("claude-code", "claude", &standin);
+    let (lab, _) = real_agent_experiment("claude-code", &npm_bin("claude"), &standin);
     let settings = lab.path("out/runs/acme__textutil-1/fix-only/0/home/.claude/settings.json");
     assert!(
         std::fs::read_to_string(settings)
@@ -791,7 +795,7 @@ fn claude_code_runs_the_arms_with_the_critic_as_its_stop_hook() {
 fn codex_runs_the_arms_with_the_critic_as_its_stop_hook() {
     let exec = |command: &str| json!({"tool_calls": [{"name": "exec_command", "input": {"cmd": command}}]});
     let standin = Standin::start("codex", &agent_script(exec));
-    let (lab, fix) = real_agent_experiment("codex", "codex", &standin);
+    let (lab, fix) = real_agent_experiment("codex", &npm_bin("codex"), &standin);
     // The stand-in answers each of the run's three calls with 100 input and
     // 20 output tokens; Codex keeps the running total.
     assert_eq!(fix["tokens"], 360);
@@ -1285,4 +1289,24 @@ fn a_slurm_array_runs_the_shards_status_follows_them_and_they_merge() {
     assert_eq!(r.len(), 6);
     assert_eq!(r[&key("textutil", "fix-only")]["resolved"], true);
     assert_eq!(r[&key("stats", "brt-only")]["budget_exhausted"], true);
+}
+
+#[test]
+fn mini_swe_agent_runs_the_arms_with_its_critic_agent_class() {
+    let bash =
+        |command: &str| json!({"tool_calls": [{"name": "bash", "input": {"command": command}}]});
+    let submit = || bash("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff");
+    // The script of agent_script, with mini-swe-agent's own way to finish.
+    let standin = Standin::start(
+        "mini_swe_agent",
+        &json!([
+            submit(),
+            bash("sed -i 's/join(words)/join(w.lower() for w in words)/' textutil/__init__.py"),
+            submit(),
+            bash("printf 'from textutil import slugify\\n\\n\\ndef test_issue():\\n    assert slugify(\"Hello World\") == \"hello-world\"\\n' > tests/test_issue.py"),
+            submit(),
+        ]),
+    );
+    let mini = python_with_package().parent().unwrap().join("mini");
+    real_agent_experiment("mini-swe-agent", &mini, &standin);
 }

@@ -79,6 +79,8 @@ pub enum Adapter {
     ClaudeCode,
     /// `codex exec`, the critic as its Stop hook.
     Codex,
+    /// mini-swe-agent's `mini` with the critic agent class.
+    MiniSweAgent,
 }
 
 impl Adapter {
@@ -88,6 +90,7 @@ impl Adapter {
             Adapter::Command => "command",
             Adapter::ClaudeCode => "claude-code",
             Adapter::Codex => "codex",
+            Adapter::MiniSweAgent => "mini-swe-agent",
         }
     }
 }

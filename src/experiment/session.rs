@@ -155,11 +155,12 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Path) -> Graded) -> 
 }
 
 /// Tokens and cost of the run so far, from the agent's transcript (the
-/// `claude-code`/`codex` adapters keep it as `transcript.jsonl`; a
-/// `command` agent may write one to `transcript`): the cost reported, or
+/// `claude-code`/`codex` adapters keep it as `transcript.jsonl`,
+/// `mini-swe-agent` as `transcript.json`; a `command` agent may write one to
+/// `transcript`): the cost reported, or
 /// priced by the model's `price`.
 fn spent(exp: &Experiment, dir: &Path) -> (Option<u64>, Option<f64>) {
-    let file = ["transcript.jsonl", "transcript"]
+    let file = ["transcript.jsonl", "transcript.json", "transcript"]
         .iter()
         .map(|f| dir.join(f))
         .find(|f| f.is_file());
@@ -173,7 +174,12 @@ fn spent(exp: &Experiment, dir: &Path) -> (Option<u64>, Option<f64>) {
         .and_then(|m| m.price)
         .filter(|_| u.found)
         .map(|p| (u.input as f64 * p.input_per_mtok + u.output as f64 * p.output_per_mtok) / 1e6);
-    (u.tokens(), u.cost.or(priced))
+    // A cost of 0 beside tokens used is an agent that could not price its
+    // model (mini-swe-agent with an unknown one), not a free run.
+    let reported = u
+        .cost
+        .filter(|c| *c > 0.0 || !u.found || u.input + u.output == 0);
+    (u.tokens(), reported.or(priced).or(u.cost))
 }
 
 /// Which per-run budget `spent` breaks, if any.
@@ -497,7 +503,7 @@ fn drive_hooked(
         .wall_time
         .map_or(exp.agent.timeout, |w| w.min(exp.agent.timeout));
     let base = adapters::hooked::Session {
-        agent: agent.name(),
+        agent: (agent != Adapter::MiniSweAgent).then(|| agent.name()),
         argv: Vec::new(),
         env,
         hook_file: PathBuf::new(),
@@ -525,6 +531,7 @@ fn drive_hooked(
     let outcome = match agent {
         Adapter::ClaudeCode => adapters::claude_code::run(&params, base),
         Adapter::Codex => adapters::codex::run(&params, base),
+        Adapter::MiniSweAgent => adapters::mini_swe_agent::run(&params, base),
         Adapter::Command => unreachable!("the command adapter has its own loop"),
     }
     .map_err(|e| infra("hook_install", e))?;

@@ -16,6 +16,7 @@ through and says so in the exit message's `extra.critic`.
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import time
@@ -42,6 +43,8 @@ class CriticAgentConfig(AgentConfig):
     """Session id for the critic's state (default: one per run)."""
     critic_max_rejections: int = 8
     """Accept after this many rejections, whatever the skill allows."""
+    critic_verdict_log: str | None = None
+    """Append each verdict, one JSON line, to this file (a runner's record)."""
 
 
 class CriticAgent(DefaultAgent):
@@ -101,6 +104,9 @@ class CriticAgent(DefaultAgent):
             self.critic_verdicts.append({"error": str(e), "accepted": True})
             return None
         self.critic_verdicts.append({k: verdict.get(k) for k in ("accepted", "message", "iteration")})
+        if self.config.critic_verdict_log:
+            with open(self.config.critic_verdict_log, "a", encoding="utf-8") as log:
+                log.write(json.dumps(verdict) + "\n")
         if verdict["accepted"]:
             return None
         return self.model.format_message(

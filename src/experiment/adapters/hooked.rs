@@ -14,8 +14,10 @@ use std::time::Duration;
 
 /// One session to run.
 pub struct Session<'a> {
-    /// `claude-code` or `codex`: the hook protocol's name.
-    pub agent: &'a str,
+    /// `claude-code` or `codex`: the hook protocol's name; `None` for an
+    /// agent that runs the critic itself (mini-swe-agent's `CriticAgent`),
+    /// given the verdict log by its adapter.
+    pub agent: Option<&'a str>,
     /// The program and its arguments (the prompt among them).
     pub argv: Vec<String>,
     /// Variables the agent needs (its model's, its home's).
@@ -60,45 +62,19 @@ fn digest(file: &Path) -> Option<String> {
         .map(|b| hex::encode(Sha256::digest(b)))
 }
 
+/// The file the verdicts of a session go to.
+pub fn verdict_log(dir: &Path) -> PathBuf {
+    dir.join("verdicts.jsonl")
+}
+
 /// Install the hook, run the agent, read the verdicts. `Err`: the hook
 /// could not be installed (an infrastructure error).
 pub fn run(s: &Session) -> Result<Outcome, String> {
-    let state = s.dir.join("state");
-    let log = s.dir.join("verdicts.jsonl");
-    let mut install = Command::new(s.critic);
-    install
-        .args(["hook", "install", s.agent, "--scope", "user", "--skill"])
-        .arg(s.skill)
-        .arg("--timeout")
-        .arg(s.timeout.as_secs().clamp(60, 3600).to_string())
-        .arg("--")
-        .arg("--state-dir")
-        .arg(&state)
-        .arg("--verdict-log")
-        .arg(&log)
-        .arg("--max-rejections")
-        .arg(s.max_rejections.to_string())
-        .args(s.check_flags)
-        .envs(s.install_env.iter().map(|(k, v)| (k, v)))
-        .stdin(std::process::Stdio::null());
-    let out = install
-        .output()
-        .map_err(|e| format!("cannot start {}: {e}", s.critic.display()))?;
-    if !out.status.success() {
-        return Err(format!(
-            "critic hook install {}: {}",
-            s.agent,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    let installed = digest(&s.hook_file);
-    if installed.is_none() {
-        return Err(format!(
-            "critic hook install {} wrote no {}",
-            s.agent,
-            s.hook_file.display()
-        ));
-    }
+    let log = verdict_log(s.dir);
+    let installed = match s.agent {
+        Some(agent) => Some(install(s, agent, &log)?),
+        None => None,
+    };
     let mut env = s.env.clone();
     // The hook's checks share the compiled components of the runner's.
     if let Some(cache) = std::env::var_os("CRITIC_CACHE_DIR") {
@@ -128,7 +104,44 @@ pub fn run(s: &Session) -> Result<Outcome, String> {
     Ok(Outcome {
         turn: result,
         verdicts,
-        hook_changed: digest(&s.hook_file) != installed,
+        hook_changed: installed.is_some_and(|digest| self::digest(&s.hook_file) != Some(digest)),
+    })
+}
+
+/// Install `agent`'s Stop hook for the session; the digest of the file it
+/// wrote.
+fn install(s: &Session, agent: &str, log: &Path) -> Result<String, String> {
+    let state = s.dir.join("state");
+    let mut install = Command::new(s.critic);
+    install
+        .args(["hook", "install", agent, "--scope", "user", "--skill"])
+        .arg(s.skill)
+        .arg("--timeout")
+        .arg(s.timeout.as_secs().clamp(60, 3600).to_string())
+        .arg("--")
+        .arg("--state-dir")
+        .arg(&state)
+        .arg("--verdict-log")
+        .arg(log)
+        .arg("--max-rejections")
+        .arg(s.max_rejections.to_string())
+        .args(s.check_flags)
+        .envs(s.install_env.iter().map(|(k, v)| (k, v)))
+        .stdin(std::process::Stdio::null());
+    let out = install
+        .output()
+        .map_err(|e| format!("cannot start {}: {e}", s.critic.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "critic hook install {agent}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    digest(&s.hook_file).ok_or_else(|| {
+        format!(
+            "critic hook install {agent} wrote no {}",
+            s.hook_file.display()
+        )
     })
 }
 
