@@ -1310,3 +1310,55 @@ fn mini_swe_agent_runs_the_arms_with_its_critic_agent_class() {
     let mini = python_with_package().parent().unwrap().join("mini");
     real_agent_experiment("mini-swe-agent", &mini, &standin);
 }
+
+#[test]
+fn an_instance_that_pins_its_requirements_gets_an_environment_built_once() {
+    let lab = Lab::new();
+    let lock = std::fs::read_to_string(root().join("tests/arms/requirements.lock")).unwrap();
+    let mut records = jsonl(&lab.path("instances.jsonl"));
+    for r in &mut records {
+        r["requirements"] = json!(lock);
+        r["version"] = json!(1.0);
+    }
+    write_jsonl(&lab.path("instances.jsonl"), &records);
+    // The experiment's python is the system's, without pytest: only the
+    // built environment can run the tests.
+    let file = lab.write(&plan(), "filter: {ids: [acme__textutil-1]}\n");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let text = text.replace(
+        &format!("python: {}", python().display()),
+        "python: python3",
+    );
+    std::fs::write(&file, text).unwrap();
+    let out = lab.run(&file, "out", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = results(&lab.path("out"));
+    assert_eq!(r[&key("textutil", "fix-only")]["resolved"], true, "{r:#?}");
+    assert_eq!(
+        r[&key("textutil", "brt-only")]["f2p"]["fails_on_base"],
+        true,
+        "{r:#?}"
+    );
+    let envs: Vec<PathBuf> = std::fs::read_dir(lab.path("out/envs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(envs.len(), 1, "{envs:?}");
+    let name = envs[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.starts_with("acme__textutil-1.0-"), "{name}");
+    let done = envs[0].join(".complete");
+    let built = std::fs::metadata(&done).unwrap().modified().unwrap();
+    // A second experiment into the same output reuses it.
+    let out = lab.run(&file, "out", &["--force-new-manifest"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(std::fs::metadata(&done).unwrap().modified().unwrap(), built);
+
+    // Requirements pip cannot meet are the record's error, before any run.
+    records[0]["requirements"] = json!(["no-such-package-critic-test==0.0.1"]);
+    write_jsonl(&lab.path("instances.jsonl"), &records);
+    let out = lab.run(&file, "other", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("instances.jsonl:1 (instance acme__textutil-1): field `requirements`: pip install failed"), "{err}");
+    assert!(!lab.path("other/results.sqlite").exists());
+}

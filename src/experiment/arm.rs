@@ -259,6 +259,8 @@ mod tests {
             problem_statement: "Touching intervals are not merged.".into(),
             test_cmd: None,
             python: None,
+            version: None,
+            requirements: None,
             place: "i.jsonl:1".into(),
         }
     }

@@ -12,6 +12,7 @@
 pub mod adapters;
 pub mod arm;
 pub mod db;
+pub mod env;
 pub mod export;
 pub mod file;
 pub mod grade;
@@ -193,8 +194,10 @@ pub struct Ready {
 }
 
 /// The instances of `exp` after its filter, each made ready; every problem
-/// found, each naming its record and field.
-pub fn instances(exp: &Experiment) -> Result<Vec<Ready>, ExperimentError> {
+/// found, each naming its record and field. An instance that pins its
+/// requirements gets its environment under `envs` (see [`env`]); without
+/// `envs` (a check before submitting), its requirements are not built.
+pub fn instances(exp: &Experiment, envs: Option<&Path>) -> Result<Vec<Ready>, ExperimentError> {
     let mut all = dataset::read_instances(&exp.instances)
         .map_err(|e| ExperimentError::Input(e.to_string()))?;
     if let Some(ids) = &exp.filter.ids {
@@ -229,7 +232,29 @@ pub fn instances(exp: &Experiment) -> Result<Vec<Ready>, ExperimentError> {
             ));
             continue;
         }
-        let Some(python) = inst.python.clone().or_else(|| exp.python.clone()) else {
+        let built = match (&inst.python, &inst.requirements, envs) {
+            (None, Some(requirements), Some(root)) => {
+                let base = exp
+                    .python
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from("python3"));
+                match env::python_for(&inst, requirements, &base, root) {
+                    Ok(p) => Some(p),
+                    Err(e) => {
+                        problems.push(e);
+                        continue;
+                    }
+                }
+            }
+            // Checked, not built: the interpreter it would be built from.
+            (None, Some(_), None) => Some(
+                exp.python
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from("python3")),
+            ),
+            _ => None,
+        };
+        let Some(python) = inst.python.clone().or(built).or_else(|| exp.python.clone()) else {
             problems.push(format!(
                 "{}: no interpreter: give `python` in {} or the record",
                 inst.place,
@@ -259,7 +284,7 @@ pub fn instances(exp: &Experiment) -> Result<Vec<Ready>, ExperimentError> {
 /// `agent_fail`) are kept, missing and `infra_error` ones are made.
 pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, ExperimentError> {
     let exp = file::load(&opts.file)?;
-    let instances = instances(&exp)?;
+    let instances = instances(&exp, Some(&opts.output_dir.join("envs")))?;
     // Agents and workspaces must not outlive an interrupted experiment.
     crate::sys::interrupt::arm();
     let out = &opts.output_dir;
@@ -434,7 +459,7 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
     let exp = file::parse(&manifest["experiment"].to_string(), &manifest_path)?;
     crate::sys::interrupt::arm();
     let _lock = manifest::lock(out).map_err(ExperimentError::Output)?;
-    let instances = instances(&exp)?;
+    let instances = instances(&exp, Some(&out.join("envs")))?;
     let db = Db::open(&out.join("results.sqlite"))?;
     let mut tests = BTreeMap::new();
     for a in &exp.arms {

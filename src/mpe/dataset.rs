@@ -35,6 +35,12 @@ pub struct Instance {
     pub test_cmd: Option<Vec<String>>,
     /// `python`: this instance's interpreter, overriding `--python`.
     pub python: Option<PathBuf>,
+    /// `version`: the repository's version (SWE-bench groups environments
+    /// by it).
+    pub version: Option<String>,
+    /// `requirements`: pinned requirements (pip's format, text or a list of
+    /// lines) the instance's environment is built from.
+    pub requirements: Option<String>,
     /// Where the record is: `file:line`.
     pub place: String,
 }
@@ -252,6 +258,33 @@ pub fn read_instances(path: &Path) -> Result<Vec<Instance>, DatasetError> {
                 Some(Value::String(p)) if !p.is_empty() => Some(PathBuf::from(p)),
                 Some(_) => {
                     f.fail("python", "must be the path of an interpreter");
+                    None
+                }
+            },
+            version: match map.get("version") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(v)) => Some(v.clone()),
+                Some(Value::Number(n)) => Some(n.to_string()),
+                Some(_) => {
+                    f.fail("version", "must be a string");
+                    None
+                }
+            },
+            requirements: match map.get("requirements") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(r)) => Some(r.clone()),
+                Some(Value::Array(lines)) if lines.iter().all(Value::is_string) => Some(
+                    lines
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(|l| format!("{l}\n"))
+                        .collect(),
+                ),
+                Some(_) => {
+                    f.fail(
+                        "requirements",
+                        "must be pip requirements: text, or a list of lines",
+                    );
                     None
                 }
             },
