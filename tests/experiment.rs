@@ -1362,3 +1362,110 @@ fn an_instance_that_pins_its_requirements_gets_an_environment_built_once() {
     assert!(err.contains("instances.jsonl:1 (instance acme__textutil-1): field `requirements`: pip install failed"), "{err}");
     assert!(!lab.path("other/results.sqlite").exists());
 }
+
+/// A stand-in for `podman run`, clearly not a container engine: podman is
+/// installed on the project machine but cannot start containers there
+/// (crun: "cgroups in hybrid mode not supported"; runc: "error setting
+/// rlimits ... operation not permitted"), and no image registry is
+/// reachable. It runs the script `critic` gives the engine the way the
+/// container would: in a fresh copy of the "image" (the instance's clone at
+/// its base commit, `IMAGES/<image>`), with the input mount's path and the
+/// working directory mapped, and records each command line it got.
+const FAKE_ENGINE: &str = r#"#!/usr/bin/env python3
+import os, shutil, subprocess, sys, tempfile
+args = sys.argv[1:]
+with open(os.environ["ENGINE_LOG"], "a") as log:
+    log.write(repr(args) + "\n")
+if args[0] == "kill":
+    sys.exit(0)
+assert args[:2] == ["run", "--rm"], args
+mount = args[args.index("-v") + 1]
+host, inside = mount.split(":")[:2]
+assert inside == "/critic-input" and mount.endswith(":ro"), mount
+assert "--network=none" in args
+image, shell, flag, script = args[-4:]
+assert (shell, flag) == ("bash", "-c"), args
+env = dict(os.environ)
+i = 0
+while i < len(args):
+    if args[i] == "-e":
+        k, v = args[i + 1].split("=", 1)
+        env[k] = v
+        i += 1
+    i += 1
+root = tempfile.mkdtemp()
+testbed = os.path.join(root, "testbed")
+shutil.copytree(os.path.join(os.environ["IMAGES"], image), testbed)
+script = script.replace("/critic-input", host).replace("cd /testbed", "cd " + testbed)
+script = script.replace("source /opt/miniconda3/bin/activate\nconda activate testbed\n", "")
+try:
+    sys.exit(subprocess.run(["bash", "-c", script], env=env).returncode)
+finally:
+    shutil.rmtree(root)
+"#;
+
+#[test]
+fn env_container_grades_each_run_in_the_instances_image() {
+    let lab = Lab::new();
+    let engine = lab.path("fake-podman");
+    std::fs::write(&engine, FAKE_ENGINE).unwrap();
+    std::fs::set_permissions(&engine, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // The "images": each instance's clone checked out at its base.
+    let images = lab.path("images");
+    for p in &PACKAGES {
+        let image = images.join(format!("local/acme__{}-1", p.name));
+        std::fs::create_dir_all(image.parent().unwrap()).unwrap();
+        let out = Command::new("git")
+            .args(["clone", "-q"])
+            .arg(lab.path(&format!("repos/acme__{}", p.name)))
+            .arg(&image)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    // The image's python is the tests' (SWE-bench images activate conda).
+    let venv_bin = python().parent().unwrap().to_path_buf();
+    let extra = format!(
+        "container: {{engine: {}, image: \"local/{{instance_id}}\"}}\n",
+        engine.display()
+    );
+    let file = lab.write(&plan(), &extra);
+    let path = std::env::join_paths(
+        std::iter::once(venv_bin).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    let log = lab.path("engine.log");
+    let out = common::run(
+        critic()
+            .args(["experiment", "run"])
+            .arg(&file)
+            .arg("--output-dir")
+            .arg(lab.path("out"))
+            .args(["--env", "container"])
+            .env("PATH", path)
+            .env("IMAGES", &images)
+            .env("ENGINE_LOG", &log),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let local = lab.run(&file, "local", &[]);
+    assert_eq!(local.status.code(), Some(0), "{}", stderr(&local));
+    // The same grades as the confined scratch copies give.
+    let strip = |mut r: BTreeMap<(String, String), Value>| {
+        for v in r.values_mut() {
+            v.as_object_mut().unwrap().remove("tokens");
+        }
+        r
+    };
+    assert_eq!(
+        strip(results(&lab.path("out"))),
+        strip(results(&lab.path("local")))
+    );
+    let calls = std::fs::read_to_string(&log).unwrap();
+    // Each run: the golden tests, and for brt-only its test on base and fix.
+    assert_eq!(calls.lines().count(), 3 + 3 * 3, "{calls}");
+    assert!(calls.contains("'local/acme__stats-1'"), "{calls}");
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(lab.path("out/manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["environment"]["kind"], "container");
+    assert_eq!(manifest["environment"]["image"], "local/{instance_id}");
+}

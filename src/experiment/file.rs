@@ -56,6 +56,9 @@ pub struct Experiment {
     pub budget: Budget,
     /// Each grading run's limit.
     pub test_timeout: Duration,
+    /// The containers `--env container` grades in (default: SWE-bench's
+    /// images).
+    pub container: crate::experiment::container::Spec,
     /// The file as JSON with its paths resolved (the manifest records it).
     pub resolved: Value,
 }
@@ -240,6 +243,16 @@ struct Raw {
     #[serde(default)]
     budget: RawBudget,
     test_timeout: Option<DurationSpec>,
+    #[serde(default)]
+    container: RawContainer,
+}
+
+#[derive(Deserialize, Default)]
+struct RawContainer {
+    engine: Option<String>,
+    image: Option<String>,
+    workdir: Option<String>,
+    setup: Option<Vec<String>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -579,6 +592,15 @@ impl Checker<'_> {
             seed: raw.seed.unwrap_or(0),
             budget,
             test_timeout,
+            container: {
+                let d = crate::experiment::container::Spec::default();
+                crate::experiment::container::Spec {
+                    engine: raw.container.engine.unwrap_or(d.engine),
+                    image: raw.container.image.unwrap_or(d.image),
+                    workdir: raw.container.workdir.unwrap_or(d.workdir),
+                    setup: raw.container.setup.unwrap_or(d.setup),
+                }
+            },
             resolved,
         }
     }

@@ -11,6 +11,7 @@
 
 pub mod adapters;
 pub mod arm;
+pub mod container;
 pub mod db;
 pub mod env;
 pub mod export;
@@ -55,6 +56,52 @@ pub struct Options {
     pub unconfined_runs: bool,
     /// Control runs graded beside the arms.
     pub controls: Vec<Control>,
+    /// Where grading tests run.
+    pub env: Environment,
+}
+
+/// Where grading tests run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Environment {
+    /// Confined scratch copies of the local clone, the instance's Python.
+    Local,
+    /// A fresh container of the instance's image per run.
+    Container(container::Spec),
+}
+
+impl Environment {
+    /// As the manifest records it.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Environment::Local => serde_json::json!({"kind": "local"}),
+            Environment::Container(c) => serde_json::json!({
+                "kind": "container", "engine": c.engine, "image": c.image,
+                "workdir": c.workdir, "setup": c.setup,
+            }),
+        }
+    }
+
+    /// As `manifest` records it (local when it says nothing).
+    pub fn of_manifest(manifest: &serde_json::Value) -> Environment {
+        let e = &manifest["environment"];
+        if e["kind"] != "container" {
+            return Environment::Local;
+        }
+        let text = |k: &str| e[k].as_str().unwrap_or_default().to_string();
+        Environment::Container(container::Spec {
+            engine: text("engine"),
+            image: text("image"),
+            workdir: text("workdir"),
+            setup: e["setup"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|s| s.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        })
+    }
 }
 
 /// `OUT/plan.json`: the runs the last `critic experiment run` into OUT
@@ -197,7 +244,11 @@ pub struct Ready {
 /// found, each naming its record and field. An instance that pins its
 /// requirements gets its environment under `envs` (see [`env`]); without
 /// `envs` (a check before submitting), its requirements are not built.
-pub fn instances(exp: &Experiment, envs: Option<&Path>) -> Result<Vec<Ready>, ExperimentError> {
+pub fn instances(
+    exp: &Experiment,
+    envs: Option<&Path>,
+    env: &Environment,
+) -> Result<Vec<Ready>, ExperimentError> {
     let mut all = dataset::read_instances(&exp.instances)
         .map_err(|e| ExperimentError::Input(e.to_string()))?;
     if let Some(ids) = &exp.filter.ids {
@@ -264,7 +315,12 @@ pub fn instances(exp: &Experiment, envs: Option<&Path>) -> Result<Vec<Ready>, Ex
         };
         // A golden patch that does not apply is the dataset's error, found
         // before any agent runs.
-        match Prepared::new(&inst, &repo, &python, exp.test_timeout) {
+        // In a container, tests run with the image's own interpreter.
+        let grading_python = match env {
+            Environment::Local => python.clone(),
+            Environment::Container(_) => PathBuf::from("python"),
+        };
+        match Prepared::new(&inst, &repo, &grading_python, exp.test_timeout) {
             Ok(prepared) => out.push(Ready {
                 instance: inst,
                 repo,
@@ -284,7 +340,7 @@ pub fn instances(exp: &Experiment, envs: Option<&Path>) -> Result<Vec<Ready>, Ex
 /// `agent_fail`) are kept, missing and `infra_error` ones are made.
 pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, ExperimentError> {
     let exp = file::load(&opts.file)?;
-    let instances = instances(&exp, Some(&opts.output_dir.join("envs")))?;
+    let instances = instances(&exp, Some(&opts.output_dir.join("envs")), &opts.env)?;
     // Agents and workspaces must not outlive an interrupted experiment.
     crate::sys::interrupt::arm();
     let out = &opts.output_dir;
@@ -298,7 +354,8 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         .collect::<Result<_, _>>()
         .map_err(ExperimentError::Input)?;
     let ids: Vec<&str> = instances.iter().map(|r| r.instance.id.as_str()).collect();
-    let record = manifest::of(&exp, &ids, &arms, opts.shard, &opts.critic);
+    let mut record = manifest::of(&exp, &ids, &arms, opts.shard, &opts.critic);
+    record["environment"] = opts.env.to_json();
     manifest::write_or_check(out, &record, opts.force_new_manifest)
         .map_err(ExperimentError::Output)?;
     let db = Db::open(&out.join("results.sqlite"))?;
@@ -354,7 +411,13 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         check_flags: &check_flags,
         work_dir: &work_dir,
     };
-    let graders = Graders::new(&pending, opts.workers, opts.unconfined_runs);
+    let graders = Graders::new(
+        &pending,
+        opts.workers,
+        opts.unconfined_runs,
+        opts.env.clone(),
+        out.join("container-input"),
+    );
     let failures: Mutex<Vec<ExperimentError>> = Mutex::new(Vec::new());
     // The global cost cap: what stored runs cost, and each run as it ends.
     let cost: Mutex<f64> = Mutex::new(db.runs()?.iter().filter_map(|r| r.cost).sum());
@@ -459,7 +522,8 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
     let exp = file::parse(&manifest["experiment"].to_string(), &manifest_path)?;
     crate::sys::interrupt::arm();
     let _lock = manifest::lock(out).map_err(ExperimentError::Output)?;
-    let instances = instances(&exp, Some(&out.join("envs")))?;
+    let environment = Environment::of_manifest(&manifest);
+    let instances = instances(&exp, Some(&out.join("envs")), &environment)?;
     let db = Db::open(&out.join("results.sqlite"))?;
     let mut tests = BTreeMap::new();
     for a in &exp.arms {
@@ -489,7 +553,13 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
         .collect();
     progress.start(runs.len(), runs.len());
     let pending: Vec<(RunKey, u32)> = runs.iter().map(|r| (r.key.clone(), 0)).collect();
-    let graders = Graders::new(&pending, opts.workers, opts.unconfined_runs);
+    let graders = Graders::new(
+        &pending,
+        opts.workers,
+        opts.unconfined_runs,
+        environment.clone(),
+        out.join("container-input"),
+    );
     let failures: Mutex<Vec<ExperimentError>> = Mutex::new(Vec::new());
     crate::sys::parallel::map(runs.len(), opts.workers.max(1), |i| {
         let mut run = runs[i].clone();
@@ -574,12 +644,21 @@ pub fn run_dir(out: &Path, key: &RunKey) -> PathBuf {
 struct Graders {
     workers: usize,
     unconfined_runs: bool,
+    env: Environment,
+    /// Where container runs' inputs are written.
+    scratch: PathBuf,
     open: Mutex<BTreeMap<String, Arc<dyn Backend>>>,
     left: Mutex<BTreeMap<String, usize>>,
 }
 
 impl Graders {
-    fn new(pending: &[(RunKey, u32)], workers: usize, unconfined_runs: bool) -> Graders {
+    fn new(
+        pending: &[(RunKey, u32)],
+        workers: usize,
+        unconfined_runs: bool,
+        env: Environment,
+        scratch: PathBuf,
+    ) -> Graders {
         let mut left = BTreeMap::new();
         for (k, _) in pending {
             *left.entry(k.instance_id.clone()).or_insert(0) += 1;
@@ -587,6 +666,8 @@ impl Graders {
         Graders {
             workers,
             unconfined_runs,
+            env,
+            scratch,
             open: Mutex::new(BTreeMap::new()),
             left: Mutex::new(left),
         }
@@ -602,6 +683,11 @@ impl Graders {
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(b) = open.get(id) {
             return Ok(b.clone());
+        }
+        if let Environment::Container(spec) = &self.env {
+            let b: Arc<dyn Backend> = Arc::new(container::Containers::new(spec, id, &self.scratch));
+            open.insert(id.to_string(), b.clone());
+            return Ok(b);
         }
         let backends = LocalScratch {
             // The golden tests and the run's own test on base and fix, for

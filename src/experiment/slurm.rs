@@ -89,7 +89,7 @@ pub fn submit(s: &Submit) -> Result<Submitted, ExperimentError> {
     }
     // Every problem of the file and its records shows now, not on the nodes.
     let exp = file::load(&s.file)?;
-    crate::experiment::instances(&exp, None)?;
+    crate::experiment::instances(&exp, None, &crate::experiment::Environment::Local)?;
     let dir = s.output_dir.join("slurm");
     std::fs::create_dir_all(&dir).map_err(|e| output(format!("{}: {e}", dir.display())))?;
     let path = dir.join("submit.sh");

@@ -376,6 +376,7 @@ fn demo_experiment(examples: &Path, out: &mut dyn Write) -> Result<u8> {
         force_new_manifest: false,
         unconfined_runs: false,
         controls: vec![pluggable_critic::experiment::Control::Gold],
+        env: pluggable_critic::experiment::Environment::Local,
     };
     let finished = pluggable_critic::experiment::run(&opts, &pluggable_critic::experiment::Quiet)?;
     let summary = pluggable_critic::experiment::report(&output_dir, None)?;

@@ -125,6 +125,11 @@ struct RunArgs {
     /// Continue in an output directory whose manifest differs (the old one is kept).
     #[arg(long)]
     force_new_manifest: bool,
+    /// Where grading tests run: `local` (confined scratch copies of the
+    /// clones) or `container` (a fresh container of the instance's image per
+    /// run; the experiment file's `container` block says which).
+    #[arg(long = "env", value_enum, default_value = "local")]
+    env: EnvArg,
     /// Also grade a control per instance and sample, with no agent: `gold`
     /// (the golden patch) and `empty` (no change) measure the harness's own
     /// flakiness (repeatable).
@@ -134,6 +139,12 @@ struct RunArgs {
     /// privileges; only where the machine cannot confine and the tests are trusted.
     #[arg(long, env = "CRITIC_UNCONFINED_RUNS")]
     unconfined_runs: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum EnvArg {
+    Local,
+    Container,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
@@ -297,8 +308,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 
 fn run_experiment(args: RunArgs) -> anyhow::Result<u8> {
     pluggable_critic::cleanup_on_signals();
+    let file = args.file;
     let opts = Options {
-        file: args.file,
+        file: file.clone(),
         output_dir: args.output_dir,
         workers: args.workers.max(1),
         shard: args.shard,
@@ -306,6 +318,12 @@ fn run_experiment(args: RunArgs) -> anyhow::Result<u8> {
         critic: std::env::current_exe()?,
         force_new_manifest: args.force_new_manifest,
         unconfined_runs: args.unconfined_runs,
+        env: match args.env {
+            EnvArg::Local => experiment::Environment::Local,
+            EnvArg::Container => {
+                experiment::Environment::Container(experiment::file::load(&file)?.container)
+            }
+        },
         controls: {
             let mut c = args.controls.clone();
             c.sort();
