@@ -1469,3 +1469,41 @@ fn env_container_grades_each_run_in_the_instances_image() {
     assert_eq!(manifest["environment"]["kind"], "container");
     assert_eq!(manifest["environment"]["image"], "local/{instance_id}");
 }
+
+#[test]
+fn evaluate_mpe_classes_each_runs_own_test() {
+    let lab = Lab::new();
+    let file = lab.write(&plan(), "evaluate: {mpe: {samples_per_operator: 2}}\n");
+    let out = lab.run(&file, "out", &["--workers", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("could not class"),
+        "{}",
+        stderr(&out)
+    );
+    // Only brt-only wrote tests: its three runs are MPE's three pairs.
+    let pairs = jsonl(&lab.path("out/mpe/results.jsonl"));
+    assert_eq!(pairs.len(), 3, "{pairs:#?}");
+    let class = |id: &str| {
+        pairs
+            .iter()
+            .find(|p| p["instance_id"] == id)
+            .map(|p| p["class"].as_str().unwrap().to_string())
+            .unwrap()
+    };
+    assert!(pairs.iter().all(|p| p["model_name_or_path"]
+        .as_str()
+        .unwrap()
+        .starts_with("demo-exp/brt-only/")));
+    // The stats test passes on the bug: not fail-to-pass, so misaligned.
+    assert_eq!(class("acme__stats-1"), "misaligned");
+    assert_ne!(class("acme__textutil-1"), "misaligned");
+    let md = common::run(
+        critic()
+            .args(["experiment", "report", "--format", "markdown"])
+            .arg(lab.path("out")),
+    );
+    let md = String::from_utf8(md.stdout).unwrap();
+    assert!(md.contains("MPE classes of the runs' own tests"), "{md}");
+    assert!(md.contains("| brt-only |"), "{md}");
+}

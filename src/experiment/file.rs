@@ -59,6 +59,8 @@ pub struct Experiment {
     /// The containers `--env container` grades in (default: SWE-bench's
     /// images).
     pub container: crate::experiment::container::Spec,
+    /// `evaluate.mpe`: the MPE class of each run's own test.
+    pub evaluate_mpe: Option<MpeSettings>,
     /// The file as JSON with its paths resolved (the manifest records it).
     pub resolved: Value,
 }
@@ -154,6 +156,18 @@ pub struct Arm {
     pub vars: Map<String, Value>,
 }
 
+/// How `evaluate.mpe` classes the runs' own tests.
+#[derive(Debug, Clone, Copy)]
+pub struct MpeSettings {
+    /// Where the pool comes from: the SDK's deterministic operators
+    /// (offline; the default) or the experiment's `model`.
+    pub operators: crate::mpe::pool::Source,
+    /// Admissible variants wanted per operator.
+    pub samples_per_operator: u32,
+    /// The laxity cutoff.
+    pub tau: crate::mpe::results::Tau,
+}
+
 /// Per-run limits.
 #[derive(Debug, Clone)]
 pub struct Budget {
@@ -245,6 +259,13 @@ struct Raw {
     test_timeout: Option<DurationSpec>,
     #[serde(default)]
     container: RawContainer,
+    #[serde(default)]
+    evaluate: RawEvaluate,
+}
+
+#[derive(Deserialize, Default)]
+struct RawEvaluate {
+    mpe: Option<Value>,
 }
 
 #[derive(Deserialize, Default)]
@@ -601,7 +622,41 @@ impl Checker<'_> {
                     setup: raw.container.setup.unwrap_or(d.setup),
                 }
             },
+            evaluate_mpe: self.mpe_settings(raw.evaluate.mpe),
             resolved,
+        }
+    }
+
+    /// `evaluate.mpe`: `true`, or settings (the schema checked their shape).
+    fn mpe_settings(&mut self, value: Option<Value>) -> Option<MpeSettings> {
+        use crate::mpe::pool::Source;
+        let defaults = MpeSettings {
+            operators: Source::Deterministic,
+            samples_per_operator: 10,
+            tau: crate::mpe::results::Tau::Median,
+        };
+        match value? {
+            Value::Bool(false) => None,
+            Value::Bool(true) => Some(defaults),
+            v => {
+                let operators = match v["operators"].as_str() {
+                    Some("model") => Source::Model,
+                    _ => Source::Deterministic,
+                };
+                let tau = match &v["tau"] {
+                    Value::Number(n) => n
+                        .as_f64()
+                        .map_or(defaults.tau, crate::mpe::results::Tau::Fixed),
+                    _ => defaults.tau,
+                };
+                Some(MpeSettings {
+                    operators,
+                    samples_per_operator: v["samples_per_operator"]
+                        .as_u64()
+                        .map_or(defaults.samples_per_operator, |n| n as u32),
+                    tau,
+                })
+            }
         }
     }
 }

@@ -19,6 +19,7 @@ pub mod file;
 pub mod grade;
 pub mod manifest;
 pub mod merge;
+pub mod mpe_eval;
 pub mod report;
 pub mod session;
 pub mod slurm;
@@ -213,6 +214,8 @@ pub struct Finished {
     pub ran: usize,
     /// Runs not started because the experiment's cost cap was reached.
     pub not_started: usize,
+    /// Why `evaluate.mpe` could not class the runs' tests, if it could not.
+    pub mpe_error: Option<String>,
     /// Every run of this shard as stored, in key order.
     pub runs: Vec<Run>,
 }
@@ -490,6 +493,18 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         .filter(|r| keys.contains(&r.key))
         .collect();
     export::write(out, &exp.name, &runs).map_err(ExperimentError::Output)?;
+    // MPE's own failures are reported, not fatal: the runs stand.
+    let mpe_error = exp.evaluate_mpe.as_ref().and_then(|settings| {
+        mpe_eval::evaluate(
+            &exp,
+            settings,
+            &runs,
+            out,
+            opts.workers,
+            !opts.unconfined_runs,
+        )
+        .err()
+    });
     report::write(out, &record, &db.runs()?, None).map_err(ExperimentError::Output)?;
     let not_started = not_started.into_inner();
     Ok(Finished {
@@ -497,6 +512,7 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         ran: pending.len() - not_started,
         not_started,
         runs,
+        mpe_error,
     })
 }
 
@@ -606,6 +622,7 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
         ran: runs.len(),
         not_started: 0,
         runs: all,
+        mpe_error: None,
     })
 }
 

@@ -80,6 +80,8 @@ pub struct Summary {
     pub paired: Vec<Paired>,
     /// Infrastructure errors by class.
     pub infra_errors: BTreeMap<String, u32>,
+    /// MPE classes of the runs' own tests per arm (`evaluate.mpe`).
+    pub mpe: BTreeMap<String, BTreeMap<String, u32>>,
 }
 
 fn is_result(r: &Run) -> bool {
@@ -207,6 +209,7 @@ pub fn summarize(name: &str, runs: &[Run], order: &[String], baseline: Option<&s
         baseline,
         paired,
         infra_errors,
+        mpe: BTreeMap::new(),
     }
 }
 
@@ -342,6 +345,34 @@ fn tables(s: &Summary) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
     (main, paired)
 }
 
+/// MPE classes per arm, as rows (header first; only the header when
+/// nothing was classed).
+fn mpe_table(s: &Summary) -> Vec<Vec<String>> {
+    let classes = [
+        "rigorous",
+        "lax",
+        "misaligned",
+        "harness_error",
+        "no_pool",
+        "error",
+    ];
+    let mut rows = vec![std::iter::once("arm".to_string())
+        .chain(classes.iter().map(|c| c.to_string()))
+        .collect::<Vec<_>>()];
+    for (arm, counts) in &s.mpe {
+        rows.push(
+            std::iter::once(arm.clone())
+                .chain(
+                    classes
+                        .iter()
+                        .map(|c| counts.get(*c).copied().unwrap_or(0).to_string()),
+                )
+                .collect(),
+        );
+    }
+    rows
+}
+
 /// The tables as Markdown.
 pub fn markdown(s: &Summary) -> String {
     let render = |rows: &[Vec<String>]| {
@@ -367,6 +398,13 @@ pub fn markdown(s: &Summary) -> String {
             "\nPaired against `{}`:\n\n{}",
             s.baseline.as_deref().unwrap_or("?"),
             render(&paired)
+        ));
+    }
+    let mpe = mpe_table(s);
+    if mpe.len() > 1 {
+        out.push_str(&format!(
+            "\nMPE classes of the runs' own tests:\n\n{}",
+            render(&mpe)
         ));
     }
     if !s.infra_errors.is_empty() {
@@ -550,6 +588,16 @@ pub fn html(s: &Summary, manifest: &Value) -> String {
             listed.join("")
         )
     };
+    let mpe = mpe_table(s);
+    let mpe_html = if mpe.len() > 1 {
+        format!(
+            "<h2>MPE classes of the runs' own tests</h2>{}<p>From <code>mpe/</code> \
+             (<code>critic mpe</code> on the final patches' tests).</p>",
+            html_table(&mpe, "mpe")
+        )
+    } else {
+        String::new()
+    };
     let paired_html = if paired.len() > 1 {
         format!(
             "<h2>Paired against <code>{}</code></h2>{}",
@@ -586,6 +634,7 @@ traceable to <code>results.sqlite</code> and the run directories under <code>run
 {f2p_chart}
 <figure id="rounds">{rounds_svg}</figure>
 {paired_html}
+{mpe_html}
 <p>Resolved: the golden tests (FAIL_TO_PASS and PASS_TO_PASS, by test id) pass on the final
 patch. F→P: the run's own test fails on the base and passes on the golden fix. Intervals are 95%
 Wilson score intervals. pass@k: the unbiased estimator over each instance's samples. Coupling:
@@ -634,7 +683,8 @@ pub fn write(
         }
     }
     let name = manifest["name"].as_str().unwrap_or("experiment");
-    let summary = summarize(name, runs, &order, baseline);
+    let mut summary = summarize(name, runs, &order, baseline);
+    summary.mpe = crate::experiment::mpe_eval::classes(out, name);
     let write = |file: &str, bytes: &[u8]| {
         let path = out.join(file);
         crate::sys::atomic_file::write(&path, bytes, true)

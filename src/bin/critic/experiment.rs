@@ -361,6 +361,9 @@ fn summarize(finished: &experiment::Finished, out: &std::path::Path) -> anyhow::
         "experiment: {} runs ({} made now)",
         finished.total, finished.ran
     );
+    if let Some(e) = &finished.mpe_error {
+        eprintln!("experiment: evaluate.mpe could not class the runs' tests: {e}");
+    }
     if finished.not_started > 0 {
         eprintln!(
             "experiment: the cost cap (budget.total_cost) is reached: {} runs were not started; \
