@@ -18,7 +18,8 @@ use std::process::{Command, Output};
 
 /// The agent: for the arm in `CRITIC_SESSION` (`<arm>-<sample>-<attempt>`)
 /// and the round in `CRITIC_ROUND`, writes the files its plan gives for
-/// the package the workspace holds, sleeps if told, reports the tokens it
+/// the package the workspace holds, runs its shell command if it has one,
+/// sleeps if told, reports the tokens it
 /// is told its model used in its own transcript (`CRITIC_EVENTS_FILE`),
 /// and prints what it did.
 const AGENT: &str = r#"#!/usr/bin/env python3
@@ -34,6 +35,9 @@ step = plan[package].get(arm, {}).get(round_, {})
 for path, content in step.get("write", {}).items():
     (ws / path).parent.mkdir(parents=True, exist_ok=True)
     (ws / path).write_text(content)
+if "sh" in step:
+    import subprocess
+    subprocess.run(step["sh"], shell=True, cwd=ws, check=True)
 time.sleep(step.get("sleep", 0))
 if "tokens" in step:
     # The agent's own transcript, in the host's normalized events, with
@@ -525,6 +529,11 @@ fn a_changed_experiment_is_refused_in_the_same_output_unless_forced() {
         std::fs::read(lab.path("out/results.sqlite")).unwrap(),
         before,
         "nothing lost"
+    );
+    let copy = std::fs::read_to_string(lab.path("out/arms/fix-only/skill/critic.yaml")).unwrap();
+    assert!(
+        !copy.contains("\"seed\""),
+        "the refused run left the skill copies alone"
     );
     let out = lab.run(&file, "out", &["--force-new-manifest"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -1506,4 +1515,97 @@ fn evaluate_mpe_classes_each_runs_own_test() {
     let md = String::from_utf8(md.stdout).unwrap();
     assert!(md.contains("MPE classes of the runs' own tests"), "{md}");
     assert!(md.contains("| brt-only |"), "{md}");
+}
+
+#[test]
+fn a_hostile_agent_cannot_pass_for_a_result_or_make_the_runner_write_through_links() {
+    let lab = Lab::new();
+    let text = PACKAGES.iter().find(|p| p.name == "textutil").unwrap();
+    let ids = |p: &Package| -> Vec<String> {
+        std::iter::once(p.f2p)
+            .chain(p.p2p.iter().copied())
+            .map(|t| format!("PASSED {}::{t}", p.test_module()))
+            .collect()
+    };
+    // A module named pytest that prints every golden id as passed.
+    let forged = format!(
+        "import sys\nprint('test session starts')\nprint('short test summary info')\n{}\nprint('3 passed')\nsys.exit(0)\n",
+        ids(text)
+            .iter()
+            .map(|l| format!("print({l:?})"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let victim = lab.path("victim.txt");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let plan = json!({
+        "textutil": {"fix-only": {"1": {"write": {"pytest.py": forged}}}},
+        // Its repository gone, nothing can be diffed.
+        "stats": {"fix-only": {"1": {"write": {"stats/__init__.py": "x = 1\n"}, "sh": "rm -rf .git"}},
+                  "brt-only": {"1": {"sh": format!(
+                      "ln -s {} \"$(dirname \"$CRITIC_EVENTS_FILE\")/final.patch\"", victim.display())}}},
+        // The critic's count, reset in its state after the first rejection.
+        "bounds": {"fix-only": {"2": {"sh": "for f in $(find \"$(dirname \"$CRITIC_EVENTS_FILE\")/state\" -name harness.json); do python3 -c \"import json,sys; p=sys.argv[1]; d=json.load(open(p)); d['iteration']=0; json.dump(d, open(p,'w'))\" $f; done"}}},
+    });
+    let file = lab.write(&plan, "budget: {turns: 3}\n");
+    // A relative output directory works as an absolute one.
+    let out = common::run(
+        critic()
+            .args(["experiment", "run", "exp.yaml", "--output-dir", "out"])
+            .current_dir(lab.dir.path()),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let _ = file;
+    let r = results(&lab.path("out"));
+    let shadow = &r[&key("textutil", "fix-only")];
+    assert_eq!(
+        shadow["resolved"], false,
+        "a forged pytest resolves nothing: {shadow}"
+    );
+    assert!(lab
+        .path("out/runs/acme__textutil-1/fix-only/0/grade/refused.txt")
+        .is_file());
+    let broken = &r[&key("stats", "fix-only")];
+    assert_eq!(broken["status"], "agent_fail", "{broken}");
+    assert_eq!(broken["error"]["class"], "workspace_broken");
+    assert_eq!(broken["resolved"], false);
+    let linked = &r[&key("stats", "brt-only")];
+    assert_eq!(linked["status"], "agent_fail", "{linked}");
+    assert_eq!(linked["error"]["class"], "planted_links");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    let reset = &r[&key("bounds", "fix-only")];
+    assert_eq!(reset["status"], "agent_fail", "{reset}");
+    assert_eq!(reset["error"]["class"], "state_changed");
+    // A rerun keeps them: they are results, not errors.
+    let again = common::run(
+        critic()
+            .args(["experiment", "run", "exp.yaml", "--output-dir", "out"])
+            .current_dir(lab.dir.path()),
+    );
+    assert!(
+        stderr(&again).contains("0 of 6 runs to make"),
+        "{}",
+        stderr(&again)
+    );
+}
+
+#[test]
+fn an_interpreter_without_pytest_is_refused_before_any_agent_runs() {
+    let lab = Lab::new();
+    let bare = common::python_venv("no-pytest", None);
+    let file = lab.write(&plan(), "");
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        &format!("python: {}", python().display()),
+        &format!("python: {}", bare.display()),
+    );
+    std::fs::write(&file, text).unwrap();
+    let out = lab.run(&file, "out", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("cannot import pytest"), "{err}");
+    assert!(
+        err.contains("instances.jsonl:1 (instance acme__textutil-1)"),
+        "{err}"
+    );
+    assert!(!lab.path("out/runs").exists());
 }

@@ -224,7 +224,7 @@ impl Db {
                     run.rounds,
                     run.budget_exhausted,
                     run.outcome_test,
-                    run.tokens.map(|t| t as i64),
+                    run.tokens.map(|t| i64::try_from(t).unwrap_or(i64::MAX)),
                     run.cost,
                     run.duration_s,
                     run.attempts,
@@ -305,12 +305,14 @@ impl Db {
             let clashes = {
                 let mut stmt = tx.prepare(
                     "SELECT o.instance_id, o.arm, o.sample FROM other.runs o JOIN main.runs m \
-                     USING (instance_id, arm, sample) WHERE o.status IS NOT m.status \
+                     USING (instance_id, arm, sample) \
+                     WHERE o.status != 'infra_error' AND m.status != 'infra_error' \
+                     AND (o.status IS NOT m.status \
                      OR o.resolved IS NOT m.resolved \
                      OR o.f2p_fails_on_base IS NOT m.f2p_fails_on_base \
                      OR o.f2p_passes_on_golden IS NOT m.f2p_passes_on_golden \
                      OR o.finishes IS NOT m.finishes OR o.rounds IS NOT m.rounds \
-                     OR o.model_patch IS NOT m.model_patch ORDER BY 1, 2, 3",
+                     OR o.model_patch IS NOT m.model_patch) ORDER BY 1, 2, 3",
                 )?;
                 let rows = stmt.query_map([], |r| {
                     Ok(RunKey {
@@ -322,6 +324,19 @@ impl Db {
                 rows.collect::<rusqlite::Result<Vec<_>>>()?
             };
             if clashes.is_empty() {
+                // An infrastructure error is not a result: the other's
+                // result for the same run takes its place.
+                for table in ["rounds", "runs"] {
+                    tx.execute(
+                        &format!(
+                            "DELETE FROM main.{table} WHERE (instance_id, arm, sample) IN \
+                             (SELECT m.instance_id, m.arm, m.sample FROM main.runs m \
+                              JOIN other.runs o USING (instance_id, arm, sample) \
+                              WHERE m.status = 'infra_error' AND o.status != 'infra_error')"
+                        ),
+                        [],
+                    )?;
+                }
                 for table in ["runs", "rounds", "attempts"] {
                     tx.execute(
                         &format!("INSERT OR IGNORE INTO main.{table} SELECT * FROM other.{table}"),
@@ -452,6 +467,29 @@ mod tests {
             attempts,
             model_patch: "diff".into(),
         }
+    }
+
+    #[test]
+    fn a_merge_takes_a_result_over_an_infrastructure_error_and_refuses_disagreements() {
+        let dir = tempfile::tempdir().unwrap();
+        let merged = Db::open(&dir.path().join("m.sqlite")).unwrap();
+        let shard = Db::open(&dir.path().join("s.sqlite")).unwrap();
+        merged.finish(&run(Status::InfraError, 1), &[]).unwrap();
+        shard.finish(&run(Status::Ok, 2), &[]).unwrap();
+        assert!(merged.absorb(&dir.path().join("s.sqlite")).unwrap().is_empty());
+        assert_eq!(merged.runs().unwrap()[0].status, Status::Ok);
+        // An error does not displace a result either way.
+        let late = Db::open(&dir.path().join("late.sqlite")).unwrap();
+        late.finish(&run(Status::InfraError, 3), &[]).unwrap();
+        assert!(merged.absorb(&dir.path().join("late.sqlite")).unwrap().is_empty());
+        assert_eq!(merged.runs().unwrap()[0].status, Status::Ok);
+        // Two results that differ are refused.
+        let other = Db::open(&dir.path().join("o.sqlite")).unwrap();
+        let mut differs = run(Status::Ok, 1);
+        differs.resolved = Some(false);
+        other.finish(&differs, &[]).unwrap();
+        assert_eq!(merged.absorb(&dir.path().join("o.sqlite")).unwrap().len(), 1);
+        assert_eq!(merged.runs().unwrap()[0].resolved, Some(true));
     }
 
     #[test]

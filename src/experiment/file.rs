@@ -471,7 +471,17 @@ impl Checker<'_> {
             None => (None, None),
             Some(s) => {
                 let (a, b) = s.split_once(':').unwrap_or((s, ""));
-                let (a, b) = (a.parse().ok(), b.parse().ok());
+                let side = |t: &str, this: &mut Self| -> Option<usize> {
+                    if t.is_empty() {
+                        return None;
+                    }
+                    let n = t.parse().ok();
+                    if n.is_none() {
+                        this.issue("/filter/slice", format!("{t} is not an index"));
+                    }
+                    n
+                };
+                let (a, b) = (side(a, self), side(b, self));
                 if let (Some(a), Some(b)) = (a, b) {
                     if a > b {
                         self.issue("/filter/slice", "start is past end");

@@ -55,6 +55,31 @@ impl ArmTests {
     }
 }
 
+/// Top-level names a patch may not add or change: Python imports them from
+/// the repository (it is on the path) in place of the test runner's own, or
+/// runs them at start (`sitecustomize`), so they could report any result.
+const SHADOWING: &[&str] = &[
+    "pytest.py",
+    "pytest",
+    "_pytest",
+    "py.py",
+    "pluggy",
+    "sitecustomize.py",
+    "usercustomize.py",
+];
+
+/// The first path of `patch` that would stand in for the test runner.
+pub fn shadows_the_runner(patch: &str) -> Option<String> {
+    critic_sdk::diff::parse(patch)
+        .ok()?
+        .into_iter()
+        .map(|f| f.path)
+        .find(|p| {
+            let top = p.split('/').next().unwrap_or_default();
+            SHADOWING.contains(&top)
+        })
+}
+
 /// Grade `patch` on `prepared`, running on `backend`; raw outputs go to
 /// `logs` (`golden.json`, `own-on-base.json`, `own-on-golden.json`).
 pub fn grade(
@@ -65,6 +90,17 @@ pub fn grade(
     python: &Path,
     logs: &Path,
 ) -> Graded {
+    if let Some(path) = shadows_the_runner(patch) {
+        let _ = std::fs::write(
+            logs.join("refused.txt"),
+            format!("{path}: the patch would stand in for the test runner; not run, unresolved\n"),
+        );
+        return Graded {
+            resolved: Some(false),
+            f2p: None,
+            infra: None,
+        };
+    }
     let mut requests = vec![on_patch(prepared, patch)];
     let own_test = match own_test(prepared, patch, own) {
         Ok(t) => t,
@@ -186,6 +222,33 @@ fn own_command(prepared: &Prepared, own: &ArmTests, tests: &TestSet, python: &Pa
             let mut argv = prepared.command.clone();
             argv.extend(tests.targets.iter().cloned());
             argv
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_patch_that_would_stand_in_for_pytest_is_found() {
+        let diff = |path: &str| {
+            format!("diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+x\n")
+        };
+        for p in [
+            "pytest.py",
+            "_pytest/main.py",
+            "sitecustomize.py",
+            "pluggy/__init__.py",
+        ] {
+            assert_eq!(shadows_the_runner(&diff(p)).as_deref(), Some(p));
+        }
+        for p in [
+            "src/_pytest/main.py",
+            "tests/pytest.py",
+            "mypkg/sitecustomize.py",
+        ] {
+            assert_eq!(shadows_the_runner(&diff(p)), None, "{p}");
         }
     }
 }

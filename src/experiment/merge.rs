@@ -84,6 +84,20 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Merged, ExperimentError> 
         }
     }
     let runs = db.runs()?;
+    // The merge's plan is its inputs' plans together, for `status`.
+    let mut plan: Vec<serde_json::Value> = Vec::new();
+    for dir in inputs {
+        if let Ok(bytes) = std::fs::read(dir.join(crate::experiment::PLAN_FILE)) {
+            if let Ok(keys) = serde_json::from_slice::<Vec<serde_json::Value>>(&bytes) {
+                plan.extend(keys);
+            }
+        }
+    }
+    plan.sort_by_key(|k| k.to_string());
+    plan.dedup();
+    let plan_file = out.join(crate::experiment::PLAN_FILE);
+    crate::sys::atomic_file::write(&plan_file, &serde_json::to_vec(&plan).expect("JSON"), true)
+        .map_err(|e| output(format!("{}: {e}", plan_file.display())))?;
     let name = wanted["name"].as_str().unwrap_or("experiment");
     export::write(out, name, &runs).map_err(output)?;
     crate::experiment::report::write(out, &wanted, &runs, None).map_err(output)?;

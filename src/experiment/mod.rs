@@ -275,6 +275,7 @@ pub fn instances(
     let start = start.unwrap_or(0).min(end);
     let mut problems = Vec::new();
     let mut out = Vec::new();
+    let mut checked = BTreeMap::new();
     for inst in all.drain(start..end) {
         let repo = crate::mpe::clone_dir(&exp.repos, &inst.repo);
         if !repo.join(".git").exists() && !repo.join("HEAD").is_file() {
@@ -318,6 +319,14 @@ pub fn instances(
         };
         // A golden patch that does not apply is the dataset's error, found
         // before any agent runs.
+        // Grading runs `python -m pytest`: an interpreter without it would
+        // make every run an infrastructure error after its agent ran.
+        if *env == Environment::Local && inst.test_cmd.is_none() {
+            if let Err(e) = has_pytest(&python, &mut checked) {
+                problems.push(format!("{}: {e}", inst.place));
+                continue;
+            }
+        }
         // In a container, tests run with the image's own interpreter.
         let grading_python = match env {
             Environment::Local => python.clone(),
@@ -339,9 +348,41 @@ pub fn instances(
     Ok(out)
 }
 
+/// Whether `python` can import pytest (asked once per interpreter).
+fn has_pytest(
+    python: &Path,
+    checked: &mut BTreeMap<PathBuf, Result<(), String>>,
+) -> Result<(), String> {
+    checked
+        .entry(python.to_path_buf())
+        .or_insert_with(|| {
+            let out = std::process::Command::new(python)
+                .args(["-c", "import pytest"])
+                .stdin(std::process::Stdio::null())
+                .output();
+            match out {
+                Ok(o) if o.status.success() => Ok(()),
+                Ok(_) => Err(format!(
+                    "{} cannot import pytest, which grading runs (`python -m pytest`): \
+                     install it there, or give another `python`",
+                    python.display()
+                )),
+                Err(e) => Err(format!("cannot run {}: {e}", python.display())),
+            }
+        })
+        .clone()
+}
+
 /// Run the experiment of `opts`; runs already finished (`ok`,
 /// `agent_fail`) are kept, missing and `infra_error` ones are made.
 pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, ExperimentError> {
+    // The agent runs in its workspace: every path it is given is absolute.
+    let output_dir = std::path::absolute(&opts.output_dir)
+        .map_err(|e| ExperimentError::Output(format!("{}: {e}", opts.output_dir.display())))?;
+    let opts = &Options {
+        output_dir,
+        ..opts.clone()
+    };
     let exp = file::load(&opts.file)?;
     let instances = instances(&exp, Some(&opts.output_dir.join("envs")), &opts.env)?;
     // Agents and workspaces must not outlive an interrupted experiment.
@@ -350,17 +391,39 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
     std::fs::create_dir_all(out)
         .map_err(|e| ExperimentError::Output(format!("{}: {e}", out.display())))?;
     let _lock = manifest::lock(out).map_err(ExperimentError::Output)?;
-    let arms: Vec<arm::Prepared> = exp
+    // The skill copies are made aside and take the place of the old ones
+    // only once the manifest is accepted: a refused rerun changes nothing.
+    let staging = out.join(format!(".arms-{}", std::process::id()));
+    let staged: Result<Vec<arm::Prepared>, String> = exp
         .arms
         .iter()
-        .map(|a| arm::prepare(a, &out.join("arms").join(&a.name).join("skill")))
-        .collect::<Result<_, _>>()
-        .map_err(ExperimentError::Input)?;
+        .map(|a| arm::prepare(a, &staging.join(&a.name).join("skill")))
+        .collect();
+    let mut arms = match staged {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = crate::sys::remove_tree::remove_tree(&staging);
+            return Err(ExperimentError::Input(e));
+        }
+    };
     let ids: Vec<&str> = instances.iter().map(|r| r.instance.id.as_str()).collect();
     let mut record = manifest::of(&exp, &ids, &arms, opts.shard, &opts.critic);
     record["environment"] = opts.env.to_json();
-    manifest::write_or_check(out, &record, opts.force_new_manifest)
-        .map_err(ExperimentError::Output)?;
+    if let Err(e) = manifest::write_or_check(out, &record, opts.force_new_manifest) {
+        let _ = crate::sys::remove_tree::remove_tree(&staging);
+        return Err(ExperimentError::Output(e));
+    }
+    let arms_dir = out.join("arms");
+    let placed = (|| -> std::io::Result<()> {
+        if std::fs::symlink_metadata(&arms_dir).is_ok() {
+            crate::sys::remove_tree::remove_tree(&arms_dir)?;
+        }
+        std::fs::rename(&staging, &arms_dir)
+    })();
+    placed.map_err(|e| ExperimentError::Output(format!("{}: {e}", arms_dir.display())))?;
+    for a in &mut arms {
+        a.skill = arms_dir.join(&a.name).join("skill");
+    }
     let db = Db::open(&out.join("results.sqlite"))?;
     let mut keys = Vec::new();
     for ready in &instances {
@@ -413,6 +476,7 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         critic: &opts.critic,
         check_flags: &check_flags,
         work_dir: &work_dir,
+        out,
     };
     let graders = Graders::new(
         &pending,
@@ -446,7 +510,7 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
             None => grade::ArmTests::of(&[], &serde_json::Value::Null),
         };
         let grader = |patch: &str, dir: &Path| graders.grade(ready, &own, patch, dir);
-        for attempt in before + 1..=before + 1 + opts.retries {
+        for attempt in before + 1..=before.saturating_add(1).saturating_add(opts.retries) {
             let dir = run_dir(out, key);
             let (run, rounds) = match (control, arm) {
                 (Some(control), _) => session::control(key, inst, control, &dir, attempt, &grader),
@@ -472,7 +536,8 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
                     .push(e.into());
                 break;
             }
-            let retrying = run.status == Status::InfraError && attempt <= before + opts.retries;
+            let retrying =
+                run.status == Status::InfraError && attempt <= before.saturating_add(opts.retries);
             progress.finished(&run, retrying);
             if !retrying {
                 break;
@@ -531,7 +596,8 @@ pub struct GradeOptions {
 /// patch, without running any agent: for a fixed grader, or runs whose
 /// grading failed. Runs that never produced a patch are left as they are.
 pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished, ExperimentError> {
-    let out = &opts.output_dir;
+    let out = &std::path::absolute(&opts.output_dir)
+        .map_err(|e| ExperimentError::Output(format!("{}: {e}", opts.output_dir.display())))?;
     let manifest_path = out.join(manifest::FILE);
     let manifest = read_manifest(out)?;
     // JSON is YAML: the manifest's resolved file is read as the file was.

@@ -255,6 +255,9 @@ fn paired(runs: &[Run], baseline: &str, arm: &str) -> Paired {
 }
 
 fn pct(r: &Rate) -> String {
+    if r.n == 0 {
+        return "– (0/0)".into();
+    }
     format!(
         "{:.1}% [{:.1}, {:.1}] ({}/{})",
         100.0 * r.rate,
@@ -637,7 +640,8 @@ traceable to <code>results.sqlite</code> and the run directories under <code>run
 {mpe_html}
 <p>Resolved: the golden tests (FAIL_TO_PASS and PASS_TO_PASS, by test id) pass on the final
 patch. F→P: the run's own test fails on the base and passes on the golden fix. Intervals are 95%
-Wilson score intervals. pass@k: the unbiased estimator over each instance's samples. Coupling:
+Wilson score intervals. pass@k: the unbiased estimator over each instance's samples, averaged over the
+instances with at least k results (an infrastructure error is not one). Coupling:
 P(test not F→P and fix unresolved) / (P(test not F→P) · P(fix unresolved)); 1 means the two fail
 independently. Paired: McNemar's exact test on the (instance, sample) pairs both arms have.
 Resolved within k rounds: runs resolved whose agent finished within k rounds.</p>

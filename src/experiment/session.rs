@@ -31,6 +31,8 @@ pub struct Context<'a> {
     pub check_flags: &'a [String],
     /// Where workspaces are made.
     pub work_dir: &'a Path,
+    /// The output directory, which holds every run's directory.
+    pub out: &'a Path,
 }
 
 /// One run to make.
@@ -81,13 +83,32 @@ struct Turns {
 pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Path) -> Graded) -> (Run, Vec<Round>) {
     let started = Instant::now();
     let mut turns = Turns::default();
+    // Named by a digest of the key too: `slug(id)__arm__sample` alone could
+    // be the same for two keys (an id ending in `__x`, an arm named `x__y`).
+    let digest = Sha256::digest(
+        format!(
+            "{}\0{}\0{}",
+            job.key.instance_id, job.key.arm, job.key.sample
+        )
+        .as_bytes(),
+    );
     let workspace = ctx.work_dir.join(format!(
-        "{}__{}__{}",
+        "{}__{}__{}-{}",
         crate::mpe::store::slug(&job.key.instance_id),
         job.key.arm,
-        job.key.sample
+        job.key.sample,
+        hex::encode(&digest[..4])
     ));
     let outcome = (|| -> Result<(String, Option<String>), Failed> {
+        if let Some(link) = link_on_the_way(ctx.out, &job.dir) {
+            return Err(infra(
+                "output",
+                format!(
+                    "{}: a symbolic link in the output directory; remove it",
+                    link.display()
+                ),
+            ));
+        }
         reset_dir(&job.dir).map_err(|e| infra("output", e))?;
         make_workspace(&job.repo, &job.instance.base_commit, &workspace)
             .map_err(|e| infra("workspace", e))?;
@@ -95,6 +116,17 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Path) -> Graded) -> 
         match ctx.experiment.agent.adapter {
             Adapter::Command => drive(ctx, job, &workspace, &mut turns)?,
             agent => drive_hooked(ctx, job, &workspace, agent, &mut turns)?,
+        }
+        // The agent may have planted links for the runner to write through.
+        if let Some(link) = link_on_the_way(ctx.out, &job.dir).or_else(|| link_within(&job.dir)) {
+            return Err(Failed {
+                status: Status::AgentFail,
+                class: "planted_links",
+                message: format!(
+                    "{}: a symbolic link where the runner writes the run's files",
+                    link.display()
+                ),
+            });
         }
         final_patch(job, &workspace, turns.last_verdict.as_ref())
     })();
@@ -121,6 +153,10 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Path) -> Graded) -> 
     };
     match outcome {
         Err(f) => {
+            // An agent that broke what the run needs did not resolve it.
+            if f.status == Status::AgentFail {
+                run.resolved = Some(false);
+            }
             run.status = f.status;
             run.error_class = Some(f.class.to_string());
             run.error = Some(f.message);
@@ -147,10 +183,14 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Path) -> Graded) -> 
     }
     (run.tokens, run.cost) = spent(ctx.experiment, &job.dir);
     run.duration_s = started.elapsed().as_secs_f64();
-    let _ = std::fs::write(
-        job.dir.join("run.json"),
-        serde_json::to_vec_pretty(&json!({"run": run, "rounds": turns.rounds})).unwrap_or_default(),
-    );
+    let planted = run.error_class.as_deref() == Some("planted_links");
+    let _ = (!planted).then(|| {
+        std::fs::write(
+            job.dir.join("run.json"),
+            serde_json::to_vec_pretty(&json!({"run": run, "rounds": turns.rounds}))
+                .unwrap_or_default(),
+        )
+    });
     (run, turns.rounds)
 }
 
@@ -299,6 +339,47 @@ pub fn control(
     (run, Vec::new())
 }
 
+/// The first symbolic link among the components of `dir` below `root`.
+fn link_on_the_way(root: &Path, dir: &Path) -> Option<PathBuf> {
+    let rel = dir.strip_prefix(root).ok()?;
+    let mut at = root.to_path_buf();
+    for part in rel.components() {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => return Some(at),
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// The first symbolic link under `dir` (the workspace's are the agent's
+/// own business and are not looked at: they are never written through).
+fn link_within(dir: &Path) -> Option<PathBuf> {
+    let mut stack = vec![(dir.to_path_buf(), 0)];
+    while let Some((d, depth)) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            match entry.file_type() {
+                Ok(t) if t.is_symlink() => return Some(path),
+                // The critic's state and the agent's home are its to shape.
+                Ok(t) if t.is_dir() && depth < 4 => {
+                    let name = entry.file_name();
+                    if !["home", "codex-home", "tmp", "state"]
+                        .iter()
+                        .any(|n| name == *n)
+                    {
+                        stack.push((path, depth + 1));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
 /// Empty `dir` (an earlier attempt's files go).
 fn reset_dir(dir: &Path) -> Result<(), String> {
     if dir.exists() {
@@ -356,6 +437,17 @@ fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Resul
     let python_dir = job.python.parent().map(Path::to_path_buf);
     let started = Instant::now();
     for round in 1..=exp.budget.turns {
+        // Nothing the last turn planted is written through.
+        if let Some(link) = link_within(&job.dir) {
+            turns.agent_fail = Some((
+                "planted_links",
+                format!(
+                    "{}: a symbolic link where the runner writes",
+                    link.display()
+                ),
+            ));
+            return Ok(());
+        }
         let dir = job.dir.join(format!("round-{round}"));
         std::fs::create_dir_all(&dir)
             .map_err(|e| infra("output", format!("{}: {e}", dir.display())))?;
@@ -433,6 +525,19 @@ fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Resul
             }
         };
         turns.finishes += 1;
+        // The critic's count is in its state, which the agent can reach:
+        // one that disagrees with the runner's own count was tampered with.
+        if verdict["iteration"].as_u64() != Some(u64::from(turns.finishes)) {
+            turns.rounds.push(row);
+            turns.agent_fail = Some((
+                "state_changed",
+                format!(
+                    "finish {} came back as the critic's iteration {}: its state was changed",
+                    turns.finishes, verdict["iteration"]
+                ),
+            ));
+            return Ok(());
+        }
         let accepted = verdict["accepted"].as_bool().unwrap_or(false);
         row.budget_exhausted = verdict["budget_exhausted"].as_bool().unwrap_or(false);
         row.verdict = if accepted { "accepted" } else { "rejected" }.into();
@@ -535,6 +640,16 @@ fn drive_hooked(
         Adapter::Command => unreachable!("the command adapter has its own loop"),
     }
     .map_err(|e| infra("hook_install", e))?;
+    if let Some(link) = link_within(&job.dir) {
+        turns.agent_fail = Some((
+            "planted_links",
+            format!(
+                "{}: a symbolic link where the runner writes",
+                link.display()
+            ),
+        ));
+        return Ok(());
+    }
     let last = outcome.verdicts.len();
     for (i, v) in outcome.verdicts.iter().enumerate() {
         let accepted = v["accepted"].as_bool().unwrap_or(false);
@@ -578,7 +693,19 @@ fn drive_hooked(
         r.turn_s = outcome.turn.duration.as_secs_f64();
     }
     let over = over_budget(exp, spent(exp, &job.dir));
-    if outcome.hook_changed {
+    let counted = outcome
+        .verdicts
+        .iter()
+        .enumerate()
+        .all(|(i, v)| v["iteration"].as_u64() == Some(i as u64 + 1));
+    if !counted {
+        turns.agent_fail = Some((
+            "state_changed",
+            "the critic's iterations are not 1, 2, ... in the verdict log: its state or the \
+             log was changed"
+                .into(),
+        ));
+    } else if outcome.hook_changed {
         turns.agent_fail = Some((
             "hook_changed",
             "the agent changed its hook configuration: the critic may not have judged its finish"
@@ -724,7 +851,13 @@ fn final_patch(
             })?;
         }
     }
-    let patch = diff(workspace, &job.instance.base_commit).map_err(|e| infra("workspace", e))?;
+    // The workspace was whole when the run began: a diff that fails now is
+    // the agent's doing (its `.git` removed or broken), not the harness's.
+    let patch = diff(workspace, &job.instance.base_commit).map_err(|e| Failed {
+        status: Status::AgentFail,
+        class: "workspace_broken",
+        message: e,
+    })?;
     Ok((patch, test))
 }
 

@@ -32,7 +32,7 @@ pub struct Usage {
 impl Usage {
     /// Input and output tokens, when the transcript reports any.
     pub fn tokens(&self) -> Option<u64> {
-        self.found.then_some(self.input + self.output)
+        self.found.then_some(self.input.saturating_add(self.output))
     }
 }
 
@@ -46,7 +46,9 @@ struct Scan {
 }
 
 fn num(v: &Value, keys: &[&str]) -> u64 {
-    keys.iter().filter_map(|k| v.get(*k)?.as_u64()).sum()
+    keys.iter()
+        .filter_map(|k| v.get(*k)?.as_u64())
+        .fold(0, u64::saturating_add)
 }
 
 impl Scan {
@@ -71,9 +73,9 @@ impl Scan {
                         Some(id) => self.seen.insert(id.to_string()),
                         None => true,
                     };
-                    if fresh && input + output > 0 {
-                        self.summed.0 += input;
-                        self.summed.1 += output;
+                    if fresh && input.saturating_add(output) > 0 {
+                        self.summed.0 = self.summed.0.saturating_add(input);
+                        self.summed.1 = self.summed.1.saturating_add(output);
                         self.found = true;
                     }
                 }
@@ -86,8 +88,11 @@ impl Scan {
                     }
                 }
                 for key in ["total_cost_usd", "accumulated_cost", "instance_cost"] {
+                    // A negative or non-finite cost is no cost at all.
                     if let Some(c) = m.get(key).and_then(Value::as_f64) {
-                        self.cost = Some(c);
+                        if c.is_finite() && c >= 0.0 {
+                            self.cost = Some(c);
+                        }
                     }
                 }
                 for (k, child) in m {
@@ -158,6 +163,15 @@ mod tests {
         };
         let u = of_text(&format!("{}{}", line(100), line(300)));
         assert_eq!((u.input, u.output), (300, 30));
+    }
+
+    #[test]
+    fn absurd_numbers_saturate_and_negative_costs_are_ignored() {
+        let text = "{\"usage\": {\"input_tokens\": 18446744073709551615, \"output_tokens\": 5}}\n\
+                    {\"usage\": {\"input_tokens\": 7}}\n{\"total_cost_usd\": -1000000}\n";
+        let u = of_text(text);
+        assert_eq!(u.tokens(), Some(u64::MAX), "over any budget, not wrapped");
+        assert_eq!(u.cost, None);
     }
 
     #[test]

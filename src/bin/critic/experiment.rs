@@ -120,7 +120,7 @@ struct RunArgs {
     #[arg(long)]
     shard: Option<Shard>,
     /// Further attempts for a run that ends in an infrastructure error.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=100))]
     retries: u32,
     /// Continue in an output directory whose manifest differs (the old one is kept).
     #[arg(long)]

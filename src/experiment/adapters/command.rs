@@ -3,7 +3,11 @@
 //! arguments are replaced, and `CRITIC_PROMPT_FILE`, `CRITIC_ROUND`,
 //! `CRITIC_SESSION`, `CRITIC_WORKSPACE` and `CRITIC_EVENTS_FILE` are set;
 //! its exit is the finish. It runs in a process group of its own, killed
-//! whole when the turn ends, so nothing it started outlives the turn.
+//! whole when the turn ends; and every process that carries the turn's
+//! marker in its environment (`CRITIC_TURN`, which children inherit) is
+//! killed too, so a process that left the group (`setsid`) does not
+//! outlive the turn either. A process that both leaves its session and
+//! clears its environment can: docs/SECURITY.md says so.
 
 use super::{Turn, TurnEnd, TurnResult};
 use std::io::{Read, Seek, SeekFrom};
@@ -41,6 +45,13 @@ pub fn path_with(prefix: &[std::path::PathBuf]) -> std::ffi::OsString {
 /// Run one turn of `argv`.
 pub fn run(argv: &[String], turn: &Turn) -> TurnResult {
     let started = Instant::now();
+    let marker = format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    );
     let argv = expand(argv, turn);
     let log = match std::fs::File::create(&turn.log_file) {
         Ok(f) => f,
@@ -70,6 +81,7 @@ pub fn run(argv: &[String], turn: &Turn) -> TurnResult {
         .env("CRITIC_SESSION", &turn.session)
         .env("CRITIC_WORKSPACE", &turn.workspace)
         .env("CRITIC_EVENTS_FILE", &turn.events_file)
+        .env(MARKER, &marker)
         .envs(turn.env.iter().map(|(k, v)| (k, v)))
         .process_group(0);
     let (reader, writer) = match std::io::pipe() {
@@ -109,7 +121,11 @@ pub fn run(argv: &[String], turn: &Turn) -> TurnResult {
     drop(cmd);
     let pgid = child.id() as i32;
     crate::sys::interrupt::remember_group(pgid);
-    let copier = std::thread::spawn(move || copy_capped(reader, log));
+    let (copied, copy_done) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        copy_capped(reader, log);
+        let _ = copied.send(());
+    });
     let deadline = started + turn.timeout;
     let end = loop {
         match child.try_wait() {
@@ -131,12 +147,56 @@ pub fn run(argv: &[String], turn: &Turn) -> TurnResult {
     };
     // Whatever the agent left running (a server, a stuck test) goes with it.
     kill_group(pgid);
+    kill_marked(&marker);
     crate::sys::interrupt::forget_group(pgid);
-    let _ = copier.join();
+    // The log is whole once every writer is gone; a process that escaped
+    // both kills keeps the pipe open, and is not waited for.
+    let _ = copy_done.recv_timeout(Duration::from_secs(2));
     TurnResult {
         end,
         duration: started.elapsed(),
         output_tail: tail(&turn.log_file),
+    }
+}
+
+/// The variable that marks a turn's processes.
+const MARKER: &str = "CRITIC_TURN";
+
+/// SIGKILL every process of this user whose environment holds the turn's
+/// marker, until none is left (a fork may race the first pass).
+fn kill_marked(marker: &str) {
+    let needle = format!("{MARKER}={marker}");
+    let me = std::process::id().to_string();
+    for _ in 0..50 {
+        let mut found = false;
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name
+                .to_str()
+                .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            else {
+                continue;
+            };
+            if pid == me {
+                continue;
+            }
+            let Ok(env) = std::fs::read(entry.path().join("environ")) else {
+                continue;
+            };
+            if env.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
+                if let Ok(pid) = pid.parse::<i32>() {
+                    // SAFETY: kill(2) on a pid; no memory is involved.
+                    unsafe {
+                        libc::kill(pid, libc::SIGKILL);
+                    }
+                    found = true;
+                }
+            }
+        }
+        if !found {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -256,6 +316,33 @@ mod tests {
         t.clean_env = false;
         let r = run(&sh("echo ${CARGO_MANIFEST_DIR:-unset}"), &t);
         assert_ne!(r.output_tail, "unset");
+    }
+
+    #[test]
+    fn what_the_agent_started_in_a_session_of_its_own_is_killed_and_not_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = turn(dir.path(), Duration::from_secs(30));
+        let pids = dir.path().join("pids");
+        // One keeps the output pipe open; one leaves every descriptor.
+        let script = format!(
+            "setsid sh -c 'echo $$ >> {p}; exec sleep 60' &\n\
+             setsid sh -c 'echo $$ >> {p}; exec sleep 60' >/dev/null 2>&1 </dev/null &\n\
+             sleep 0.3; echo done",
+            p = pids.display()
+        );
+        let r = run(&sh(&script), &t);
+        assert_eq!(r.end, TurnEnd::Exited(Some(0)));
+        assert!(r.duration < Duration::from_secs(5), "{:?}", r.duration);
+        std::thread::sleep(Duration::from_millis(200));
+        let pids = std::fs::read_to_string(&pids).unwrap();
+        assert_eq!(pids.lines().count(), 2, "{pids}");
+        for pid in pids.lines() {
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            assert!(
+                state.is_empty() || state.contains(") Z"),
+                "{pid} lives on: {state}"
+            );
+        }
     }
 
     #[test]
