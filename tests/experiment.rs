@@ -1547,7 +1547,7 @@ fn a_hostile_agent_cannot_pass_for_a_result_or_make_the_runner_write_through_lin
         // The critic's count, reset in its state after the first rejection.
         "bounds": {"fix-only": {"2": {"sh": "for f in $(find \"$(dirname \"$CRITIC_EVENTS_FILE\")/state\" -name harness.json); do python3 -c \"import json,sys; p=sys.argv[1]; d=json.load(open(p)); d['iteration']=0; json.dump(d, open(p,'w'))\" $f; done"}}},
     });
-    let file = lab.write(&plan, "budget: {turns: 3}\n");
+    lab.write(&plan, "budget: {turns: 3}\n");
     // A relative output directory works as an absolute one.
     let out = common::run(
         critic()
@@ -1555,7 +1555,6 @@ fn a_hostile_agent_cannot_pass_for_a_result_or_make_the_runner_write_through_lin
             .current_dir(lab.dir.path()),
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let _ = file;
     let r = results(&lab.path("out"));
     let shadow = &r[&key("textutil", "fix-only")];
     assert_eq!(

@@ -183,14 +183,14 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Path) -> Graded) -> 
     }
     (run.tokens, run.cost) = spent(ctx.experiment, &job.dir);
     run.duration_s = started.elapsed().as_secs_f64();
-    let planted = run.error_class.as_deref() == Some("planted_links");
-    let _ = (!planted).then(|| {
-        std::fs::write(
+    // Nothing is written through a link the agent planted.
+    if run.error_class.as_deref() != Some("planted_links") {
+        let _ = std::fs::write(
             job.dir.join("run.json"),
             serde_json::to_vec_pretty(&json!({"run": run, "rounds": turns.rounds}))
                 .unwrap_or_default(),
-        )
-    });
+        );
+    }
     (run, turns.rounds)
 }
 
