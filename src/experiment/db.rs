@@ -476,19 +476,28 @@ mod tests {
         let shard = Db::open(&dir.path().join("s.sqlite")).unwrap();
         merged.finish(&run(Status::InfraError, 1), &[]).unwrap();
         shard.finish(&run(Status::Ok, 2), &[]).unwrap();
-        assert!(merged.absorb(&dir.path().join("s.sqlite")).unwrap().is_empty());
+        assert!(merged
+            .absorb(&dir.path().join("s.sqlite"))
+            .unwrap()
+            .is_empty());
         assert_eq!(merged.runs().unwrap()[0].status, Status::Ok);
         // An error does not displace a result either way.
         let late = Db::open(&dir.path().join("late.sqlite")).unwrap();
         late.finish(&run(Status::InfraError, 3), &[]).unwrap();
-        assert!(merged.absorb(&dir.path().join("late.sqlite")).unwrap().is_empty());
+        assert!(merged
+            .absorb(&dir.path().join("late.sqlite"))
+            .unwrap()
+            .is_empty());
         assert_eq!(merged.runs().unwrap()[0].status, Status::Ok);
         // Two results that differ are refused.
         let other = Db::open(&dir.path().join("o.sqlite")).unwrap();
         let mut differs = run(Status::Ok, 1);
         differs.resolved = Some(false);
         other.finish(&differs, &[]).unwrap();
-        assert_eq!(merged.absorb(&dir.path().join("o.sqlite")).unwrap().len(), 1);
+        assert_eq!(
+            merged.absorb(&dir.path().join("o.sqlite")).unwrap().len(),
+            1
+        );
         assert_eq!(merged.runs().unwrap()[0].resolved, Some(true));
     }
 
