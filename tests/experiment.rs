@@ -761,10 +761,18 @@ price: {{input_per_mtok: 3, output_per_mtok: 15}}}}\n",
         "{fix}"
     );
     // The agent's own transcript is kept and readable.
+    // OpenHands keeps its events as a directory of its conversation.
+    let conversation = std::fs::read_dir(run.join("openhands"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("events"))
+        .next();
     let transcript = ["transcript.jsonl", "transcript.json"]
         .iter()
         .map(|f| run.join(f))
         .find(|f| f.is_file())
+        .or(conversation)
         .expect("the agent's transcript is kept");
     let events = run_events(&transcript);
     assert!(events.iter().any(|e| e["kind"] == "finish"), "{events:#?}");
@@ -1607,4 +1615,25 @@ fn an_interpreter_without_pytest_is_refused_before_any_agent_runs() {
         "{err}"
     );
     assert!(!lab.path("out/runs").exists());
+}
+
+#[test]
+fn openhands_runs_the_arms_with_the_critic_as_its_stop_hook() {
+    let terminal = |command: &str| json!({"tool_calls": [{"name": "terminal", "input": {"command": command}}]});
+    let finish =
+        |message: &str| json!({"tool_calls": [{"name": "finish", "input": {"message": message}}]});
+    // The script of agent_script, with OpenHands' own tools and finish.
+    let standin = Standin::start(
+        "mini_swe_agent",
+        &json!([
+            finish("Nothing to change."),
+            terminal("sed -i 's/join(words)/join(w.lower() for w in words)/' textutil/__init__.py"),
+            finish("Fixed slugify."),
+            terminal("printf 'from textutil import slugify\\n\\n\\ndef test_issue():\\n    assert slugify(\"Hello World\") == \"hello-world\"\\n' > tests/test_issue.py"),
+            finish("Test written."),
+        ]),
+    );
+    let (lab, _) = real_agent_experiment("openhands", &python_with_package(), &standin);
+    let hooks = lab.path("out/runs/acme__textutil-1/fix-only/0/home/.openhands/hooks.json");
+    assert!(std::fs::read_to_string(hooks).unwrap().contains("--events"));
 }

@@ -86,6 +86,8 @@ pub enum Adapter {
     Codex,
     /// mini-swe-agent's `mini` with the critic agent class.
     MiniSweAgent,
+    /// An OpenHands SDK conversation, the critic as its Stop hook.
+    Openhands,
 }
 
 impl Adapter {
@@ -96,6 +98,7 @@ impl Adapter {
             Adapter::ClaudeCode => "claude-code",
             Adapter::Codex => "codex",
             Adapter::MiniSweAgent => "mini-swe-agent",
+            Adapter::Openhands => "openhands",
         }
     }
 }

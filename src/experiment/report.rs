@@ -41,8 +41,9 @@ pub struct ArmSummary {
     pub tokens_per_resolved: Option<f64>,
     /// The coupling factor of the run's test and fix failing together.
     pub coupling: Option<f64>,
-    /// pass@k for k = 1..samples (mean over instances).
-    pub pass_at_k: Vec<f64>,
+    /// pass@k for k = 1..samples: the mean over the instances with at least
+    /// k results, and its 95% bootstrap interval.
+    pub pass_at_k: Vec<Option<(f64, f64, f64)>>,
     /// Share of runs resolved within k rounds, k = 1, 2, ...
     pub resolved_within: Vec<Rate>,
 }
@@ -135,19 +136,9 @@ pub fn summarize(name: &str, runs: &[Run], order: &[String], baseline: Option<&s
                     e.1 += 1;
                 }
             }
+            let counts: Vec<(u32, u32)> = per_instance.values().copied().collect();
             let pass_at_k = (1..=samples)
-                .map(|k| {
-                    let v: Vec<f64> = per_instance
-                        .values()
-                        .map(|(n, c)| stats::pass_at_k(*n, *c, k))
-                        .filter(|x| !x.is_nan())
-                        .collect();
-                    if v.is_empty() {
-                        f64::NAN
-                    } else {
-                        v.iter().sum::<f64>() / v.len() as f64
-                    }
-                })
+                .map(|k| stats::pass_at_k_mean(&counts, k))
                 .collect();
             let per_resolved = |total: f64| (resolved > 0).then(|| total / f64::from(resolved));
             ArmSummary {
@@ -304,16 +295,9 @@ fn tables(s: &Summary) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
             a.pass_at_k
                 .iter()
                 .enumerate()
-                .map(|(k, p)| {
-                    format!(
-                        "@{}: {}",
-                        k + 1,
-                        if p.is_nan() {
-                            "–".into()
-                        } else {
-                            format!("{p:.3}")
-                        }
-                    )
+                .map(|(k, p)| match p {
+                    Some((m, lo, hi)) => format!("@{}: {m:.3} [{lo:.3}, {hi:.3}]", k + 1),
+                    None => format!("@{}: –", k + 1),
                 })
                 .collect::<Vec<_>>()
                 .join(", "),
@@ -640,7 +624,8 @@ traceable to <code>results.sqlite</code> and the run directories under <code>run
 {mpe_html}
 <p>Resolved: the golden tests (FAIL_TO_PASS and PASS_TO_PASS, by test id) pass on the final
 patch. F→P: the run's own test fails on the base and passes on the golden fix. Intervals are 95%
-Wilson score intervals. pass@k: the unbiased estimator over each instance's samples, averaged over the
+Wilson score intervals. pass@k: the unbiased estimator over each instance's samples (with a 95% bootstrap
+interval over instances), averaged over the
 instances with at least k results (an infrastructure error is not one). Coupling:
 P(test not F→P and fix unresolved) / (P(test not F→P) · P(fix unresolved)); 1 means the two fail
 independently. Paired: McNemar's exact test on the (instance, sample) pairs both arms have.

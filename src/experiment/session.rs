@@ -200,10 +200,15 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Path) -> Graded) -> 
 /// `transcript`): the cost reported, or
 /// priced by the model's `price`.
 fn spent(exp: &Experiment, dir: &Path) -> (Option<u64>, Option<f64>) {
-    let file = ["transcript.jsonl", "transcript.json", "transcript"]
-        .iter()
-        .map(|f| dir.join(f))
-        .find(|f| f.is_file());
+    let file = [
+        "transcript.jsonl",
+        "transcript.json",
+        "transcript",
+        adapters::openhands::STATE_FILE,
+    ]
+    .iter()
+    .map(|f| dir.join(f))
+    .find(|f| f.is_file());
     let Some(file) = file else {
         return (None, None);
     };
@@ -613,6 +618,7 @@ fn drive_hooked(
         env,
         hook_file: PathBuf::new(),
         install_env: Vec::new(),
+        hook_args: Vec::new(),
         dir: &job.dir,
         workspace,
         skill: &job.arm.skill,
@@ -637,6 +643,7 @@ fn drive_hooked(
         Adapter::ClaudeCode => adapters::claude_code::run(&params, base),
         Adapter::Codex => adapters::codex::run(&params, base),
         Adapter::MiniSweAgent => adapters::mini_swe_agent::run(&params, base),
+        Adapter::Openhands => adapters::openhands::run(&params, base),
         Adapter::Command => unreachable!("the command adapter has its own loop"),
     }
     .map_err(|e| infra("hook_install", e))?;

@@ -80,6 +80,42 @@ pub fn pass_at_k(n: u32, c: u32, k: u32) -> f64 {
     1.0 - (ln_choose(n - c, k) - ln_choose(n, k)).exp()
 }
 
+/// pass@k averaged over instances (`(samples, correct)` each, those with
+/// fewer than k samples left out), with a 95% percentile bootstrap interval
+/// over instances (2,000 resamples, a fixed seed: the same inputs give the
+/// same interval). `None` when no instance has k samples.
+pub fn pass_at_k_mean(instances: &[(u32, u32)], k: u32) -> Option<(f64, f64, f64)> {
+    let values: Vec<f64> = instances
+        .iter()
+        .map(|(n, c)| pass_at_k(*n, *c, k))
+        .filter(|v| !v.is_nan())
+        .collect();
+    if values.is_empty() {
+        return None;
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let mut state = 0x9e37_79b9_7f4a_7c15u64 ^ u64::from(k);
+    // splitmix64: small, and the same everywhere.
+    let mut next = || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let n = values.len();
+    let mut means: Vec<f64> = (0..2000)
+        .map(|_| {
+            let sample: Vec<f64> = (0..n)
+                .map(|_| values[(next() % n as u64) as usize])
+                .collect();
+            mean(&sample)
+        })
+        .collect();
+    means.sort_by(f64::total_cmp);
+    Some((mean(&values), means[49], means[1949]))
+}
+
 /// The coupling factor of pairs `(test failed, fix failed)`: how much more
 /// often both fail together than if they failed independently,
 /// `P(both) / (P(test) * P(fix))`; `None` when a marginal is 0.
@@ -133,6 +169,26 @@ mod tests {
         assert_eq!(pass_at_k(5, 4, 2), 1.0);
         assert_eq!(pass_at_k(3, 0, 2), 0.0);
         assert!(pass_at_k(2, 1, 3).is_nan());
+    }
+
+    #[test]
+    fn pass_at_k_has_a_bootstrap_interval_over_instances() {
+        let all = [(3, 3); 10];
+        assert_eq!(pass_at_k_mean(&all, 1), Some((1.0, 1.0, 1.0)));
+        let mixed: Vec<(u32, u32)> = (0..20).map(|i| (2, u32::from(i % 2 == 0))).collect();
+        let (m, lo, hi) = pass_at_k_mean(&mixed, 1).unwrap();
+        assert!((m - 0.25).abs() < 1e-9);
+        assert!(lo < m && m < hi && lo >= 0.0 && hi <= 1.0, "{lo} {hi}");
+        assert_eq!(
+            pass_at_k_mean(&mixed, 1),
+            Some((m, lo, hi)),
+            "the same every time"
+        );
+        assert_eq!(
+            pass_at_k_mean(&[(1, 1)], 2),
+            None,
+            "no instance has two samples"
+        );
     }
 
     #[test]

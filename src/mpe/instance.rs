@@ -254,10 +254,18 @@ impl Prepared {
             patch: None,
             files,
             argv,
-            env: [("PYTHONDONTWRITEBYTECODE", "1"), ("PYTHONHASHSEED", "0")]
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            // Pinned for every test run: hash order, time zone and locale
+            // change what some tests see (SWE-bench #602).
+            env: [
+                ("PYTHONDONTWRITEBYTECODE", "1"),
+                ("PYTHONHASHSEED", "0"),
+                ("TZ", "UTC"),
+                ("LC_ALL", "C.UTF-8"),
+                ("LANG", "C.UTF-8"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
             cwd: None,
             timeout_ms: Some(self.timeout.as_millis() as u64),
             output_bytes: Some(OUTPUT_BYTES),

@@ -26,6 +26,8 @@ pub struct Session<'a> {
     pub hook_file: PathBuf,
     /// Variables `critic hook install` needs to find that file.
     pub install_env: Vec<(String, String)>,
+    /// More flags for the hook call.
+    pub hook_args: Vec<String>,
     /// The run's directory.
     pub dir: &'a Path,
     /// The workspace.
@@ -125,6 +127,7 @@ fn install(s: &Session, agent: &str, log: &Path) -> Result<String, String> {
         .arg(log)
         .arg("--max-rejections")
         .arg(s.max_rejections.to_string())
+        .args(&s.hook_args)
         .args(s.check_flags)
         .envs(s.install_env.iter().map(|(k, v)| (k, v)))
         .stdin(std::process::Stdio::null());
