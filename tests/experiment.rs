@@ -741,7 +741,7 @@ price: {{input_per_mtok: 3, output_per_mtok: 15}}}}\n",
     assert_eq!(turns.len(), 5, "{turns:#?}");
     let run = lab.path("out/runs/acme__textutil-1/fix-only/0");
     let first: Value =
-        serde_json::from_slice(&std::fs::read(run.join("verdict-1.json")).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(run.join("round-1/verdict.json")).unwrap()).unwrap();
     assert_eq!(first["accepted"], false);
     let followup = first["followup"].as_str().unwrap();
     let seen = |t: &Value| {
@@ -750,6 +750,17 @@ price: {{input_per_mtok: 3, output_per_mtok: 15}}}}\n",
             .contains(&followup[..40.min(followup.len())].replace('"', "\\\""))
     };
     assert!(!seen(&turns[0]) && seen(&turns[1]), "{followup}");
+    // Every finish's patch is kept beside its verdict (the hook saves them;
+    // mini-swe-agent's own critic class does not).
+    if adapter != "mini-swe-agent" {
+        assert_eq!(
+            std::fs::read_to_string(run.join("round-1/patch.diff")).unwrap(),
+            ""
+        );
+        assert!(std::fs::read_to_string(run.join("round-2/patch.diff"))
+            .unwrap()
+            .contains("+    return \"-\".join(w.lower() for w in words)"));
+    }
     // Tokens come from the transcript the agent wrote, priced by the model's price.
     let tokens = fix["tokens"]
         .as_u64()

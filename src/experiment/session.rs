@@ -660,8 +660,11 @@ fn drive_hooked(
     let last = outcome.verdicts.len();
     for (i, v) in outcome.verdicts.iter().enumerate() {
         let accepted = v["accepted"].as_bool().unwrap_or(false);
+        // Beside the patch the hook saved for this finish.
+        let round = job.dir.join(format!("round-{}", i + 1));
+        let _ = std::fs::create_dir_all(&round);
         let _ = std::fs::write(
-            job.dir.join(format!("verdict-{}.json", i + 1)),
+            round.join("verdict.json"),
             serde_json::to_vec_pretty(v).unwrap_or_default(),
         );
         turns.rounds.push(Round {

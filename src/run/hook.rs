@@ -105,6 +105,8 @@ pub struct HookOutcome {
     pub notices: Vec<String>,
     /// The verdict, when the finish was judged.
     pub verdict: Option<Verdict>,
+    /// The work tree judged, when the finish was judged.
+    pub workspace: Option<PathBuf>,
 }
 
 /// Why a hook could not judge the finish.
@@ -119,8 +121,8 @@ impl Hook {
             self.judge(stdin, deadline, &mut notices)
         }))
         .unwrap_or_else(|_| Err(Failure("internal error (a panic; see above)".into())));
-        let (answer, verdict) = match judged {
-            Ok((answer, verdict)) => (answer, verdict),
+        let (answer, verdict, workspace) = match judged {
+            Ok((answer, verdict, workspace)) => (answer, verdict, workspace),
             Err(Failure(why)) => {
                 let answer = if self.fail_closed {
                     Answer::Continue {
@@ -149,7 +151,7 @@ impl Hook {
                         self.protocol.agent
                     )
                 });
-                (answer, None)
+                (answer, None, None)
             }
         };
         if let (
@@ -165,6 +167,7 @@ impl Hook {
             reply: (self.protocol.reply)(&answer),
             notices,
             verdict,
+            workspace,
         }
     }
 
@@ -173,14 +176,14 @@ impl Hook {
         stdin: &[u8],
         deadline: Option<Instant>,
         notices: &mut Vec<String>,
-    ) -> Result<(Answer, Option<Verdict>), Failure> {
+    ) -> Result<(Answer, Option<Verdict>, Option<PathBuf>), Failure> {
         let input = read_input(self.protocol, stdin)?;
         if let Some(why) = &input.not_a_finish {
             notices.push(format!(
                 "critic hook {}: {why}; not judged",
                 self.protocol.agent
             ));
-            return Ok((Answer::Stop { notice: None }, None));
+            return Ok((Answer::Stop { notice: None }, None, None));
         }
         let (request, counted) = self.request_for(&input)?;
         let verdict = match misplaced(&request) {
@@ -223,7 +226,7 @@ impl Hook {
                     .unwrap_or_else(|| verdict.message.clone()),
             }
         };
-        Ok((answer, Some(verdict)))
+        Ok((answer, Some(verdict), Some(request.workspace.clone())))
     }
 
     /// The check of this hook input; whether its rejections are counted (a

@@ -64,8 +64,9 @@ struct RunArgs {
     /// Ask a running `critic serve` first (a socket path or http://127.0.0.1:PORT).
     #[arg(long, env = SERVER_ENV)]
     server: Option<ServerAddress>,
-    /// Append each verdict, one JSON line, to this file (a runner's record
-    /// of the session; `critic experiment` reads it).
+    /// Append each verdict, one JSON line, to this file, and the patch it
+    /// judged to round-<iteration>/patch.diff beside it (a runner's record of
+    /// the session; `critic experiment` reads it).
     #[arg(long, value_name = "FILE")]
     verdict_log: Option<PathBuf>,
     #[command(flatten)]
@@ -183,11 +184,52 @@ fn answer(protocol: &'static HookProtocol, args: RunArgs) -> u8 {
         let _ = writeln!(err, "{}", escape_terminal(notice, true));
     }
     if let (Some(log), Some(verdict)) = (&verdict_log, &outcome.verdict) {
-        if let Err(e) = append_verdict(log, verdict) {
+        let logged = append_verdict(log, verdict)
+            .and_then(|()| save_patch(log, verdict, outcome.workspace.as_deref()));
+        if let Err(e) = logged {
             let _ = writeln!(err, "critic hook: --verdict-log {}: {e}", log.display());
         }
     }
     outcome.reply.exit_code
+}
+
+/// The patch of the finish just judged, beside the log as
+/// `round-<iteration>/patch.diff` (the layout of `critic experiment`'s runs).
+/// Nothing is written through a link: the directory must be a real one (or
+/// is made), the file is opened without following one.
+fn save_patch(
+    log: &std::path::Path,
+    verdict: &pluggable_critic::Verdict,
+    workspace: Option<&std::path::Path>,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let Some(workspace) = workspace else {
+        return Ok(());
+    };
+    let dir = log
+        .parent()
+        .unwrap_or(std::path::Path::new("."))
+        .join(format!("round-{}", verdict.iteration));
+    match std::fs::symlink_metadata(&dir) {
+        Ok(m) if !m.is_dir() => {
+            return Err(std::io::Error::other(format!(
+                "{}: not a directory; the patch is not saved",
+                dir.display()
+            )))
+        }
+        Ok(_) => {}
+        Err(_) => std::fs::create_dir(&dir)?,
+    }
+    let patch = pluggable_critic::workspace::Workspace::open_with_diff(workspace, None)
+        .map(|(_, raw)| raw.raw)
+        .map_err(std::io::Error::other)?;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(dir.join("patch.diff"))?
+        .write_all(patch.as_bytes())
 }
 
 /// Append `verdict` as one line to `log`, in one write: the hooks of one
@@ -198,9 +240,11 @@ fn append_verdict(
 ) -> std::io::Result<()> {
     let mut line = serde_json::to_vec(verdict)?;
     line.push(b'\n');
+    use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(log)?
         .write_all(&line)
 }
