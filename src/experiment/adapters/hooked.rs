@@ -14,7 +14,7 @@ use std::time::Duration;
 
 /// One session to run.
 pub struct Session<'a> {
-    /// `claude-code` or `codex`: the hook protocol's name; `None` for an
+    /// `claude-code`, `codex` or `openhands`: the hook protocol's name; `None` for an
     /// agent that runs the critic itself (mini-swe-agent's `CriticAgent`),
     /// given the verdict log by its adapter.
     pub agent: Option<&'a str>,
