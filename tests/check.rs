@@ -40,6 +40,71 @@ fn demo_run_finishes_get_the_recorded_verdicts() {
 }
 
 #[test]
+fn a_verdict_log_keeps_every_verdict_and_the_patch_it_judged() {
+    let skill = root().join("examples/demo-skill");
+    let state = tempfile::tempdir().unwrap();
+    let record = tempfile::tempdir().unwrap();
+    let log = record.path().join("verdicts.jsonl");
+    let repo = Repo::demo();
+    let verdict_log = |n: usize, session: &str, extra: &[&str]| {
+        run(check(&skill, repo.path(), &demo_events(n), state.path())
+            .args(["--session", session, "--verdict-log"])
+            .arg(&log)
+            .args(extra))
+    };
+    repo.apply(&demo_patch(1));
+    let first = verdict_log(1, "logged", &[]);
+    assert_eq!(first.status.code(), Some(1), "{}", stderr(&first));
+    repo.git(&["checkout", "-q", "--", "."]);
+    repo.git(&["clean", "-q", "-f", "-d"]);
+    repo.apply(&demo_patch(2));
+    let second = verdict_log(2, "logged", &[]);
+    let lines: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(
+        lines[1],
+        json_out(&second),
+        "the logged verdict is the printed one"
+    );
+    let added = std::fs::read_to_string(demo_patch(2)).unwrap();
+    let added = added
+        .lines()
+        .find(|l| l.starts_with('+') && !l.starts_with("+++"))
+        .unwrap()
+        .to_string();
+    let saved = std::fs::read_to_string(record.path().join("round-2/patch.diff")).unwrap();
+    assert!(saved.contains(&added), "{saved}");
+    assert!(record.path().join("round-1/patch.diff").is_file());
+
+    // With --patch, the file judged is the patch kept; a round directory
+    // that is a link is refused, and the verdict still stands.
+    repo.git(&["checkout", "-q", "--", "."]);
+    repo.git(&["clean", "-q", "-f", "-d"]);
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), record.path().join("round-3")).unwrap();
+    let patch = demo_patch(3);
+    let third = verdict_log(3, "logged", &["--patch", patch.to_str().unwrap()]);
+    assert_eq!(json_out(&third)["iteration"], 3);
+    assert!(
+        stderr(&third).contains("not a directory; the patch is not saved"),
+        "{}",
+        stderr(&third)
+    );
+    assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+    std::fs::remove_file(record.path().join("round-3")).unwrap();
+    let fourth = verdict_log(3, "other", &["--patch", patch.to_str().unwrap()]);
+    assert_eq!(json_out(&fourth)["iteration"], 1);
+    assert_eq!(
+        std::fs::read_to_string(record.path().join("round-1/patch.diff")).unwrap(),
+        std::fs::read_to_string(&patch).unwrap()
+    );
+}
+
+#[test]
 fn first_triggered_gate_short_circuits() {
     let skill = gates(&format!(
         "  - {{name: a, type: hard_gate, detector: {m}, config: {{mode: pass}}}}\n  - {{name: b, type: hard_gate, detector: {m}, config: {{mode: fire, text: stop here}}}}\n  - {{name: c, type: hard_gate, detector: {m}, config: {{mode: fire}}}}\n  - {{name: d, type: soft, weight: 1, detector: {m}}}\n",

@@ -750,17 +750,15 @@ price: {{input_per_mtok: 3, output_per_mtok: 15}}}}\n",
             .contains(&followup[..40.min(followup.len())].replace('"', "\\\""))
     };
     assert!(!seen(&turns[0]) && seen(&turns[1]), "{followup}");
-    // Every finish's patch is kept beside its verdict (the hook saves them;
-    // mini-swe-agent's own critic class does not).
-    if adapter != "mini-swe-agent" {
-        assert_eq!(
-            std::fs::read_to_string(run.join("round-1/patch.diff")).unwrap(),
-            ""
-        );
-        assert!(std::fs::read_to_string(run.join("round-2/patch.diff"))
-            .unwrap()
-            .contains("+    return \"-\".join(w.lower() for w in words)"));
-    }
+    // Every finish's patch is kept beside its verdict (`critic hook` or
+    // `critic check --verdict-log` saves them).
+    assert_eq!(
+        std::fs::read_to_string(run.join("round-1/patch.diff")).unwrap(),
+        ""
+    );
+    assert!(std::fs::read_to_string(run.join("round-2/patch.diff"))
+        .unwrap()
+        .contains("+    return \"-\".join(w.lower() for w in words)"));
     // Tokens come from the transcript the agent wrote, priced by the model's price.
     let tokens = fix["tokens"]
         .as_u64()

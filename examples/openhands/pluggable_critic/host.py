@@ -44,6 +44,10 @@ class CriticHost:
     timeout: float = 660.0
     extra_args: list[str] = field(default_factory=list)
     """More `critic check` flags for the binary (e.g. ["--deny", "run"])."""
+    verdict_log: str | None = None
+    """Append each verdict, one JSON line, to this file; checked by the
+    binary, the patch it judged is also kept as round-<iteration>/patch.diff
+    beside it (`critic check --verdict-log`)."""
 
     def check(
         self,
@@ -74,6 +78,11 @@ class CriticHost:
         if server:
             verdict = self._ask_server(server, request)
             if verdict is not None:
+                # A server judges elsewhere: the verdict is logged here,
+                # without the patch.
+                if self.verdict_log:
+                    with open(self.verdict_log, "a", encoding="utf-8") as log:
+                        log.write(json.dumps(verdict) + "\n")
                 return verdict
         return self._run_binary(request)
 
@@ -127,6 +136,8 @@ class CriticHost:
             args += ["--max-rejections", str(request["max_rejections"])]
         if "state_dir" in request:
             args += ["--state-dir", request["state_dir"]]
+        if self.verdict_log:
+            args += ["--verdict-log", os.path.abspath(self.verdict_log)]
         args += self.extra_args
         try:
             done = subprocess.run(args, capture_output=True, text=True, timeout=self.timeout)

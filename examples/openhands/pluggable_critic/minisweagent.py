@@ -16,7 +16,6 @@ through and says so in the exit message's `extra.critic`.
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import time
@@ -44,7 +43,8 @@ class CriticAgentConfig(AgentConfig):
     critic_max_rejections: int = 8
     """Accept after this many rejections, whatever the skill allows."""
     critic_verdict_log: str | None = None
-    """Append each verdict, one JSON line, to this file (a runner's record)."""
+    """Append each verdict, one JSON line, to this file, and the patch it
+    judged to round-<iteration>/patch.diff beside it (a runner's record)."""
 
 
 class CriticAgent(DefaultAgent):
@@ -97,6 +97,7 @@ class CriticAgent(DefaultAgent):
             server=self.config.critic_server,
             state_dir=self.config.critic_state_dir,
             max_rejections=self.config.critic_max_rejections,
+            verdict_log=self.config.critic_verdict_log,
         )
         try:
             verdict = host.check(events_file=str(trajectory), events_format="mini-swe-agent")
@@ -104,9 +105,6 @@ class CriticAgent(DefaultAgent):
             self.critic_verdicts.append({"error": str(e), "accepted": True})
             return None
         self.critic_verdicts.append({k: verdict.get(k) for k in ("accepted", "message", "iteration")})
-        if self.config.critic_verdict_log:
-            with open(self.config.critic_verdict_log, "a", encoding="utf-8") as log:
-                log.write(json.dumps(verdict) + "\n")
         if verdict["accepted"]:
             return None
         return self.model.format_message(

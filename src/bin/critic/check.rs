@@ -202,6 +202,11 @@ pub struct Args {
     /// Verdict format on stdout.
     #[arg(long, value_enum, default_value = "json")]
     output: Output,
+    /// Append the verdict, one JSON line, to this file, and the patch it
+    /// judged to round-<iteration>/patch.diff beside it (a runner's record of
+    /// the session; `critic experiment` reads it).
+    #[arg(long, value_name = "FILE")]
+    verdict_log: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
@@ -229,6 +234,17 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         },
         None => oneshot::check(&request)?,
     };
+    if let Some(log) = &args.verdict_log {
+        let judged = crate::verdict_log::Judged {
+            workspace: Some(&request.workspace),
+            base: request.base.as_deref(),
+            patch: request.patch.as_deref(),
+        };
+        // The verdict stands whether or not the record could be written.
+        if let Err(e) = crate::verdict_log::record(log, &verdict, &judged) {
+            eprintln!("critic check: --verdict-log {}: {e}", log.display());
+        }
+    }
     match args.output {
         Output::Json => println!("{}", serde_json::to_string_pretty(&verdict)?),
         Output::Text => print!("{}", verdict.to_text()),

@@ -157,6 +157,7 @@ fn answer(protocol: &'static HookProtocol, args: RunArgs) -> u8 {
     // ... and a time limit: an agent that gives up waiting lets its agent stop.
     request.time_limit = request.time_limit.or(Some(DEFAULT_TIME_LIMIT));
     let verdict_log = args.verdict_log;
+    let (base, patch) = (request.base.clone(), request.patch.clone());
     let hook = Hook {
         protocol,
         request,
@@ -184,69 +185,17 @@ fn answer(protocol: &'static HookProtocol, args: RunArgs) -> u8 {
         let _ = writeln!(err, "{}", escape_terminal(notice, true));
     }
     if let (Some(log), Some(verdict)) = (&verdict_log, &outcome.verdict) {
-        let logged = append_verdict(log, verdict)
-            .and_then(|()| save_patch(log, verdict, outcome.workspace.as_deref()));
+        let judged = crate::verdict_log::Judged {
+            workspace: outcome.workspace.as_deref(),
+            base: base.as_deref(),
+            patch: patch.as_deref(),
+        };
+        let logged = crate::verdict_log::record(log, verdict, &judged);
         if let Err(e) = logged {
             let _ = writeln!(err, "critic hook: --verdict-log {}: {e}", log.display());
         }
     }
     outcome.reply.exit_code
-}
-
-/// The patch of the finish just judged, beside the log as
-/// `round-<iteration>/patch.diff` (the layout of `critic experiment`'s runs).
-/// Nothing is written through a link: the directory must be a real one (or
-/// is made), the file is opened without following one.
-fn save_patch(
-    log: &std::path::Path,
-    verdict: &pluggable_critic::Verdict,
-    workspace: Option<&std::path::Path>,
-) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let Some(workspace) = workspace else {
-        return Ok(());
-    };
-    let dir = log
-        .parent()
-        .unwrap_or(std::path::Path::new("."))
-        .join(format!("round-{}", verdict.iteration));
-    match std::fs::symlink_metadata(&dir) {
-        Ok(m) if !m.is_dir() => {
-            return Err(std::io::Error::other(format!(
-                "{}: not a directory; the patch is not saved",
-                dir.display()
-            )))
-        }
-        Ok(_) => {}
-        Err(_) => std::fs::create_dir(&dir)?,
-    }
-    let patch = pluggable_critic::workspace::Workspace::open_with_diff(workspace, None)
-        .map(|(_, raw)| raw.raw)
-        .map_err(std::io::Error::other)?;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(dir.join("patch.diff"))?
-        .write_all(patch.as_bytes())
-}
-
-/// Append `verdict` as one line to `log`, in one write: the hooks of one
-/// session run one at a time, and a line is never split.
-fn append_verdict(
-    log: &std::path::Path,
-    verdict: &pluggable_critic::Verdict,
-) -> std::io::Result<()> {
-    let mut line = serde_json::to_vec(verdict)?;
-    line.push(b'\n');
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(log)?
-        .write_all(&line)
 }
 
 /// The answer to a command line clap refused. For a hook call (`critic
