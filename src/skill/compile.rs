@@ -161,13 +161,17 @@ fn build_crate(dir: &Path) -> Result<Vec<PathBuf>, Error> {
     Ok(wasm)
 }
 
-/// Build every detector crate of `skill` and copy the components next to its
-/// `critic.yaml`; with `check`, compare instead of copying.
+/// Build every detector of `skill` (Rust crates and Python detectors) and
+/// copy the components next to its `critic.yaml`; with `check`, compare
+/// instead of copying: bytes for a Rust detector, the recorded source digest
+/// for a Python one (see [`compile_python`](super::compile_python)).
 pub fn build_skill(skill: &Path, check: bool) -> Result<BuildReport, Error> {
+    use super::compile_python;
     let crates = detector_crates(skill);
-    if crates.is_empty() {
+    let python = compile_python::python_detectors(skill);
+    if crates.is_empty() && python.is_empty() {
         return Err(Error::Usage(format!(
-            "{}: no detector crate found (expected detector/Cargo.toml or detectors/*/Cargo.toml)",
+            "{}: no detector found (expected detector/Cargo.toml or detectors/*/Cargo.toml for Rust, detector/pyproject.toml with detector/app.py for Python)",
             skill.display()
         )));
     }
@@ -175,31 +179,67 @@ pub fn build_skill(skill: &Path, check: bool) -> Result<BuildReport, Error> {
     for dir in crates {
         for built in build_crate(&dir)? {
             let name = built.file_name().unwrap_or_default();
-            let dest = skill.join(name);
             let new = std::fs::read(&built)
                 .map_err(|e| Error::Usage(format!("{}: {e}", built.display())))?;
-            let sha = sha(&new);
+            let dest = skill.join(name);
             if check {
                 let same = std::fs::read(&dest).is_ok_and(|old| old == new);
-                report.differs |= !same;
-                report.lines.push(format!(
-                    "{} {} ({} bytes, sha256 {sha})",
-                    if same { "same   " } else { "DIFFERS" },
-                    dest.display(),
-                    new.len()
-                ));
+                report.compared(
+                    &dest,
+                    same,
+                    &format!("{} bytes, sha256 {}", new.len(), sha(&new)),
+                );
             } else {
-                std::fs::write(&dest, &new)
-                    .map_err(|e| Error::Usage(format!("{}: {e}", dest.display())))?;
-                report.lines.push(format!(
-                    "built {} ({} bytes, sha256 {sha})",
-                    dest.display(),
-                    new.len()
+                report.write(&dest, &new)?;
+            }
+        }
+    }
+    for dir in python {
+        let project = compile_python::read_project(&dir)?;
+        let dest = skill.join(&project.wasm);
+        if check {
+            let digest = compile_python::stage(&dir, &project)?.digest;
+            let recorded = std::fs::read(&dest)
+                .ok()
+                .and_then(|old| compile_python::recorded_digest(&old));
+            let same = recorded.as_deref() == Some(digest.as_str());
+            report.compared(&dest, same, &format!("sources {}", &digest[..16]));
+        } else {
+            let started = std::time::Instant::now();
+            let new = compile_python::build(&dir, &project)?;
+            report.write(&dest, &new)?;
+            if let Some(line) = report.lines.last_mut() {
+                line.push_str(&format!(
+                    "; componentize-py {:.1} s",
+                    started.elapsed().as_secs_f64()
                 ));
             }
         }
     }
     Ok(report)
+}
+
+impl BuildReport {
+    fn write(&mut self, dest: &Path, bytes: &[u8]) -> Result<(), Error> {
+        std::fs::write(dest, bytes)
+            .map_err(|e| Error::Usage(format!("{}: {e}", dest.display())))?;
+        self.lines.push(format!(
+            "built {} ({} bytes, sha256 {})",
+            dest.display(),
+            bytes.len(),
+            sha(bytes)
+        ));
+        Ok(())
+    }
+
+    fn compared(&mut self, dest: &Path, same: bool, what: &str) {
+        self.differs |= !same;
+        self.lines.push(format!(
+            "{} {} ({what})",
+            if same { "same   " } else { "DIFFERS" },
+            dest.display()
+        ));
+    }
 }
 
 fn sha(bytes: &[u8]) -> String {

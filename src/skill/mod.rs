@@ -8,6 +8,7 @@
 //! that exist) follow, with the same kind of location.
 
 pub mod compile;
+pub mod compile_python;
 pub(crate) mod schema;
 pub(crate) mod yaml;
 

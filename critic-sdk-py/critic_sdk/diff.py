@@ -1,0 +1,195 @@
+"""A unified diff, as `git diff` prints it, parsed into `FileChange`s: the
+same reading as the host's (the Rust SDK's `diff::parse`), for native tests."""
+
+from __future__ import annotations
+
+import re
+
+from .protocol import FileChange, FileStatus, Hunk, Line, LineKind
+
+
+class DiffError(ValueError):
+    """A diff that does not parse; `line` is 1-based."""
+
+    def __init__(self, line: int, message: str):
+        super().__init__(f"line {line}: {message}")
+        self.line = line
+
+
+_RANGE = re.compile(r"^(\d+)(?:,(\d+))?$")
+
+
+def parse(raw: str) -> list[FileChange]:
+    lines = raw.split("\n")
+    if raw.endswith("\n"):
+        lines.pop()
+    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    files: list[FileChange] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("diff --git "):
+            file, i = _file(lines, i, line[len("diff --git "):])
+            files.append(file)
+        elif line == "" and i + 1 == len(lines):
+            i += 1
+        else:
+            raise DiffError(i + 1, f"expected 'diff --git', found {line!r}")
+    return files
+
+
+def _file(lines: list[str], start: int, header: str) -> tuple[FileChange, int]:
+    paths = _split_header(header)
+    if paths is None:
+        raise DiffError(start + 1, f"cannot read the paths in 'diff --git {header}'")
+    old_path, new_path = paths
+    status, binary = FileStatus.MODIFIED, False
+    i = start + 1
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("diff --git ") or line.startswith("@@ "):
+            break
+        if line.startswith("new file mode "):
+            status = FileStatus.ADDED
+        elif line.startswith("deleted file mode "):
+            status = FileStatus.DELETED
+        elif line.startswith("rename from "):
+            status, old_path = FileStatus.RENAMED, _unquote(line[12:])
+        elif line.startswith("rename to "):
+            new_path = _unquote(line[10:])
+        elif line.startswith("copy from "):
+            status, old_path = FileStatus.COPIED, _unquote(line[10:])
+        elif line.startswith("copy to "):
+            new_path = _unquote(line[8:])
+        elif line.startswith("--- "):
+            old_path = _side(line[4:], "a/") or old_path
+        elif line.startswith("+++ "):
+            new_path = _side(line[4:], "b/") or new_path
+        elif line.startswith("Binary files ") or line == "GIT binary patch":
+            binary = True
+        i += 1
+    hunks = []
+    while i < len(lines) and lines[i].startswith("@@ "):
+        hunk, i = _hunk(lines, i)
+        hunks.append(hunk)
+    added = sum(1 for h in hunks for ln in h.lines if ln.kind == LineKind.ADDED)
+    removed = sum(1 for h in hunks for ln in h.lines if ln.kind == LineKind.REMOVED)
+    if status == FileStatus.DELETED:
+        path, old = old_path, None
+    elif status in (FileStatus.RENAMED, FileStatus.COPIED):
+        path, old = new_path, old_path
+    else:
+        path, old = new_path, None
+    return FileChange(path=path, old_path=old, status=status, binary=binary,
+                      added=added, removed=removed, hunks=hunks), i
+
+
+def _hunk(lines: list[str], start: int) -> tuple[Hunk, int]:
+    header = lines[start]
+    bad = DiffError(start + 1, f"malformed hunk header {header!r}")
+    if not header.startswith("@@ -") or " @@" not in header:
+        raise bad
+    ranges, section = header[4:].split(" @@", 1)
+    if " +" not in ranges:
+        raise bad
+    old, new = ranges.split(" +", 1)
+    o, n = _RANGE.match(old), _RANGE.match(new)
+    if not o or not n:
+        raise bad
+    old_start, old_lines = int(o[1]), int(o[2] if o[2] is not None else 1)
+    new_start, new_lines = int(n[1]), int(n[2] if n[2] is not None else 1)
+    hunk = Hunk(old_start, old_lines, new_start, new_lines, section.lstrip(), [])
+    old_no, new_no, old_left, new_left = old_start, new_start, old_lines, new_lines
+    i = start + 1
+    while old_left > 0 or new_left > 0:
+        if i >= len(lines):
+            raise DiffError(i + 1, "diff ends inside a hunk")
+        line = lines[i]
+        first = line[:1]
+        if first == "+" and new_left > 0:
+            hunk.lines.append(Line(LineKind.ADDED, line[1:], None, new_no))
+            new_no, new_left = new_no + 1, new_left - 1
+        elif first == "-" and old_left > 0:
+            hunk.lines.append(Line(LineKind.REMOVED, line[1:], old_no, None))
+            old_no, old_left = old_no + 1, old_left - 1
+        elif first in (" ", "") and old_left > 0 and new_left > 0:
+            hunk.lines.append(Line(LineKind.CONTEXT, line[1:], old_no, new_no))
+            old_no, new_no = old_no + 1, new_no + 1
+            old_left, new_left = old_left - 1, new_left - 1
+        elif first == "\\":
+            pass
+        else:
+            raise DiffError(
+                i + 1,
+                f"hunk {header!r} promised {old_lines} old and {new_lines} new lines, "
+                f"but line {line!r} does not fit",
+            )
+        i += 1
+    while i < len(lines) and lines[i].startswith("\\"):
+        i += 1
+    return hunk, i
+
+
+def _side(field: str, prefix: str) -> str | None:
+    field = field.split("\t", 1)[0]
+    if field == "/dev/null":
+        return None
+    path = _unquote(field)
+    return path[len(prefix):] if path.startswith(prefix) else path
+
+
+def _split_header(header: str) -> tuple[str, str] | None:
+    def strip(p: str, prefix: str) -> str:
+        return p[len(prefix):] if p.startswith(prefix) else p
+
+    if header.startswith('"'):
+        end = _closing_quote(header)
+        if end is None:
+            return None
+        return strip(_unquote(header[: end + 1]), "a/"), strip(_unquote(header[end + 1:].lstrip()), "b/")
+    if len(header) % 2 == 1:
+        half = (len(header) - 1) // 2
+        a, b = header[:half], header[half + 1:]
+        if a.startswith("a/") and b.startswith("b/") and a[2:] == b[2:]:
+            return a[2:], b[2:]
+    if " b/" not in header:
+        return None
+    a, b = header.split(" b/", 1)
+    return strip(a, "a/"), b
+
+
+def _closing_quote(s: str) -> int | None:
+    i = 1
+    while i < len(s):
+        if s[i] == "\\":
+            i += 2
+        elif s[i] == '"':
+            return i
+        else:
+            i += 1
+    return None
+
+
+def _unquote(s: str) -> str:
+    """Undo git's C-style quoting of unusual paths (`"a/t\\303\\251st.py"`)."""
+    if len(s) < 2 or not (s.startswith('"') and s.endswith('"')):
+        return s
+    inner, out, i = s[1:-1], bytearray(), 0
+    escapes = {"n": b"\n", "t": b"\t", '"': b'"', "\\": b"\\"}
+    while i < len(inner):
+        c = inner[i]
+        if c != "\\" or i + 1 >= len(inner):
+            out += c.encode()
+            i += 1
+            continue
+        nxt = inner[i + 1]
+        if nxt in escapes:
+            out += escapes[nxt]
+            i += 2
+        elif re.fullmatch(r"[0-7]{3}", inner[i + 1:i + 4]):
+            out.append(int(inner[i + 1:i + 4], 8) & 0xFF)
+            i += 4
+        else:
+            out += nxt.encode()
+            i += 2
+    return out.decode("utf-8", errors="replace")
