@@ -1929,3 +1929,117 @@ fn read_file_cannot_read_the_git_dir() {
         );
     }
 }
+
+/// A one-signal skill running the hostile Python detector (built from
+/// `tests/python/misbehave-py` with componentize-py) with `config`.
+fn python_skill_with(config: Value, extra: &str, timeout: &str) -> tempfile::TempDir {
+    let built = common::python::built_python_skill(&root().join("tests/python/misbehave-py"));
+    skill_with_detector(
+        &built.join("misbehave_py.wasm"),
+        "misbehave_py.wasm",
+        &format!(
+            "name: t\nversion: 0.1.0\n{extra}signals:\n  - {{name: s, type: hard_gate, detector: {{detector}}, timeout: {timeout}, config: {config}}}\n"
+        ),
+    )
+}
+
+/// The verdict of the hostile Python detector in `config`, on the demo repo.
+fn python_verdict(config: Value, extra: &str, env: &[(&str, &str)]) -> (i32, Value, String, usize) {
+    let timeout = if config["mode"] == "loop" {
+        "1s"
+    } else {
+        "20s"
+    };
+    let skill = python_skill_with(config, extra, timeout);
+    let repo = Repo::demo();
+    let state = tempfile::tempdir().unwrap();
+    let mut cmd = check(skill.path(), repo.path(), &demo_events(3), state.path());
+    cmd.envs(env.iter().copied());
+    verdict_of(&mut cmd)
+}
+
+// 1, 3 and 5 for a Python detector: CPython in the component is held to the
+// signal's deadline, its memory limit and the error-size cap like any guest.
+#[test]
+fn a_python_detector_is_held_to_time_memory_and_error_limits() {
+    let (code, v, _, _) = python_verdict(json!({"mode": "pass"}), "", &[]);
+    assert_eq!(
+        (code, &v["signals"][0]["metadata"]),
+        (0, &json!({"python": true}))
+    );
+
+    let started = Instant::now();
+    let (code, v, err, _) = python_verdict(json!({"mode": "loop"}), "", &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let e = v["signals"][0]["error"].as_str().unwrap();
+    assert!(e.contains("timed out after 1s"), "{e}");
+
+    let (code, v, err, _) =
+        python_verdict(json!({"mode": "oom"}), "limits: {memory_mb: 96}\n", &[]);
+    assert_eq!(code, 1, "{err}");
+    let e = v["signals"][0]["error"].as_str().unwrap();
+    assert!(
+        e.contains("exceeded its memory limit of 96 MiB") || e.contains("MemoryError"),
+        "{e}"
+    );
+
+    let (code, v, err, len) =
+        python_verdict(json!({"mode": "error", "repeat": 20_000_000}), "", &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(len < 64 << 10, "verdict of {len} bytes");
+    assert!(err.len() < 64 << 10, "stderr of {} bytes", err.len());
+    let e = v["signals"][0]["error"].as_str().unwrap();
+    assert!(
+        e.contains("error: RuntimeError: eee") && e.contains("bytes cut"),
+        "{}",
+        &e[..200]
+    );
+}
+
+// 4 for a Python detector: no WASI filesystem, environment or network, and
+// the host's files only through a granted `read-file`.
+#[test]
+fn a_python_detector_gets_no_files_environment_or_network_without_a_grant() {
+    let secrets = tempfile::tempdir().unwrap();
+    let secret = &secret_files(secrets.path())[0];
+    let quoted = |v: &Value| v.to_string().contains(SECRET_MARKER);
+
+    let (code, v, err, _) = python_verdict(json!({"mode": "read", "path": "README.md"}), "", &[]);
+    assert_eq!(code, 1, "{err}");
+    let e = v["signals"][0]["error"].as_str().unwrap();
+    assert!(
+        e.contains("HostError: capability 'read-file' is not declared"),
+        "{e}"
+    );
+
+    for path in [secret.to_str().unwrap(), "/etc/passwd", "README.md"] {
+        let (code, v, err, _) = python_verdict(json!({"mode": "open", "path": path}), "", &[]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(
+            v["signals"][0]["metadata"]["opened"], false,
+            "{path}: {v:#}"
+        );
+        assert!(!quoted(&v), "{v:#}");
+    }
+
+    let (code, v, err, _) = python_verdict(
+        json!({"mode": "env"}),
+        "",
+        &[("CRITIC_TEST_SECRET", SECRET_MARKER)],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(v["signals"][0]["metadata"]["environ"], json!({}), "{v:#}");
+    assert!(!quoted(&v));
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (code, v, err, _) = python_verdict(json!({"mode": "socket", "port": port}), "", &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(v["signals"][0]["metadata"]["connected"], false, "{v:#}");
+    assert!(
+        listener.accept().is_err(),
+        "the detector reached the listener"
+    );
+}

@@ -21,6 +21,10 @@ use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+/// The componentize-py version this host is tested with; `critic new
+/// --lang python` pins it.
+pub const COMPONENTIZE_PY_VERSION: &str = "0.25.1";
+
 /// Names the componentize-py program to use instead of the one on `PATH`.
 pub const COMPONENTIZE_PY_ENV: &str = "CRITIC_COMPONENTIZE_PY";
 

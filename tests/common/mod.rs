@@ -4,6 +4,7 @@
 
 pub mod agents;
 pub mod llm_stub;
+pub mod python;
 
 use serde_json::Value;
 use std::collections::BTreeMap;

@@ -9,15 +9,33 @@ const MANIFEST: &str = include_str!("../../../templates/new-skill/critic.yaml.tm
 const README: &str = include_str!("../../../templates/new-skill/README.md.tmpl");
 const CARGO: &str = include_str!("../../../templates/new-skill/Cargo.toml.tmpl");
 const LIB: &str = include_str!("../../../templates/new-skill/lib.rs.tmpl");
+const PY_README: &str = include_str!("../../../templates/new-skill-python/README.md.tmpl");
+const PY_PROJECT: &str = include_str!("../../../templates/new-skill-python/pyproject.toml.tmpl");
+const PY_APP: &str = include_str!("../../../templates/new-skill-python/app.py.tmpl");
+const PY_TEST: &str = include_str!("../../../templates/new-skill-python/test_app.py.tmpl");
 
-/// The critic-sdk this binary was built from, when it is still there.
-pub fn bundled_sdk() -> Result<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("critic-sdk");
-    if path.join("Cargo.toml").is_file() {
+/// The language of a new skill's detector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Lang {
+    /// A Rust crate built with cargo.
+    Rust,
+    /// A Python module built with componentize-py.
+    Python,
+}
+
+/// The SDK of `lang` this binary was built from, when it is still there:
+/// the `critic-sdk` crate, or the `critic-sdk-py` package.
+pub fn bundled_sdk(lang: Lang) -> Result<PathBuf> {
+    let (dir, marker) = match lang {
+        Lang::Rust => ("critic-sdk", "Cargo.toml"),
+        Lang::Python => ("critic-sdk-py", "pyproject.toml"),
+    };
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    if path.join(marker).is_file() {
         Ok(path)
     } else {
         Err(anyhow!(
-            "the critic-sdk this binary was built from ({}) is gone; pass --sdk <path to critic-sdk>",
+            "the {dir} this binary was built from ({}) is gone; pass --sdk <path to {dir}>",
             path.display()
         ))
     }
@@ -33,8 +51,9 @@ fn valid_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
 }
 
-/// Create `parent/name/` with a manifest, README and detector crate.
-pub fn create(parent: &Path, name: &str, sdk: &Path) -> Result<PathBuf> {
+/// Create `parent/name/` with a manifest, README and a detector in `lang`
+/// (a crate, or a Python module with its native test).
+pub fn create(parent: &Path, name: &str, lang: Lang, sdk: &Path) -> Result<PathBuf> {
     if !valid_name(name) {
         return Err(anyhow!(
             "{name:?} is not a valid skill name: use lowercase letters, digits, '-' and '_', starting with a letter or digit"
@@ -55,14 +74,28 @@ pub fn create(parent: &Path, name: &str, sdk: &Path) -> Result<PathBuf> {
         t.replace("{{name}}", name)
             .replace("{{crate}}", &crate_name)
             .replace("{{sdk}}", &sdk.display().to_string())
+            .replace(
+                "{{componentize_py}}",
+                pluggable_critic::skill::compile_python::COMPONENTIZE_PY_VERSION,
+            )
     };
-    let files = [
-        ("critic.yaml", fill(MANIFEST)),
-        ("README.md", fill(README)),
-        ("detector/Cargo.toml", fill(CARGO)),
-        ("detector/src/lib.rs", fill(LIB)),
-        (".gitignore", "detector/target/\n".to_string()),
-    ];
+    let files = match lang {
+        Lang::Rust => vec![
+            ("critic.yaml", fill(MANIFEST)),
+            ("README.md", fill(README)),
+            ("detector/Cargo.toml", fill(CARGO)),
+            ("detector/src/lib.rs", fill(LIB)),
+            (".gitignore", "detector/target/\n".to_string()),
+        ],
+        Lang::Python => vec![
+            ("critic.yaml", fill(MANIFEST)),
+            ("README.md", fill(PY_README)),
+            ("detector/pyproject.toml", fill(PY_PROJECT)),
+            ("detector/app.py", fill(PY_APP)),
+            ("detector/test_app.py", fill(PY_TEST)),
+            (".gitignore", ".venv/\n__pycache__/\n".to_string()),
+        ],
+    };
     for (rel, text) in files {
         let path = dir.join(rel);
         if let Some(p) = path.parent() {
@@ -90,7 +123,8 @@ mod tests {
     fn refuses_to_overwrite() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("taken")).unwrap();
-        let e = create(dir.path(), "taken", Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap_err();
+        let sdk = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let e = create(dir.path(), "taken", Lang::Python, sdk).unwrap_err();
         assert!(e.to_string().contains("already exists"));
     }
 }
@@ -103,7 +137,11 @@ pub struct Args {
     /// Parent directory for the new skill.
     #[arg(long, default_value = ".")]
     dir: PathBuf,
-    /// Path to the critic-sdk crate (default: the one this binary was built from).
+    /// The detector's language.
+    #[arg(long, value_enum, default_value = "rust")]
+    lang: Lang,
+    /// Path to the SDK: the critic-sdk crate, or the critic-sdk-py package
+    /// with --lang python (default: the one this binary was built from).
     #[arg(long)]
     sdk: Option<PathBuf>,
 }
@@ -111,13 +149,19 @@ pub struct Args {
 pub fn run(args: Args) -> Result<u8> {
     let sdk = match args.sdk {
         Some(p) => p,
-        None => bundled_sdk()?,
+        None => bundled_sdk(args.lang)?,
     };
-    let created = create(&args.dir, &args.name, &sdk)?;
+    let created = create(&args.dir, &args.name, args.lang, &sdk)?;
     println!("created skill {} in {}", args.name, created.display());
-    println!(
-        "next: critic build {0} && critic validate {0}",
-        created.display()
-    );
+    match args.lang {
+        Lang::Rust => println!(
+            "next: critic build {0} && critic validate {0}",
+            created.display()
+        ),
+        Lang::Python => println!(
+            "next: see {}/README.md to set up its environment, then critic build {0} && critic validate {0}",
+            created.display()
+        ),
+    }
     Ok(EXIT_ACCEPT)
 }
