@@ -86,6 +86,28 @@ fn a_new_python_skill_builds_and_judges_from_scratch() {
         String::from_utf8_lossy(&out.stdout)
     );
 
+    // A vendored pure-Python package goes into the component with it.
+    let vendored = skill.join("detector/vendor/countlib");
+    std::fs::create_dir_all(&vendored).unwrap();
+    std::fs::write(
+        vendored.join("__init__.py"),
+        "def count(files):\n    return len(files)\n",
+    )
+    .unwrap();
+    let app = skill.join("detector/app.py");
+    let text = std::fs::read_to_string(&app).unwrap();
+    let text = text
+        .replace(
+            "changed = len(finish.patch.files)",
+            "changed = count(finish.patch.files)",
+        )
+        .replace(
+            "from critic_sdk import",
+            "from vendor.countlib import count\nfrom critic_sdk import",
+        );
+    assert!(text.contains("count(finish.patch.files)"));
+    std::fs::write(&app, &text).unwrap();
+
     let build = |skill: &Path| {
         run(critic()
             .arg("build")
@@ -120,8 +142,6 @@ fn a_new_python_skill_builds_and_judges_from_scratch() {
     let out = check_build(&skill);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("same"));
-    let app = skill.join("detector/app.py");
-    let text = std::fs::read_to_string(&app).unwrap();
     std::fs::write(
         &app,
         text.replace(
@@ -134,7 +154,7 @@ fn a_new_python_skill_builds_and_judges_from_scratch() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("DIFFERS"));
     // A test file is not a source of the component.
-    std::fs::write(&app, text).unwrap();
+    std::fs::write(&app, &text).unwrap();
     std::fs::write(skill.join("detector/test_more.py"), "def test_x(): pass\n").unwrap();
     assert_eq!(check_build(&skill).status.code(), Some(0));
 }
