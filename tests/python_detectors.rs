@@ -31,6 +31,44 @@ fn pytest(dir: &Path) -> std::process::Output {
 }
 
 #[test]
+fn the_sdk_installs_with_pip_from_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = dir.path().join("venv");
+    // A copy: a build writes its metadata beside the sources. pip fetches
+    // the build backend (setuptools) from PyPI.
+    let sdk = dir.path().join("critic-sdk-py");
+    std::fs::create_dir(&sdk).unwrap();
+    copy_tree(&root().join("critic-sdk-py"), &sdk);
+    let out = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&env)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = Command::new(env.join("bin/pip"))
+        .args(["install", "-q", "--no-deps", "--disable-pip-version-check"])
+        .arg(&sdk)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = Command::new(env.join("bin/python"))
+        .args([
+            "-c",
+            "import critic_sdk, critic_sdk.testing; print(critic_sdk.__file__, critic_sdk.Verdict.fire('x').to_json())",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        said.contains("site-packages/critic_sdk/__init__.py"),
+        "{said}"
+    );
+    assert!(said.contains("'followup_text': 'x'"), "{said}");
+}
+
+#[test]
 fn the_sdk_and_the_python_skills_pass_their_own_tests() {
     for dir in [
         "critic-sdk-py",
@@ -415,5 +453,44 @@ fn llm_judge_scores_the_patch_with_the_model_and_replays_offline() {
     assert!(
         followup.contains("score 0.10 of 1") && followup.contains("judged by the stand-in"),
         "{followup}"
+    );
+}
+
+/// The hostile Python fixture in `mode`: its verdict on a changed repository.
+fn misbehave_py(mode: &str) -> (Option<i32>, Value) {
+    let built = built_python_skill(&root().join("tests/python/misbehave-py"));
+    let skill = skill_with_detector(
+        &built.join("misbehave_py.wasm"),
+        "misbehave_py.wasm",
+        &format!("name: t\nversion: 0.1.0\nsignals:\n  - {{name: s, type: hard_gate, detector: '{{detector}}', config: {{mode: {mode}}}}}\n"),
+    );
+    verdict(skill.path(), &small_repo(true), mode)
+}
+
+#[test]
+fn the_build_leaves_out_the_site_packages_it_runs_beside() {
+    // The tests build with python3 on PATH, whose site-packages
+    // componentize-py would map in as `/1` beside the sources' `/0`.
+    let (code, v) = misbehave_py("path");
+    assert_eq!(code, Some(0), "{v:#}");
+    let path: Vec<String> =
+        serde_json::from_value(v["signals"][0]["metadata"]["path"].clone()).unwrap();
+    assert!(path.iter().any(|p| p == "/0"), "{path:?}");
+    assert!(
+        !path
+            .iter()
+            .any(|p| p.contains("site-packages") || p == "/1"),
+        "{path:?}"
+    );
+}
+
+#[test]
+fn a_module_imported_late_fails_with_a_hint() {
+    let (code, v) = misbehave_py("late-import");
+    assert_eq!(code, Some(1), "{v:#}");
+    let e = v["signals"][0]["error"].as_str().unwrap();
+    assert!(
+        e.contains("ModuleNotFoundError") && e.contains("import every module at the top of app.py"),
+        "{e}"
     );
 }

@@ -44,6 +44,9 @@ def _reason(e: BaseException) -> str:
     frames = traceback.extract_tb(e.__traceback__)[-3:]
     where = "".join(f"\n  at {f.filename}:{f.lineno} in {f.name}" for f in frames)
     text = f"{type(e).__name__}: {e}"
+    if isinstance(e, ModuleNotFoundError):
+        # A component holds only the modules imported while it was built.
+        text += " (in a component, import every module at the top of app.py)"
     if len(text) > MAX_REASON - len(where):
         text = text[: max(0, MAX_REASON - len(where) - 1)] + "…"
     return text + where

@@ -301,6 +301,9 @@ pub fn build(dir: &Path, project: &Project) -> Result<Vec<u8>, Error> {
     let staged = stage(dir, project)?;
     let out = staged.dir.path().join("detector.wasm");
     let app = staged.dir.path().join("app");
+    let no_programs = staged.dir.path().join("no-programs");
+    std::fs::create_dir_all(&no_programs)
+        .map_err(|e| Error::Internal(format!("{}: {e}", no_programs.display())))?;
     let status = componentize_py()
         .arg("-d")
         .arg(staged.dir.path().join("wit"))
@@ -310,9 +313,12 @@ pub fn build(dir: &Path, project: &Project) -> Result<Vec<u8>, Error> {
         .arg("-o")
         .arg(&out)
         .current_dir(&app)
-        // Only the staged sources: not the site-packages of whatever
-        // environment `critic build` happens to run in.
+        // Only the staged sources: componentize-py adds the site-packages
+        // of the environment it runs in (`$VIRTUAL_ENV`, else `pipenv` or
+        // `python` found on PATH) to the component's path, so it gets
+        // neither.
         .env_remove("VIRTUAL_ENV")
+        .env("PATH", &no_programs)
         .env("PYTHONHASHSEED", "0")
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .stdin(Stdio::null())

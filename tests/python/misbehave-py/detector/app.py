@@ -1,9 +1,11 @@
 """A detector that does what `config.mode` says, to attack the host with:
 spin, grab memory, read or open files it has no grant for, read the
-environment, open a socket, or fail with a huge reason."""
+environment, open a socket, fail with a huge reason, or import a module
+the component does not hold."""
 
 import os
 import socket
+import sys
 
 import critic_sdk
 from critic_sdk import Finish, Verdict
@@ -42,4 +44,9 @@ def detect(finish: Finish) -> Verdict:
         # Around the SDK's own cap: only the host's is left.
         critic_sdk.detector.MAX_REASON = 10**10
         raise RuntimeError("e" * int(config.get("repeat", 1)))
+    if mode == "path":
+        return Verdict.accept(metadata={"path": sys.path})
+    if mode == "late-import":
+        import xml.dom.minidom  # noqa: F401 - not imported when the component was built
+        return Verdict.accept()
     raise ValueError(f"unknown mode {mode!r}")
