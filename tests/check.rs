@@ -96,6 +96,22 @@ fn a_verdict_log_keeps_every_verdict_and_the_patch_it_judged() {
     );
     assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
     std::fs::remove_file(record.path().join("round-3")).unwrap();
+    // A FIFO in the log's place is not waited on: the verdict comes at once.
+    let fifo_dir = tempfile::tempdir().unwrap();
+    let fifo = fifo_dir.path().join("verdicts.jsonl");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let started = std::time::Instant::now();
+    let out = run(check(&skill, repo.path(), &demo_events(1), state.path())
+        .args(["--session", "fifo", "--verdict-log"])
+        .arg(&fifo));
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    assert_eq!(json_out(&out)["iteration"], 1);
+    assert!(stderr(&out).contains("--verdict-log"), "{}", stderr(&out));
+
     let fourth = verdict_log(3, "other", &["--patch", patch.to_str().unwrap()]);
     assert_eq!(json_out(&fourth)["iteration"], 1);
     assert_eq!(

@@ -146,11 +146,18 @@ fn a_new_python_skill_builds_and_judges_from_scratch() {
     assert!(text.contains("count(finish.patch.files)"));
     std::fs::write(&app, &text).unwrap();
 
+    // The README's way: componentize-py found on PATH.
     let build = |skill: &Path| {
+        let bin = componentize_py().parent().unwrap().to_path_buf();
+        let path = std::env::join_paths(
+            std::iter::once(bin).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+        )
+        .unwrap();
         run(critic()
             .arg("build")
             .arg(skill)
-            .env("CRITIC_COMPONENTIZE_PY", componentize_py()))
+            .env_remove("CRITIC_COMPONENTIZE_PY")
+            .env("PATH", path))
     };
     let out = build(&skill);
     assert!(out.status.success(), "{}", stderr(&out));

@@ -34,7 +34,14 @@ def run_detector(input: str, detect: Detect) -> str:
             f"detect returned {type(verdict).__name__}, expected critic_sdk.Verdict"
         )
     try:
-        return json.dumps(verdict.to_json())
+        # Strict JSON (no NaN), in valid Unicode: what the host can read.
+        out = json.dumps(verdict.to_json(), allow_nan=False, ensure_ascii=False)
+        out.encode("utf-8")
+        return out
+    except UnicodeEncodeError:
+        raise DetectorFailed(
+            "cannot encode the verdict: it holds text that is not valid Unicode (a lone surrogate)"
+        ) from None
     except (TypeError, ValueError) as e:
         raise DetectorFailed(f"cannot encode the verdict: {e}") from None
 

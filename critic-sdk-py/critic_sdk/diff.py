@@ -16,14 +16,21 @@ class DiffError(ValueError):
         self.line = line
 
 
-_RANGE = re.compile(r"^(\d+)(?:,(\d+))?$")
+# ASCII digits, a `+` allowed before each number: what Rust's u32 parse takes.
+_RANGE = re.compile(r"^\+?([0-9]+)(?:,\+?([0-9]+))?$")
+_U32 = 0xFFFF_FFFF
+#: What Rust's `trim_start` takes for whitespace (Python's adds \x1c-\x1f).
+WHITESPACE = ("\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B)))
+              + "\u2028\u2029\u202f\u205f\u3000")
 
 
 def parse(raw: str) -> list[FileChange]:
     lines = raw.split("\n")
-    if raw.endswith("\n"):
-        lines.pop()
+    last = lines.pop()
+    # A `\r` is part of a line ending only before its `\n`.
     lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    if last:
+        lines.append(last)
     files: list[FileChange] = []
     i = 0
     while i < len(lines):
@@ -98,7 +105,11 @@ def _hunk(lines: list[str], start: int) -> tuple[Hunk, int]:
         raise bad
     old_start, old_lines = int(o[1]), int(o[2] if o[2] is not None else 1)
     new_start, new_lines = int(n[1]), int(n[2] if n[2] is not None else 1)
-    hunk = Hunk(old_start, old_lines, new_start, new_lines, section.lstrip(), [])
+    if max(old_start, old_lines, new_start, new_lines) > _U32:
+        raise bad
+    if old_start + old_lines > _U32 or new_start + new_lines > _U32:
+        raise DiffError(start + 1, f"hunk header {header!r} names lines past {_U32}")
+    hunk = Hunk(old_start, old_lines, new_start, new_lines, section.lstrip(WHITESPACE), [])
     old_no, new_no, old_left, new_left = old_start, new_start, old_lines, new_lines
     i = start + 1
     while old_left > 0 or new_left > 0:
@@ -186,9 +197,17 @@ def _unquote(s: str) -> str:
         if nxt in escapes:
             out += escapes[nxt]
             i += 2
-        elif re.fullmatch(r"[0-7]{3}", inner[i + 1:i + 4]):
-            out.append(int(inner[i + 1:i + 4], 8) & 0xFF)
-            i += 4
+        elif nxt in "01234567":
+            # Up to three characters from the first digit, as one octal byte
+            # when they all are digits and fit (git's quoting, read as the
+            # host reads it); else the digit itself.
+            digits = inner[i + 1:i + 4]
+            if re.fullmatch(r"[0-7]+", digits) and int(digits, 8) <= 0xFF:
+                out.append(int(digits, 8))
+                i += 1 + len(digits)
+            else:
+                out += nxt.encode()
+                i += 2
         else:
             out += nxt.encode()
             i += 2

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
+from .diff import WHITESPACE
 from .protocol import Event, EventKind
 
 #: Tool names (across the supported agents) whose calls edit files.
@@ -90,7 +91,7 @@ def issue_description(prompt: str) -> Optional[str]:
         return None
     start += len(open_tag)
     end = prompt.find(close_tag, start)
-    return None if end < 0 else prompt[start:end].strip()
+    return None if end < 0 else prompt[start:end].strip(WHITESPACE)
 
 
 def tool_calls(events: list[Event], name: str) -> Iterator[Event]:

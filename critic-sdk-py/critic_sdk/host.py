@@ -185,4 +185,6 @@ def event_count() -> int:
 
 def events_range(start: int, end: int) -> list[Event]:
     """Events `start` up to `end`, clamped to the stream. Always allowed."""
+    # The WIT call takes u32 bounds; clamped here, as the host clamps to the stream.
+    start, end = (min(max(int(b), 0), 0xFFFF_FFFF) for b in (start, end))
     return [Event.from_json(v) for v in json.loads(_call("events_range", start, end))]

@@ -9,25 +9,22 @@ WebAssembly), built from a diff and a few events instead of wire JSON.
 
 from __future__ import annotations
 
-import fnmatch
 import json
 from typing import Any, Callable, Optional
 
 from . import diff as _diff
-from . import host
+from . import glob, host
 from .detector import Detect, run_detector
 from .protocol import (API_VERSION, Event, EventKind, Finish, LlmRequest, LlmResult,
                        Patch, RunRequest, RunResult, SkillInfo, Verdict)
 
 
-def _under_tests(path: str) -> bool:
-    return path.startswith("tests/") or "/tests/" in path
-
-
 class TestInput:
     """A detector input under construction. Every field has a harmless
     default: signal and skill `test`, finish 1, no config or state, an empty
-    patch, no events, and a host that answers no `run` or `llm_complete`."""
+    patch, no events, and a host that answers no `run` or `llm_complete`.
+    Its host grants every call the test gives it a stand-in for: capabilities
+    are the manifest's business, checked only by the real host."""
 
     __test__ = False  # not a pytest test class
 
@@ -37,7 +34,7 @@ class TestInput:
             config=None, state=None, iteration=1, session="test", patch=Patch(),
         )
         self._events: list[Event] = []
-        self._is_test: Callable[[str], bool] = _under_tests
+        self._is_test: Callable[[str], bool] = glob.is_test
         self._files: dict[str, bytes] = {}
         self._on_run: Optional[Callable[[RunRequest], RunResult]] = None
         self._on_llm: Optional[Callable[[LlmRequest], LlmResult]] = None
@@ -64,11 +61,12 @@ class TestInput:
         return self
 
     def tests_are(self, is_test: Callable[[str], bool] | list[str]) -> "TestInput":
-        """Which paths count as tests: a predicate, or glob patterns as the
-        skill's `test_patterns` (default: under a `tests/` directory)."""
+        """Which paths count as tests: a predicate, or glob patterns read as
+        the host reads the skill's `test_patterns` (default: the host's
+        defaults, `glob.DEFAULT_TEST_PATTERNS`)."""
         if isinstance(is_test, list):
-            patterns = is_test
-            self._is_test = lambda p: any(fnmatch.fnmatch(p, g) for g in patterns)
+            patterns = tuple(is_test)
+            self._is_test = lambda p: glob.is_test(p, patterns)
         else:
             self._is_test = is_test
         return self

@@ -180,3 +180,47 @@ def test_unknown_kinds_and_fields_from_a_newer_host_are_kept_apart():
     event = Event.from_json({"index": 0, "kind": "telepathy", "future": 1})
     assert event.kind == EventKind.OTHER
     assert HostError.__mro__[1] is Exception
+
+
+def test_the_diff_reader_agrees_with_the_hosts_on_odd_input():
+    quoted = parse('diff --git "a/x\\777y" "b/x\\777y"\ndeleted file mode 100644\n')
+    assert quoted[0].path == "x777y"
+    tail = parse('diff --git "a/x\\12" "b/x\\12"\ndeleted file mode 100644\n')
+    assert tail[0].path == "x\n"
+    crlf = parse("diff --git a/a b/a\r\n--- a/a\r\n+++ b/a\r\n@@ -1 +1 @@\r\n-x\r\n+c\r")
+    assert crlf[0].hunks[0].lines[1].text == "c\r"
+    plus = parse("diff --git a/a b/a\n@@ -+1,2 ++1,2 @@\x1f f\n x\n y\n")
+    assert (plus[0].hunks[0].old_start, plus[0].hunks[0].section) == (1, "\x1f f")
+    with pytest.raises(DiffError, match="malformed hunk header"):
+        parse("diff --git a/a b/a\n@@ -\u0661 +1 @@\n")
+    with pytest.raises(DiffError, match="names lines past"):
+        parse("diff --git a/a b/a\n@@ -4294967295,2 +1 @@\n")
+
+
+def test_tests_are_classified_as_the_host_classifies_them():
+    from critic_sdk.glob import is_test, matches
+    assert is_test("test_x.py") and is_test("pkg/tests/a/b.py") and is_test("a/b.spec.ts")
+    assert not is_test("src/m.py")
+    assert matches("**/test_*.py", "test_x.py")
+    assert not matches("tests/*", "tests/a/b.py")
+    assert matches("{a,test_x}.py", "test_x.py") and matches("[!b]x", "ax")
+    finish = TestInput().diff("diff --git a/test_x.py b/test_x.py\ndeleted file mode 100644\n").build()
+    assert finish.patch.files[0].is_test
+    finish = (TestInput().tests_are(["spec/**"])
+              .diff("diff --git a/test_x.py b/test_x.py\ndeleted file mode 100644\n").build())
+    assert not finish.patch.files[0].is_test
+
+
+def test_a_verdict_the_host_could_not_read_is_refused_here():
+    with pytest.raises(DetectorFailed, match="Out of range float"):
+        TestInput().run(lambda f: Verdict.accept(metadata={"x": float("nan")}))
+    with pytest.raises(DetectorFailed, match="lone surrogate"):
+        TestInput().run(lambda f: Verdict.fire("\ud800"))
+
+
+def test_event_bounds_are_clamped_for_the_host():
+    previous = host.use(host.NativeHost([Event(0, EventKind.FINISH)]))
+    try:
+        assert len(critic_sdk.events_range(-5, 2**40)) == 1
+    finally:
+        host.use(previous)

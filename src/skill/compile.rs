@@ -183,7 +183,7 @@ pub fn build_skill(skill: &Path, check: bool) -> Result<BuildReport, Error> {
                 .map_err(|e| Error::Usage(format!("{}: {e}", built.display())))?;
             let dest = skill.join(name);
             if check {
-                let same = std::fs::read(&dest).is_ok_and(|old| old == new);
+                let same = committed(&dest).is_some_and(|old| old == new);
                 report.compared(
                     &dest,
                     same,
@@ -199,9 +199,7 @@ pub fn build_skill(skill: &Path, check: bool) -> Result<BuildReport, Error> {
         let dest = skill.join(&project.wasm);
         if check {
             let digest = compile_python::stage(&dir, &project)?.digest;
-            let recorded = std::fs::read(&dest)
-                .ok()
-                .and_then(|old| compile_python::recorded_digest(&old));
+            let recorded = committed(&dest).and_then(|old| compile_python::recorded_digest(&old));
             let same = recorded.as_deref() == Some(digest.as_str());
             report.compared(&dest, same, &format!("sources {}", &digest[..16]));
         } else {
@@ -219,9 +217,44 @@ pub fn build_skill(skill: &Path, check: bool) -> Result<BuildReport, Error> {
     Ok(report)
 }
 
+/// The largest committed component `--check` reads.
+const MAX_COMPONENT_BYTES: u64 = 256 << 20;
+
+/// The committed component at `path`, when it is a regular file of at most
+/// [`MAX_COMPONENT_BYTES`]: a skill may be someone else's, and a link to
+/// `/dev/zero` or a FIFO in its place must not hang or exhaust the build.
+fn committed(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.len() > MAX_COMPONENT_BYTES {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_COMPONENT_BYTES)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(bytes)
+}
+
 impl BuildReport {
+    /// Put `bytes` at `dest` by renaming a new file over it: never through a
+    /// link planted there, and a file that is not a regular one is refused.
     fn write(&mut self, dest: &Path, bytes: &[u8]) -> Result<(), Error> {
-        std::fs::write(dest, bytes)
+        if let Ok(meta) = std::fs::symlink_metadata(dest) {
+            if !meta.is_file() {
+                return Err(Error::Usage(format!(
+                    "{}: not a regular file (a link, a directory...); remove it, then build again",
+                    dest.display()
+                )));
+            }
+        }
+        crate::sys::atomic_file::write(dest, bytes, false)
             .map_err(|e| Error::Usage(format!("{}: {e}", dest.display())))?;
         self.lines.push(format!(
             "built {} ({} bytes, sha256 {})",
@@ -245,4 +278,36 @@ impl BuildReport {
 fn sha(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
     hex::encode(&Sha256::digest(bytes)[..8])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_component_is_never_written_or_read_through_what_a_skill_planted() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim.txt");
+        std::fs::write(&victim, "mine").unwrap();
+        let dest = dir.path().join("gate.wasm");
+        std::os::unix::fs::symlink(&victim, &dest).unwrap();
+        let mut report = BuildReport::default();
+        let e = report.write(&dest, b"\0asm").unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine");
+        assert_eq!(committed(&dest), None, "a link is not read");
+        std::fs::remove_file(&dest).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &dest,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        assert_eq!(committed(&dest), None, "a FIFO is not waited on");
+        std::fs::remove_file(&dest).unwrap();
+        report.write(&dest, b"\0asm").unwrap();
+        assert_eq!(committed(&dest).as_deref(), Some(&b"\0asm"[..]));
+    }
 }

@@ -63,6 +63,10 @@ const SDK: &[(&str, &str)] = &[
         include_str!("../../critic-sdk-py/critic_sdk/diff.py"),
     ),
     (
+        "glob.py",
+        include_str!("../../critic-sdk-py/critic_sdk/glob.py"),
+    ),
+    (
         "helpers.py",
         include_str!("../../critic-sdk-py/critic_sdk/helpers.py"),
     ),
@@ -136,12 +140,46 @@ pub struct Project {
     pub componentize_py: String,
 }
 
-/// Read `dir/pyproject.toml`.
+/// The largest `pyproject.toml` read.
+const MAX_PROJECT_BYTES: u64 = 64 << 10;
+
+/// Read `dir/pyproject.toml`: a regular file (not a link), of at most 64 KiB.
+/// An error names the place, never quotes the file: the skill may be
+/// someone else's, and its "pyproject.toml" any file of the user's.
 pub fn read_project(dir: &Path) -> Result<Project, Error> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
     let path = dir.join("pyproject.toml");
     let bad = |what: String| Error::Usage(format!("{}: {what}", path.display()));
-    let text = std::fs::read_to_string(&path).map_err(|e| bad(e.to_string()))?;
-    let doc: PyProject = toml::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&path)
+        .map_err(|e| bad(format!("{e} (it must be a regular file, not a link)")))?;
+    let meta = file.metadata().map_err(|e| bad(e.to_string()))?;
+    if !meta.is_file() || meta.len() > MAX_PROJECT_BYTES {
+        return Err(bad(format!(
+            "must be a regular file of at most {} KiB",
+            MAX_PROJECT_BYTES >> 10
+        )));
+    }
+    let mut raw = Vec::new();
+    file.take(MAX_PROJECT_BYTES)
+        .read_to_end(&mut raw)
+        .map_err(|e| bad(e.to_string()))?;
+    let text = String::from_utf8(raw).map_err(|_| bad("not UTF-8".into()))?;
+    let doc: PyProject = toml::from_str(&text).map_err(|e| {
+        let (line, column) = e.span().map_or((1, 1), |span| {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.chars().rev().take_while(|c| *c != '\n').count() + 1;
+            (line, column)
+        });
+        bad(format!(
+            "line {line}, column {column}: {}",
+            e.message().trim()
+        ))
+    })?;
     let name = doc
         .project
         .and_then(|p| p.name)
@@ -267,17 +305,44 @@ fn collect(root: &Path, dir: &Path, files: &mut Vec<(String, Vec<u8>)>) -> Resul
     Ok(())
 }
 
-fn componentize_py() -> Command {
-    Command::new(std::env::var_os(COMPONENTIZE_PY_ENV).unwrap_or_else(|| "componentize-py".into()))
+/// The componentize-py to run, as an absolute path: `$CRITIC_COMPONENTIZE_PY`
+/// (relative to the working directory), else the first on `PATH`. Resolved
+/// here because the build itself runs with a `PATH` of no programs.
+fn componentize_py(install: &str) -> Result<PathBuf, Error> {
+    let missing =
+        |what: String| Error::Usage(format!("cannot run componentize-py: {what}; {install}"));
+    let cwd = std::env::current_dir().map_err(|e| missing(e.to_string()))?;
+    if let Some(named) = std::env::var_os(COMPONENTIZE_PY_ENV) {
+        let path = cwd.join(&named);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(missing(format!(
+                "${COMPONENTIZE_PY_ENV} names {}, which is not a file",
+                path.display()
+            )))
+        };
+    }
+    let executable = |p: &PathBuf| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| cwd.join(dir).join("componentize-py"))
+        .find(executable)
+        .ok_or_else(|| missing("none on PATH".into()))
 }
 
-/// Check that the componentize-py at hand is the pinned one.
-fn check_tool(dir: &Path, project: &Project) -> Result<(), Error> {
+/// The componentize-py at hand, checked to be the pinned one.
+fn check_tool(dir: &Path, project: &Project) -> Result<PathBuf, Error> {
     let install = format!(
         "install it with `pip install componentize-py=={}` (or name one in ${COMPONENTIZE_PY_ENV})",
         project.componentize_py
     );
-    let out = componentize_py()
+    let tool = componentize_py(&install)?;
+    let out = Command::new(&tool)
         .arg("--version")
         .stderr(Stdio::null())
         .output()
@@ -291,20 +356,20 @@ fn check_tool(dir: &Path, project: &Project) -> Result<(), Error> {
             project.componentize_py
         )));
     }
-    Ok(())
+    Ok(tool)
 }
 
 /// Build the detector in `dir`: its component's bytes, with the sources'
 /// digest in a custom section.
 pub fn build(dir: &Path, project: &Project) -> Result<Vec<u8>, Error> {
-    check_tool(dir, project)?;
+    let tool = check_tool(dir, project)?;
     let staged = stage(dir, project)?;
     let out = staged.dir.path().join("detector.wasm");
     let app = staged.dir.path().join("app");
     let no_programs = staged.dir.path().join("no-programs");
     std::fs::create_dir_all(&no_programs)
         .map_err(|e| Error::Internal(format!("{}: {e}", no_programs.display())))?;
-    let status = componentize_py()
+    let status = Command::new(&tool)
         .arg("-d")
         .arg(staged.dir.path().join("wit"))
         .args(["-w", "critic-detector", "-q", "componentize", "-p"])
@@ -363,7 +428,11 @@ fn append_custom_section(wasm: &mut Vec<u8>, name: &str, payload: &[u8]) {
 /// The source digest `build` recorded in a component, if it has one: a
 /// custom section of the component itself (not of a module inside it).
 pub fn recorded_digest(wasm: &[u8]) -> Option<String> {
-    let mut rest = wasm.get(8..)?;
+    // A component's preamble: the magic, version 0xd, layer 1.
+    if wasm.get(..8)? != b"\0asm\x0d\0\x01\0" {
+        return None;
+    }
+    let mut rest = &wasm[8..];
     let mut found = None;
     while !rest.is_empty() {
         let id = rest[0];
@@ -433,6 +502,29 @@ mod tests {
         write("[project\nname = 1");
         let e = read_project(dir.path()).unwrap_err().to_string();
         assert!(e.contains("pyproject.toml") && e.contains("line 1"), "{e}");
+    }
+
+    #[test]
+    fn a_project_file_that_is_a_link_or_huge_is_refused_and_never_quoted() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "TOKEN=SECRETMARKER\n").unwrap();
+        std::os::unix::fs::symlink(&secret, dir.path().join("pyproject.toml")).unwrap();
+        let e = read_project(dir.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("not a link") && !e.contains("SECRETMARKER"),
+            "{e}"
+        );
+        std::fs::remove_file(dir.path().join("pyproject.toml")).unwrap();
+        std::fs::write(dir.path().join("pyproject.toml"), "x = SECRETMARKER\n").unwrap();
+        let e = read_project(dir.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("line 1, column 5") && !e.contains("SECRETMARKER"),
+            "{e}"
+        );
+        std::fs::write(dir.path().join("pyproject.toml"), "#".repeat(70_000)).unwrap();
+        let e = read_project(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("at most 64 KiB"), "{e}");
     }
 
     #[test]

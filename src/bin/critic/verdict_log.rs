@@ -68,13 +68,15 @@ fn save_patch(
         Ok(_) => {}
         Err(_) => std::fs::create_dir(&dir)?,
     }
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(dir.join("patch.diff"))?
-        .write_all(patch.as_bytes())
+    let mut file = regular(
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(dir.join("patch.diff"))?,
+    )?;
+    file.set_len(0)?;
+    file.write_all(patch.as_bytes())
 }
 
 /// Append `verdict` as one line to `log`, in one write: the hooks of one
@@ -82,10 +84,24 @@ fn save_patch(
 fn append_verdict(log: &Path, verdict: &pluggable_critic::Verdict) -> std::io::Result<()> {
     let mut line = serde_json::to_vec(verdict)?;
     line.push(b'\n');
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(log)?
-        .write_all(&line)
+    regular(
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(log)?,
+    )?
+    .write_all(&line)
+}
+
+/// `file`, if it is a regular file: a FIFO or a device opened (without
+/// waiting, `O_NONBLOCK`) in the log's place is not written to.
+fn regular(file: std::fs::File) -> std::io::Result<std::fs::File> {
+    if file.metadata()?.is_file() {
+        Ok(file)
+    } else {
+        Err(std::io::Error::other(
+            "not a regular file; nothing is written",
+        ))
+    }
 }
