@@ -17,8 +17,12 @@
 //! * [`detector`]: detectors behind one call interface, WebAssembly
 //!   components on a [`Runtime`]; [`host`]: what a detector may call, each
 //!   capability granted or denied, and the scratch copies `run` uses.
+//! * [`grading`]: whether a patch resolves a SWE-bench-style instance, as
+//!   SWE-bench decides it (records, environments, test commands, log
+//!   formats, status rules, scratch and container back ends).
 //! * [`mpe`]: Mutation Patch Evaluation (`critic mpe`), which runs generated
-//!   tests against pools of wrong fixes in those scratch copies.
+//!   tests against pools of wrong fixes; [`experiment`]: arms of critics
+//!   run over a dataset (`critic experiment`). Both grade through [`grading`].
 //!
 //! A program judges finishes through a [`Service`], which loads each skill
 //! once and reloads it when it changes on disk:
@@ -47,6 +51,7 @@ pub mod agents;
 pub mod detector;
 pub mod evaluate;
 pub mod experiment;
+pub mod grading;
 pub mod host;
 pub mod mpe;
 pub mod run;

@@ -4,7 +4,7 @@
 //! what ran), its digest, and its task prompt rendered per instance.
 
 use crate::experiment::file::Arm;
-use crate::mpe::dataset::Instance;
+use crate::grading::dataset::Instance;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};

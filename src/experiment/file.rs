@@ -58,7 +58,7 @@ pub struct Experiment {
     pub test_timeout: Duration,
     /// The containers `--env container` grades in (default: SWE-bench's
     /// images).
-    pub container: crate::experiment::container::Spec,
+    pub container: crate::grading::container::Spec,
     /// `evaluate.mpe`: the MPE class of each run's own test.
     pub evaluate_mpe: Option<MpeSettings>,
     /// The file as JSON with its paths resolved (the manifest records it).
@@ -627,8 +627,8 @@ impl Checker<'_> {
             budget,
             test_timeout,
             container: {
-                let d = crate::experiment::container::Spec::default();
-                crate::experiment::container::Spec {
+                let d = crate::grading::container::Spec::default();
+                crate::grading::container::Spec {
                     engine: raw.container.engine.unwrap_or(d.engine),
                     image: raw.container.image.unwrap_or(d.image),
                     workdir: raw.container.workdir.unwrap_or(d.workdir),

@@ -6,9 +6,9 @@
 //! preparation; each run's raw output is kept beside the run.
 
 use crate::experiment::db::F2p;
-use crate::mpe::instance::{Prepared, TestSet};
-use crate::mpe::pytest::{judge_ids, RunRecord};
-use crate::mpe::runner::Backend;
+use crate::grading::instance::{Prepared, TestSet};
+use crate::grading::pytest::{judge_ids, RunRecord};
+use crate::grading::runner::Backend;
 use crate::workspace::TestClassifier;
 use critic_sdk::reproduction::{BugExit, Outcome};
 use critic_sdk::{RunRequest, RunResult};

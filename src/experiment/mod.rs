@@ -11,9 +11,7 @@
 
 pub mod adapters;
 pub mod arm;
-pub mod container;
 pub mod db;
-pub mod env;
 pub mod export;
 pub mod file;
 pub mod grade;
@@ -26,9 +24,9 @@ pub mod slurm;
 pub mod stats;
 pub mod usage;
 
-use crate::mpe::dataset::{self, Instance};
-use crate::mpe::instance::Prepared;
-use crate::mpe::runner::{Backend, Backends, LocalScratch};
+use crate::grading::dataset::{self, Instance};
+use crate::grading::instance::Prepared;
+use crate::grading::runner::{Backend, Backends, LocalScratch};
 use db::{Db, Run, RunKey, Status};
 use file::Experiment;
 use sha2::{Digest, Sha256};
@@ -67,7 +65,7 @@ pub enum Environment {
     /// Confined scratch copies of the local clone, the instance's Python.
     Local,
     /// A fresh container of the instance's image per run.
-    Container(container::Spec),
+    Container(crate::grading::container::Spec),
 }
 
 impl Environment {
@@ -89,7 +87,7 @@ impl Environment {
             return Environment::Local;
         }
         let text = |k: &str| e[k].as_str().unwrap_or_default().to_string();
-        Environment::Container(container::Spec {
+        Environment::Container(crate::grading::container::Spec {
             engine: text("engine"),
             image: text("image"),
             workdir: text("workdir"),
@@ -277,7 +275,7 @@ pub fn instances(
     let mut out = Vec::new();
     let mut checked = BTreeMap::new();
     for inst in all.drain(start..end) {
-        let repo = crate::mpe::clone_dir(&exp.repos, &inst.repo);
+        let repo = crate::grading::clone_dir(&exp.repos, &inst.repo);
         if !repo.join(".git").exists() && !repo.join("HEAD").is_file() {
             problems.push(format!(
                 "{}: field `repo`: no clone of {} at {} (clones are <owner>__<name> under `repos`)",
@@ -293,7 +291,7 @@ pub fn instances(
                     .python
                     .clone()
                     .unwrap_or_else(|| PathBuf::from("python3"));
-                match env::python_for(&inst, requirements, &base, root) {
+                match crate::grading::environment::python_for(&inst, requirements, &base, root) {
                     Ok(p) => Some(p),
                     Err(e) => {
                         problems.push(e);
@@ -718,7 +716,7 @@ pub fn report(out: &Path, baseline: Option<&str>) -> Result<report::Summary, Exp
 /// `OUT/runs/<instance>/<arm>/<sample>`.
 pub fn run_dir(out: &Path, key: &RunKey) -> PathBuf {
     out.join("runs")
-        .join(crate::mpe::store::slug(&key.instance_id))
+        .join(crate::sys::path_name::slug(&key.instance_id))
         .join(&key.arm)
         .join(key.sample.to_string())
 }
@@ -768,7 +766,7 @@ impl Graders {
             return Ok(b.clone());
         }
         if let Environment::Container(spec) = &self.env {
-            let b: Arc<dyn Backend> = Arc::new(container::Containers::new(spec, id, &self.scratch));
+            let b: Arc<dyn Backend> = Arc::new(crate::grading::container::Containers::new(spec, id, &self.scratch));
             open.insert(id.to_string(), b.clone());
             return Ok(b);
         }

@@ -9,7 +9,7 @@ use crate::experiment::arm;
 use crate::experiment::db::{Round, Run, RunKey, Status};
 use crate::experiment::file::{Adapter, Experiment};
 use crate::experiment::grade::Graded;
-use crate::mpe::dataset::Instance;
+use crate::grading::dataset::Instance;
 use crate::workspace::git;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -94,7 +94,7 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Path) -> Graded) -> 
     );
     let workspace = ctx.work_dir.join(format!(
         "{}__{}__{}-{}",
-        crate::mpe::store::slug(&job.key.instance_id),
+        crate::sys::path_name::slug(&job.key.instance_id),
         job.key.arm,
         job.key.sample,
         hex::encode(&digest[..4])

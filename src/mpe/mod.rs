@@ -13,23 +13,20 @@
 //! needs the run's tau, so `results.jsonl`, `summary.json` and `report.html`
 //! are written from all finished pairs at the end.
 
-pub mod dataset;
-pub mod instance;
 pub mod pool;
-pub mod pytest;
 pub mod report;
 pub mod results;
-pub mod runner;
 pub mod store;
 
 use crate::host::llm::{LlmClient, LlmConfig};
 use critic_sdk::mutants::Operator;
-use dataset::{Instance, Prediction};
-use instance::{Prepared, TestSet};
+use crate::grading::clone_dir;
+use crate::grading::dataset::{self, Instance, Prediction};
+use crate::grading::instance::{Prepared, TestSet};
 use pool::{Discard, Drawn, Sampler, Source, Subject, Variant};
-use pytest::{judge_files, judge_ids, Judged, RunRecord};
+use crate::grading::pytest::{judge_files, judge_ids, Judged, RunRecord};
 use results::{Excluded, F2p, Matrix, Pair, Status, Tally, Tau};
-use runner::{Backend, Backends, CachedRuns};
+use crate::grading::runner::{Backend, Backends, CachedRuns};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -146,11 +143,6 @@ fn source(opts: &Options) -> Source {
     } else {
         opts.operators
     }
-}
-
-/// The clone of `repo` under `repos`.
-pub fn clone_dir(repos: &Path, repo: &str) -> PathBuf {
-    repos.join(repo.replace('/', "__"))
 }
 
 /// Check what can be checked before anything runs.
@@ -362,7 +354,7 @@ fn pair_params(opts: &Options, params: &str, inst: &Instance, p: &Prediction) ->
     let pool: Vec<(String, Vec<u8>)> = opts
         .pool_dir
         .as_ref()
-        .map(|d| d.join(store::slug(&inst.id)))
+        .map(|d| d.join(crate::sys::path_name::slug(&inst.id)))
         .and_then(|d| pool::PoolDir::files(&d).ok())
         .unwrap_or_default()
         .into_iter()
@@ -681,7 +673,7 @@ impl Context<'_> {
                     .opts
                     .pool_dir
                     .as_ref()
-                    .map(|d| d.join(store::slug(&inst.id)))
+                    .map(|d| d.join(crate::sys::path_name::slug(&inst.id)))
                     .unwrap_or_default();
                 let reader = pool::PoolDir {
                     dir,

@@ -7,6 +7,7 @@
 //! before it could run; whether a variant leaves a runnable repository is
 //! decided by running it (see `mod.rs`).
 
+use crate::grading::diff_files::apply_diff;
 use crate::host::llm::LlmClient;
 use critic_sdk::mutants::{FixFile, Operator};
 use critic_sdk::python::edit_file;
@@ -144,7 +145,7 @@ impl Subject<'_> {
             // configuration judges itself. The golden fix's own files are code
             // wherever they lie.
             let golden = self.golden.iter().any(|f| &f.path == path);
-            if !golden && (!path.ends_with(".py") || crate::mpe::instance::is_test_path(path)) {
+            if !golden && (!path.ends_with(".py") || crate::grading::instance::is_test_path(path)) {
                 return Err(discard(format!(
                     "it changes {path}, which is not code the fix may change (a test, or not \
                      Python)"
@@ -496,55 +497,8 @@ impl PoolDir<'_> {
     }
 }
 
-/// The files a git diff leaves (path to content; deleted files are refused,
-/// since a fix variant that deletes a module is no plausible fix), with each
-/// file's base content from `base`.
-pub fn apply_diff(
-    diff: &str,
-    base: &dyn Fn(&str) -> Result<Option<String>, String>,
-) -> Result<BTreeMap<String, String>, String> {
-    apply_diff_where(diff, base, &|_| true)
-}
-
-/// [`apply_diff`] for the files `keep` accepts; the others are not read.
-pub fn apply_diff_where(
-    diff: &str,
-    base: &dyn Fn(&str) -> Result<Option<String>, String>,
-    keep: &dyn Fn(&str) -> bool,
-) -> Result<BTreeMap<String, String>, String> {
-    use critic_sdk::FileStatus;
-    let files = critic_sdk::diff::parse(diff).map_err(|e| format!("not a git diff: {e}"))?;
-    let mut out = BTreeMap::new();
-    for f in files.into_iter().filter(|f| keep(&f.path)) {
-        for path in std::iter::once(&f.path).chain(&f.old_path) {
-            crate::host::scratch::relative(path)?;
-            if path.split('/').next() == Some(".git") {
-                return Err(format!("{path}: inside .git"));
-            }
-        }
-        if f.binary {
-            return Err(format!("{}: binary changes are not supported", f.path));
-        }
-        if f.status == FileStatus::Deleted {
-            return Err(format!("{}: deletes the file", f.path));
-        }
-        let source = match (&f.status, &f.old_path) {
-            (FileStatus::Renamed | FileStatus::Copied, Some(old)) => old.clone(),
-            _ => f.path.clone(),
-        };
-        let old = match f.status {
-            FileStatus::Added => String::new(),
-            _ => base(&source)?.ok_or_else(|| format!("{source}: not in the base commit"))?,
-        };
-        let new = critic_sdk::diff::apply(&old, &f.hunks)
-            .map_err(|e| format!("does not apply to the base: {}: {e}", f.path))?;
-        out.insert(f.path.clone(), new);
-    }
-    Ok(out)
-}
-
-/// A git diff from `old` to `new` for each file, that [`apply_diff`] (and
-/// `git apply`) take back.
+/// A git diff from `old` to `new` for each file, that
+/// [`crate::grading::diff_files::apply_diff`] (and `git apply`) take back.
 pub fn git_diff(files: &BTreeMap<String, String>, old: &dyn Fn(&str) -> String) -> String {
     let mut out = String::new();
     for (path, new) in files {
@@ -622,25 +576,6 @@ mod tests {
             }
         }
         assert!(firsts.contains(&true) && firsts.contains(&false));
-    }
-
-    #[test]
-    fn diffs_round_trip_and_bad_ones_say_why() {
-        let g = golden();
-        let base = |p: &str| -> Result<Option<String>, String> {
-            Ok((p == "pkg/m.py").then(|| g[0].base.clone()))
-        };
-        let files: BTreeMap<String, String> = [("pkg/m.py".to_string(), g[0].fixed.clone())].into();
-        let diff = git_diff(&files, &|_| g[0].base.clone());
-        assert_eq!(apply_diff(&diff, &base).unwrap(), files);
-        let e = apply_diff(&diff.replace("pkg/m.py", "pkg/gone.py"), &base).unwrap_err();
-        assert!(e.contains("pkg/gone.py: not in the base commit"), "{e}");
-        let e = apply_diff(&diff.replace("pkg/m.py", "../m.py"), &base).unwrap_err();
-        assert!(e.contains("without `..`"), "{e}");
-        let e = apply_diff(&diff.replace("pkg/m.py", ".git/config"), &base).unwrap_err();
-        assert!(e.contains("inside .git"), "{e}");
-        let e = apply_diff("not a diff\n", &base).unwrap_err();
-        assert!(e.starts_with("not a git diff"), "{e}");
     }
 
     #[test]

@@ -17,28 +17,12 @@
 
 use crate::mpe::results::Pair;
 use crate::sys::atomic_file;
+use crate::sys::path_name::slug;
 use std::path::{Path, PathBuf};
 
 /// The output directory.
 pub struct Store {
     root: PathBuf,
-}
-
-/// A name safe as one path component: kept when it is plain, else its
-/// plain characters and a short hash, so distinct names stay distinct.
-pub fn slug(name: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "-_.".contains(c);
-    if !name.is_empty() && name.chars().all(plain) && !name.starts_with('.') && name.len() <= 120 {
-        return name.to_string();
-    }
-    use sha2::{Digest, Sha256};
-    let hash = hex::encode(&Sha256::digest(name.as_bytes())[..4]);
-    let kept: String = name
-        .chars()
-        .map(|c| if plain(c) { c } else { '_' })
-        .take(80)
-        .collect();
-    format!("{}-{hash}", kept.trim_start_matches('.'))
 }
 
 /// Why the output directory cannot be used.
@@ -147,22 +131,5 @@ impl Store {
             &Self::pair_path(&pair.instance_id, &pair.model_name_or_path),
             &json,
         )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slugs_are_one_component_and_keep_names_apart() {
-        assert_eq!(slug("django__django-11099"), "django__django-11099");
-        let a = slug("org/model-v1");
-        let b = slug("org_model-v1");
-        assert_ne!(a, b);
-        assert!(!a.contains('/'));
-        assert!(!slug("..").starts_with('.'));
-        assert!(!slug("../../etc").contains('/'));
-        assert!(!slug("").is_empty());
     }
 }

@@ -9,6 +9,7 @@ pub mod bounded_read;
 pub mod interrupt;
 pub mod json_error;
 pub mod parallel;
+pub mod path_name;
 pub mod peer;
 pub mod private_dir;
 pub mod real_path;

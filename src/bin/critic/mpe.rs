@@ -4,7 +4,7 @@
 use crate::check::LlmArgs;
 use pluggable_critic::mpe::pool::Source;
 use pluggable_critic::mpe::results::{Pair, Tau};
-use pluggable_critic::mpe::runner::LocalScratch;
+use pluggable_critic::grading::runner::LocalScratch;
 use pluggable_critic::mpe::{self, Options, Progress};
 use std::io::IsTerminal;
 use std::path::PathBuf;

@@ -7,7 +7,7 @@
 //! instead of a clone and an interpreter.
 
 use crate::host::scratch::ScratchPool;
-use crate::mpe::pytest::RunRecord;
+use crate::grading::pytest::RunRecord;
 use critic_sdk::{RunRequest, RunResult};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};

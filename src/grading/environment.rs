@@ -7,7 +7,7 @@
 //! (scripts such as `bin/pytest` name their interpreter by its path) and
 //! marked finished last; a directory without the mark is built again.
 
-use crate::mpe::dataset::Instance;
+use crate::grading::dataset::Instance;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -35,7 +35,7 @@ pub fn python_for(
     let name = format!(
         "{}-{}-{digest}",
         instance.repo.replace('/', "__"),
-        crate::mpe::store::slug(instance.version.as_deref().unwrap_or("any")),
+        crate::sys::path_name::slug(instance.version.as_deref().unwrap_or("any")),
     );
     let dir = root.join(&name);
     let python = dir.join("bin/python");

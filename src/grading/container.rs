@@ -8,7 +8,7 @@
 //! limit. It implements the MPE runner's [`Backend`], so grading is the same
 //! code either way.
 
-use crate::mpe::runner::Backend;
+use crate::grading::runner::Backend;
 use critic_sdk::{RunRequest, RunResult};
 use std::io::Read;
 use std::path::{Path, PathBuf};

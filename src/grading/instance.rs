@@ -2,8 +2,8 @@
 //! fix as files, the golden tests and each generated test as files to write
 //! and modules to run, and the requests that run them.
 
-use crate::mpe::dataset::Instance;
-use crate::mpe::pool::{apply_diff, apply_diff_where};
+use crate::grading::dataset::Instance;
+use crate::grading::diff_files::{apply_diff, apply_diff_where};
 use crate::workspace::git;
 use critic_sdk::mutants::FixFile;
 use critic_sdk::RunRequest;
@@ -98,7 +98,7 @@ impl Prepared {
             .test_cmd
             .clone()
             .unwrap_or_else(|| {
-                crate::mpe::pytest::DEFAULT_COMMAND
+                crate::grading::pytest::DEFAULT_COMMAND
                     .iter()
                     .map(|s| s.to_string())
                     .collect()

@@ -1,0 +1,79 @@
+//! The files a git diff leaves, computed from their base content without a
+//! work tree: how the golden fix, the golden tests and generated tests of an
+//! instance become files to write into a scratch copy.
+
+use std::collections::BTreeMap;
+
+/// The files a git diff leaves (path to content; deleted files are refused,
+/// since a fix variant that deletes a module is no plausible fix), with each
+/// file's base content from `base`.
+pub fn apply_diff(
+    diff: &str,
+    base: &dyn Fn(&str) -> Result<Option<String>, String>,
+) -> Result<BTreeMap<String, String>, String> {
+    apply_diff_where(diff, base, &|_| true)
+}
+
+/// [`apply_diff`] for the files `keep` accepts; the others are not read.
+pub fn apply_diff_where(
+    diff: &str,
+    base: &dyn Fn(&str) -> Result<Option<String>, String>,
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<BTreeMap<String, String>, String> {
+    use critic_sdk::FileStatus;
+    let files = critic_sdk::diff::parse(diff).map_err(|e| format!("not a git diff: {e}"))?;
+    let mut out = BTreeMap::new();
+    for f in files.into_iter().filter(|f| keep(&f.path)) {
+        for path in std::iter::once(&f.path).chain(&f.old_path) {
+            crate::host::scratch::relative(path)?;
+            if path.split('/').next() == Some(".git") {
+                return Err(format!("{path}: inside .git"));
+            }
+        }
+        if f.binary {
+            return Err(format!("{}: binary changes are not supported", f.path));
+        }
+        if f.status == FileStatus::Deleted {
+            return Err(format!("{}: deletes the file", f.path));
+        }
+        let source = match (&f.status, &f.old_path) {
+            (FileStatus::Renamed | FileStatus::Copied, Some(old)) => old.clone(),
+            _ => f.path.clone(),
+        };
+        let old = match f.status {
+            FileStatus::Added => String::new(),
+            _ => base(&source)?.ok_or_else(|| format!("{source}: not in the base commit"))?,
+        };
+        let new = critic_sdk::diff::apply(&old, &f.hunks)
+            .map_err(|e| format!("does not apply to the base: {}: {e}", f.path))?;
+        out.insert(f.path.clone(), new);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diffs_round_trip_and_bad_ones_say_why() {
+        let (old, new) = ("def f():\n    return 1\n", "def f():\n    return 2\n");
+        let base = |p: &str| -> Result<Option<String>, String> {
+            Ok((p == "pkg/m.py").then(|| old.to_string()))
+        };
+        let files: BTreeMap<String, String> = [("pkg/m.py".to_string(), new.to_string())].into();
+        let diff = format!(
+            "diff --git a/pkg/m.py b/pkg/m.py\n{}",
+            critic_sdk::diff::unified("pkg/m.py", old, new)
+        );
+        assert_eq!(apply_diff(&diff, &base).unwrap(), files);
+        let e = apply_diff(&diff.replace("pkg/m.py", "pkg/gone.py"), &base).unwrap_err();
+        assert!(e.contains("pkg/gone.py: not in the base commit"), "{e}");
+        let e = apply_diff(&diff.replace("pkg/m.py", "../m.py"), &base).unwrap_err();
+        assert!(e.contains("without `..`"), "{e}");
+        let e = apply_diff(&diff.replace("pkg/m.py", ".git/config"), &base).unwrap_err();
+        assert!(e.contains("inside .git"), "{e}");
+        let e = apply_diff("not a diff\n", &base).unwrap_err();
+        assert!(e.starts_with("not a git diff"), "{e}");
+    }
+}
