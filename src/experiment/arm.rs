@@ -257,11 +257,8 @@ mod tests {
             fail_to_pass: vec![],
             pass_to_pass: vec![],
             problem_statement: "Touching intervals are not merged.".into(),
-            test_cmd: None,
-            python: None,
-            version: None,
-            requirements: None,
             place: "i.jsonl:1".into(),
+            ..Instance::default()
         }
     }
 

@@ -79,6 +79,9 @@ pub struct Run {
     pub resolved: Option<bool>,
     /// Fail-to-pass of the run's own test (`None`: it wrote none).
     pub f2p: Option<F2p>,
+    /// Why the final patch's grading run could not be believed (it then
+    /// resolves nothing): it did not apply, timed out, contradicted itself.
+    pub grade_problem: Option<String>,
     /// Finishes the critic judged.
     pub finishes: u32,
     /// Agent turns.
@@ -138,7 +141,7 @@ CREATE TABLE IF NOT EXISTS runs (
   resolved INTEGER, f2p_fails_on_base INTEGER, f2p_passes_on_golden INTEGER,
   finishes INTEGER NOT NULL, rounds INTEGER NOT NULL, budget_exhausted INTEGER NOT NULL,
   outcome_test TEXT, tokens INTEGER, cost REAL, duration_s REAL NOT NULL,
-  attempts INTEGER NOT NULL, model_patch TEXT NOT NULL,
+  attempts INTEGER NOT NULL, model_patch TEXT NOT NULL, grade_problem TEXT,
   PRIMARY KEY (instance_id, arm, sample));
 CREATE TABLE IF NOT EXISTS rounds (
   instance_id TEXT NOT NULL, arm TEXT NOT NULL, sample INTEGER NOT NULL, round INTEGER NOT NULL,
@@ -166,6 +169,19 @@ impl Db {
         conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
             .map_err(err)?;
         conn.execute_batch(SCHEMA).map_err(err)?;
+        // Databases written before grading kept its problems get the column.
+        let has_problem: bool = conn
+            .query_row(
+                "SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name = 'grade_problem'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_err(err)?
+            > 0;
+        if !has_problem {
+            conn.execute_batch("ALTER TABLE runs ADD COLUMN grade_problem TEXT")
+                .map_err(err)?;
+        }
         Ok(Db {
             path: path.to_path_buf(),
             conn: Mutex::new(conn),
@@ -209,7 +225,7 @@ impl Db {
                 params![k.instance_id, k.arm, k.sample],
             )?;
             tx.execute(
-                "INSERT OR REPLACE INTO runs VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18)",
+                "INSERT OR REPLACE INTO runs VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19)",
                 params![
                     k.instance_id,
                     k.arm,
@@ -229,6 +245,7 @@ impl Db {
                     run.duration_s,
                     run.attempts,
                     run.model_patch,
+                    run.grade_problem,
                 ],
             )?;
             for r in rounds {
@@ -272,7 +289,7 @@ impl Db {
         self.conn()
             .execute(
                 "UPDATE runs SET status=?4, error_class=?5, error=?6, resolved=?7, \
-                 f2p_fails_on_base=?8, f2p_passes_on_golden=?9 \
+                 f2p_fails_on_base=?8, f2p_passes_on_golden=?9, grade_problem=?10 \
                  WHERE instance_id=?1 AND arm=?2 AND sample=?3",
                 params![
                     k.instance_id,
@@ -284,6 +301,7 @@ impl Db {
                     run.resolved,
                     run.f2p.map(|f| f.fails_on_base),
                     run.f2p.map(|f| f.passes_on_golden),
+                    run.grade_problem,
                 ],
             )
             .map_err(|e| self.err(e))?;
@@ -294,6 +312,8 @@ impl Db {
     /// too). A run both hold must agree on its result; the runs that do
     /// not are returned and nothing is taken.
     pub fn absorb(&self, other: &Path) -> Result<Vec<RunKey>, DbError> {
+        // Its tables as this version writes them (an older one gains columns).
+        drop(Db::open(other)?);
         let mut conn = self.conn();
         conn.execute(
             "ATTACH DATABASE ?1 AS other",
@@ -360,7 +380,8 @@ impl Db {
             .prepare(
                 "SELECT instance_id, arm, sample, status, error_class, error, resolved, \
                  f2p_fails_on_base, f2p_passes_on_golden, finishes, rounds, budget_exhausted, \
-                 outcome_test, tokens, cost, duration_s, attempts, model_patch FROM runs \
+                 outcome_test, tokens, cost, duration_s, attempts, model_patch, grade_problem \
+                 FROM runs \
                  ORDER BY instance_id, arm, sample",
             )
             .map_err(|e| self.err(e))?;
@@ -392,6 +413,7 @@ impl Db {
                     duration_s: r.get(15)?,
                     attempts: r.get(16)?,
                     model_patch: r.get(17)?,
+                    grade_problem: r.get(18)?,
                 })
             })
             .map_err(|e| self.err(e))?;
@@ -453,6 +475,7 @@ mod tests {
             error_class: (status == Status::InfraError).then(|| "workspace".into()),
             error: None,
             resolved: Some(true),
+            grade_problem: None,
             f2p: Some(F2p {
                 fails_on_base: true,
                 passes_on_golden: false,

@@ -24,6 +24,7 @@ pub fn write(out: &Path, experiment: &str, runs: &[Run]) -> Result<(), String> {
             "status": run.status.name(),
             "resolved": run.resolved,
             "f2p": run.f2p,
+            "grade_problem": run.grade_problem,
             "finishes": run.finishes,
             "rounds": run.rounds,
             "budget_exhausted": run.budget_exhausted,

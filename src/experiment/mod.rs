@@ -766,7 +766,11 @@ impl Graders {
             return Ok(b.clone());
         }
         if let Environment::Container(spec) = &self.env {
-            let b: Arc<dyn Backend> = Arc::new(crate::grading::container::Containers::new(spec, id, &self.scratch));
+            let b: Arc<dyn Backend> = Arc::new(crate::grading::container::Containers::new(
+                spec,
+                id,
+                &self.scratch,
+            ));
             open.insert(id.to_string(), b.clone());
             return Ok(b);
         }

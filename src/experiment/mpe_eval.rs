@@ -8,8 +8,8 @@
 use crate::experiment::db::{Run, Status};
 use crate::experiment::export::model_name;
 use crate::experiment::file::{Experiment, MpeSettings};
-use crate::mpe::pool::Source;
 use crate::grading::runner::LocalScratch;
+use crate::mpe::pool::Source;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

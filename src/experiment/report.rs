@@ -703,6 +703,7 @@ mod tests {
             error_class: None,
             error: None,
             resolved: Some(resolved),
+            grade_problem: None,
             f2p: test_ok.map(|ok| F2p {
                 fails_on_base: ok,
                 passes_on_golden: true,

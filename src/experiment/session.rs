@@ -141,6 +141,7 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Path) -> Graded) -> 
         error: None,
         resolved: None,
         f2p: None,
+        grade_problem: None,
         finishes: turns.finishes,
         rounds: turns.rounds.len() as u32,
         budget_exhausted: turns.budget_exhausted,
@@ -273,6 +274,7 @@ pub fn apply_grade(run: &mut Run, generation: &Generation, graded: &Graded) {
             run.error = Some(e.clone());
             run.resolved = None;
             run.f2p = None;
+            run.grade_problem = None;
         }
         None => {
             run.status = generation.status;
@@ -280,6 +282,7 @@ pub fn apply_grade(run: &mut Run, generation: &Generation, graded: &Graded) {
             run.error = generation.error.clone();
             run.resolved = graded.resolved;
             run.f2p = graded.f2p;
+            run.grade_problem = graded.problem.clone();
         }
     }
 }
@@ -310,6 +313,7 @@ pub fn control(
         error: None,
         resolved: None,
         f2p: None,
+        grade_problem: None,
         finishes: 0,
         rounds: 0,
         budget_exhausted: false,

@@ -3,6 +3,7 @@
 //! run starts, and an error names the file, the line, the instance and the
 //! field, so a bad record costs nothing already computed.
 
+use crate::grading::status::EvalType;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -12,7 +13,7 @@ const MAX_FILE_BYTES: u64 = 1 << 30;
 
 /// One problem of a benchmark: a repository at a commit, its golden fix and
 /// golden tests.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Instance {
     /// `instance_id`.
     pub id: String,
@@ -41,6 +42,18 @@ pub struct Instance {
     /// `requirements`: pinned requirements (pip's format, text or a list of
     /// lines) the instance's environment is built from.
     pub requirements: Option<String>,
+    /// `log_parser`: how its test log is read (ours or SWE-bench's parser
+    /// name); `None`: SWE-bench's for its repository.
+    pub log_parser: Option<String>,
+    /// `eval_type`: `pass_and_fail` (the default) or `fail_only`.
+    pub eval_type: EvalType,
+    /// `eval_commands`: shell lines run before each test command.
+    pub eval_commands: Vec<String>,
+    /// `pre_install`: shell lines run once when its environment is made.
+    pub pre_install: Vec<String>,
+    /// `install`: shell lines run in a checkout of its base commit, with its
+    /// environment's interpreter first on `PATH`, before any test runs.
+    pub install: Vec<String>,
     /// Where the record is: `file:line`.
     pub place: String,
 }
@@ -193,6 +206,38 @@ impl Fields<'_> {
         })
     }
 
+    /// Shell lines: a list of strings, or one string of lines.
+    fn lines(&mut self, field: &str) -> Vec<String> {
+        match self.map.get(field) {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(s)) => s.lines().map(str::to_string).collect(),
+            Some(Value::Array(items)) if items.iter().all(Value::is_string) => items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
+            Some(_) => {
+                self.fail(
+                    field,
+                    "must be shell lines: a list of strings, or one string",
+                );
+                Vec::new()
+            }
+        }
+    }
+
+    /// An optional string.
+    fn optional_string(&mut self, field: &str) -> Option<String> {
+        match self.map.get(field) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
+            Some(_) => {
+                self.fail(field, "must be a non-empty string");
+                None
+            }
+        }
+    }
+
     fn optional_command(&mut self, field: &str) -> Option<Vec<String>> {
         let argv = match self.map.get(field)? {
             Value::Null => return None,
@@ -288,6 +333,17 @@ pub fn read_instances(path: &Path) -> Result<Vec<Instance>, DatasetError> {
                     None
                 }
             },
+            log_parser: f.optional_string("log_parser"),
+            eval_type: match f.optional_string("eval_type") {
+                None => EvalType::default(),
+                Some(name) => EvalType::of_name(&name).unwrap_or_else(|| {
+                    f.fail("eval_type", "must be `pass_and_fail` or `fail_only`");
+                    EvalType::default()
+                }),
+            },
+            eval_commands: f.lines("eval_commands"),
+            pre_install: f.lines("pre_install"),
+            install: f.lines("install"),
             place: place.clone(),
         };
         if instance.fail_to_pass.is_empty() && map.contains_key("FAIL_TO_PASS") {

@@ -20,9 +20,22 @@ pub fn apply_diff_where(
     base: &dyn Fn(&str) -> Result<Option<String>, String>,
     keep: &dyn Fn(&str) -> bool,
 ) -> Result<BTreeMap<String, String>, String> {
+    Ok(files_of(diff, base, keep, false)?.0)
+}
+
+/// The files a diff leaves, and the paths it deletes (a deleted file, a
+/// renamed file's old name) when `deletes` allows them (else a deletion is
+/// an error): the golden test patch may remove a test file.
+pub fn files_of(
+    diff: &str,
+    base: &dyn Fn(&str) -> Result<Option<String>, String>,
+    keep: &dyn Fn(&str) -> bool,
+    deletes: bool,
+) -> Result<(BTreeMap<String, String>, Vec<String>), String> {
     use critic_sdk::FileStatus;
     let files = critic_sdk::diff::parse(diff).map_err(|e| format!("not a git diff: {e}"))?;
     let mut out = BTreeMap::new();
+    let mut deleted = Vec::new();
     for f in files.into_iter().filter(|f| keep(&f.path)) {
         for path in std::iter::once(&f.path).chain(&f.old_path) {
             crate::host::scratch::relative(path)?;
@@ -34,7 +47,11 @@ pub fn apply_diff_where(
             return Err(format!("{}: binary changes are not supported", f.path));
         }
         if f.status == FileStatus::Deleted {
-            return Err(format!("{}: deletes the file", f.path));
+            if !deletes {
+                return Err(format!("{}: deletes the file", f.path));
+            }
+            deleted.push(f.path.clone());
+            continue;
         }
         let source = match (&f.status, &f.old_path) {
             (FileStatus::Renamed | FileStatus::Copied, Some(old)) => old.clone(),
@@ -46,9 +63,12 @@ pub fn apply_diff_where(
         };
         let new = critic_sdk::diff::apply(&old, &f.hunks)
             .map_err(|e| format!("does not apply to the base: {}: {e}", f.path))?;
+        if deletes && f.status == FileStatus::Renamed {
+            deleted.push(source);
+        }
         out.insert(f.path.clone(), new);
     }
-    Ok(out)
+    Ok((out, deleted))
 }
 
 #[cfg(test)]

@@ -3,7 +3,9 @@
 //! and modules to run, and the requests that run them.
 
 use crate::grading::dataset::Instance;
-use crate::grading::diff_files::{apply_diff, apply_diff_where};
+use crate::grading::diff_files::{apply_diff, files_of};
+use crate::grading::status::EvalType;
+use crate::grading::test_command::TestCommand;
 use crate::workspace::git;
 use critic_sdk::mutants::FixFile;
 use critic_sdk::RunRequest;
@@ -21,6 +23,8 @@ const OUTPUT_BYTES: usize = 4 << 20;
 pub struct TestSet {
     /// Path to content.
     pub files: BTreeMap<String, String>,
+    /// Paths to remove (a test file the golden test patch deletes).
+    pub deleted: Vec<String>,
     /// The test modules passed to the command.
     pub targets: Vec<String>,
     /// The diff that adds them (as a prompt shows it).
@@ -62,10 +66,14 @@ pub struct Prepared {
     pub golden_files: BTreeMap<String, String>,
     /// The golden tests.
     pub golden_tests: TestSet,
-    /// `FAIL_TO_PASS` and `PASS_TO_PASS`.
-    pub golden_ids: Vec<String>,
-    /// The command before the test modules, `{python}` replaced.
-    pub command: Vec<String>,
+    /// `FAIL_TO_PASS`: must pass with the fix.
+    pub fail_to_pass: Vec<String>,
+    /// `PASS_TO_PASS`: must still pass.
+    pub pass_to_pass: Vec<String>,
+    /// How the ids are graded.
+    pub eval_type: EvalType,
+    /// The test command and how its log is read.
+    pub command: TestCommand,
     /// Each run's time limit.
     pub timeout: Duration,
     blobs: Mutex<HashMap<String, Option<String>>>,
@@ -94,30 +102,23 @@ impl Prepared {
                     e.message.trim()
                 )
             })?;
-        let command = instance
-            .test_cmd
-            .clone()
-            .unwrap_or_else(|| {
-                crate::grading::pytest::DEFAULT_COMMAND
-                    .iter()
-                    .map(|s| s.to_string())
-                    .collect()
-            })
-            .into_iter()
-            .map(|a| a.replace("{python}", &python.to_string_lossy()))
-            .collect();
+        let command = TestCommand::new(
+            &instance.repo,
+            instance.test_cmd.as_deref(),
+            instance.log_parser.as_deref(),
+            &instance.eval_commands,
+            python,
+        )
+        .map_err(|e| format!("{at}: {e}"))?;
         let mut prepared = Prepared {
             repo: repo.to_path_buf(),
             base,
             golden: Vec::new(),
             golden_files: BTreeMap::new(),
             golden_tests: TestSet::default(),
-            golden_ids: instance
-                .fail_to_pass
-                .iter()
-                .chain(&instance.pass_to_pass)
-                .cloned()
-                .collect(),
+            fail_to_pass: instance.fail_to_pass.clone(),
+            pass_to_pass: instance.pass_to_pass.clone(),
+            eval_type: instance.eval_type,
             command,
             timeout,
             blobs: Mutex::new(HashMap::new()),
@@ -140,27 +141,53 @@ impl Prepared {
             .collect();
         prepared.golden = golden;
         prepared.golden_files = golden_files;
-        let mut tests = prepared
-            .test_set(&instance.test_patch, |_| true)
-            .map_err(|e| format!("{at}: field `test_patch`: {e}"))?
-            .0;
-        // Ids may name modules the test patch does not touch.
-        for id in &prepared.golden_ids {
-            let module = id.split("::").next().unwrap_or_default().to_string();
-            if is_test_module(&module)
-                && !tests.targets.contains(&module)
-                && (tests.files.contains_key(&module)
-                    || prepared.base_file(&module).ok().flatten().is_some())
-            {
-                tests.targets.push(module);
+        // The golden tests: every file the test patch touches, deletions
+        // included, written over whatever a patch did to them (as
+        // SWE-bench's eval script checks them out and applies the patch).
+        let (files, deleted) = files_of(
+            &instance.test_patch,
+            &|p| prepared.base_file(p),
+            &|_| true,
+            true,
+        )
+        .map_err(|e| format!("{at}: field `test_patch`: {e}"))?;
+        let touched: Vec<String> = critic_sdk::diff::parse(&instance.test_patch)
+            .map(|fs| fs.into_iter().map(|f| f.path).collect())
+            .unwrap_or_default();
+        let mut targets = if prepared.command.format.is_pytest() {
+            touched
+                .iter()
+                .filter(|p| is_test_module(p))
+                .cloned()
+                .collect()
+        } else {
+            prepared.command.directives(&touched)
+        };
+        // Ids may name pytest modules the test patch does not touch.
+        if prepared.command.format.is_pytest() {
+            for id in prepared.fail_to_pass.iter().chain(&prepared.pass_to_pass) {
+                let module = id.split("::").next().unwrap_or_default().to_string();
+                if is_test_module(&module)
+                    && !targets.contains(&module)
+                    && (files.contains_key(&module)
+                        || prepared.base_file(&module).ok().flatten().is_some())
+                {
+                    targets.push(module);
+                }
             }
         }
-        if tests.targets.is_empty() {
+        if targets.is_empty() {
             return Err(format!(
-                "{at}: field `test_patch`: it touches no Python test module and no id of \
+                "{at}: field `test_patch`: it touches no test module and no id of \
                  FAIL_TO_PASS or PASS_TO_PASS names one"
             ));
         }
+        let tests = TestSet {
+            diff: instance.test_patch.clone(),
+            files,
+            deleted,
+            targets,
+        };
         prepared.golden_tests = tests;
         Ok(prepared)
     }
@@ -194,6 +221,20 @@ impl Prepared {
         Ok(text)
     }
 
+    /// Whether the base commit has `path` (a file or a directory).
+    pub fn base_has(&self, path: &str) -> bool {
+        let mut ls = git::command(&self.repo);
+        ls.args([
+            "ls-tree",
+            "--name-only",
+            "--full-tree",
+            &self.base,
+            "--",
+            path,
+        ]);
+        git::run(ls).is_ok_and(|out| !out.is_empty())
+    }
+
     /// The files of `diff` that `keep` accepts, applied to the base, as a
     /// test set; and the paths it did not keep.
     pub fn test_set(
@@ -201,7 +242,7 @@ impl Prepared {
         diff: &str,
         keep: impl Fn(&str) -> bool,
     ) -> Result<(TestSet, Vec<String>), String> {
-        let kept = apply_diff_where(diff, &|p| self.base_file(p), &keep)?;
+        let (kept, _) = files_of(diff, &|p| self.base_file(p), &keep, false)?;
         let ignored: Vec<String> = critic_sdk::diff::parse(diff)
             .map_err(|e| format!("not a git diff: {e}"))?
             .into_iter()
@@ -224,6 +265,7 @@ impl Prepared {
         Ok((
             TestSet {
                 files: kept,
+                deleted: Vec::new(),
                 targets,
                 diff: shown,
             },
@@ -234,6 +276,15 @@ impl Prepared {
     /// A generated test: the test files of a prediction's patch.
     pub fn generated_test(&self, patch: &str) -> Result<(TestSet, Vec<String>), String> {
         self.test_set(patch, is_test_path)
+    }
+
+    /// The golden ids, both lists.
+    pub fn golden_ids(&self) -> Vec<String> {
+        self.fail_to_pass
+            .iter()
+            .chain(&self.pass_to_pass)
+            .cloned()
+            .collect()
     }
 
     /// The request that runs `tests` on the base with `code` written over it.
@@ -248,24 +299,25 @@ impl Prepared {
                 .iter()
                 .map(|(p, t)| (p.clone(), Some(t.clone()))),
         );
-        let mut argv = self.command.clone();
-        argv.extend(tests.targets.iter().cloned());
+        files.extend(tests.deleted.iter().map(|p| (p.clone(), None)));
+        // Pinned for every test run: hash order, time zone and locale
+        // change what some tests see (SWE-bench #602).
+        let mut env: BTreeMap<String, String> = [
+            ("PYTHONDONTWRITEBYTECODE", "1"),
+            ("PYTHONHASHSEED", "0"),
+            ("TZ", "UTC"),
+            ("LC_ALL", "C.UTF-8"),
+            ("LANG", "C.UTF-8"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        env.extend(self.command.env.clone());
         RunRequest {
             patch: None,
             files,
-            argv,
-            // Pinned for every test run: hash order, time zone and locale
-            // change what some tests see (SWE-bench #602).
-            env: [
-                ("PYTHONDONTWRITEBYTECODE", "1"),
-                ("PYTHONHASHSEED", "0"),
-                ("TZ", "UTC"),
-                ("LC_ALL", "C.UTF-8"),
-                ("LANG", "C.UTF-8"),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
+            argv: self.command.argv_for(&tests.targets),
+            env,
             cwd: None,
             timeout_ms: Some(self.timeout.as_millis() as u64),
             output_bytes: Some(OUTPUT_BYTES),

@@ -5,17 +5,26 @@
 //! instance made ready to run from its clone (`instance.rs`, with the
 //! files a diff leaves in `diff_files.rs`), the environments tests run in
 //! (`environment.rs`), where test runs happen and their cache (`runner.rs`:
-//! confined scratch copies; `container.rs`: a fresh container per run), and
-//! how a run's output is read into a status per test id (`pytest.rs`).
+//! confined scratch copies; `container.rs`: a fresh container per run), the
+//! test command and its log format (`test_command.rs`, the ported SWE-bench
+//! parsers in `log_parsers.rs`), pytest's own report of a run
+//! (`pytest_report.rs`), a run's output read into a status per test id and
+//! judged (`record.rs`), and SWE-bench's rules for those statuses
+//! (`status.rs`).
 
 pub mod container;
 pub mod dataset;
 pub mod diff_files;
 pub mod environment;
+pub mod grade;
 pub mod instance;
-pub mod pytest;
+pub mod log_parsers;
+pub mod pytest_report;
+pub mod record;
+pub mod restore;
 pub mod runner;
 pub mod status;
+pub mod test_command;
 
 use std::path::{Path, PathBuf};
 

@@ -6,8 +6,9 @@
 //! (the experiment runner's) implements the same two calls for an image
 //! instead of a clone and an interpreter.
 
+use crate::grading::log_parsers::LogFormat;
+use crate::grading::record::RunRecord;
 use crate::host::scratch::ScratchPool;
-use crate::grading::pytest::RunRecord;
 use critic_sdk::{RunRequest, RunResult};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
@@ -199,8 +200,13 @@ impl CachedRuns {
     }
 
     /// The outcome of every request, running those not yet known (each
-    /// distinct one once) on `backend`.
-    pub fn run(&self, backend: &dyn Backend, requests: &[RunRequest]) -> Vec<RunRecord> {
+    /// distinct one once) on `backend`; their logs are in `format`.
+    pub fn run(
+        &self,
+        backend: &dyn Backend,
+        requests: &[RunRequest],
+        format: LogFormat,
+    ) -> Vec<RunRecord> {
         let keys: Vec<String> = requests
             .iter()
             .map(|r| key(backend.identity(), r))
@@ -222,7 +228,7 @@ impl CachedRuns {
             let batch: Vec<RunRequest> = todo.iter().map(|(_, r)| (*r).clone()).collect();
             let results = backend.run_all(&batch);
             for ((k, _), result) in todo.iter().zip(results) {
-                let record = RunRecord::of(&result);
+                let record = RunRecord::of(&result, format);
                 self.ran.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 *self.ran_ms.lock().unwrap_or_else(|p| p.into_inner()) += record.duration_ms;
                 self.store(k, &record);
@@ -247,10 +253,7 @@ mod tests {
                 .iter()
                 .map(|r| RunResult {
                     exit_code: Some(0),
-                    stdout: format!(
-                        "== short test summary info ==\nPASSED {}::test\n",
-                        r.argv[0]
-                    ),
+                    stdout: format!("{}::test ... ok\n", r.argv[0]),
                     ..RunResult::default()
                 })
                 .collect()
@@ -295,12 +298,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let backend = Counting(AtomicUsize::new(0));
         let cache = CachedRuns::new(Some(dir.path().to_path_buf()));
-        let got = cache.run(&backend, &[req("a"), req("b"), req("a")]);
+        let django = LogFormat::Django;
+        let got = cache.run(&backend, &[req("a"), req("b"), req("a")], django);
         assert_eq!(backend.0.load(Ordering::SeqCst), 2);
         assert_eq!(got[0], got[2]);
-        assert!(got[1].tests.contains_key("b::test"));
+        assert!(got[1].statuses.contains_key("b::test"));
         let again = CachedRuns::new(Some(dir.path().to_path_buf()));
-        let got2 = again.run(&backend, &[req("b"), req("a")]);
+        let got2 = again.run(&backend, &[req("b"), req("a")], django);
         assert_eq!(backend.0.load(Ordering::SeqCst), 2, "nothing ran again");
         assert_eq!(got2[0], got[1]);
     }

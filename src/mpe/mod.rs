@@ -18,15 +18,15 @@ pub mod report;
 pub mod results;
 pub mod store;
 
-use crate::host::llm::{LlmClient, LlmConfig};
-use critic_sdk::mutants::Operator;
 use crate::grading::clone_dir;
 use crate::grading::dataset::{self, Instance, Prediction};
 use crate::grading::instance::{Prepared, TestSet};
-use pool::{Discard, Drawn, Sampler, Source, Subject, Variant};
-use crate::grading::pytest::{judge_files, judge_ids, Judged, RunRecord};
-use results::{Excluded, F2p, Matrix, Pair, Status, Tally, Tau};
+use crate::grading::record::{judge_files, judge_ids, Judged, RunRecord};
 use crate::grading::runner::{Backend, Backends, CachedRuns};
+use crate::host::llm::{LlmClient, LlmConfig};
+use critic_sdk::mutants::Operator;
+use pool::{Discard, Drawn, Sampler, Source, Subject, Variant};
+use results::{Excluded, F2p, Matrix, Pair, Status, Tally, Tau};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -482,8 +482,10 @@ impl Context<'_> {
             requests.push(prepared.request(&empty, &w.test));
             requests.push(prepared.request(&prepared.golden_files, &w.test));
         }
-        let records = self.runs.run(backend.as_ref(), &requests);
-        let why = match judge_ids(&records[0], &prepared.golden_ids) {
+        let records = self
+            .runs
+            .run(backend.as_ref(), &requests, prepared.command.format);
+        let why = match judge_golden(&records[0], &prepared) {
             Judged::Pass => None,
             Judged::Fail { failed } => Some(format!("{} failed", failed.join(", "))),
             Judged::HarnessError { reason } => Some(reason),
@@ -600,7 +602,7 @@ impl Context<'_> {
                 &generator,
                 &format!("running {} variants", variants.len()),
             );
-            let records = self.runs.run(backend, &requests);
+            let records = self.runs.run(backend, &requests, prepared.command.format);
             let mut at = 0;
             for d in drawn {
                 let (operator, sample) = match &d {
@@ -629,7 +631,7 @@ impl Context<'_> {
                     }));
                     continue;
                 }
-                let golden = judge_ids(on_golden, &prepared.golden_ids);
+                let golden = judge_golden(on_golden, prepared);
                 if let Judged::HarnessError { reason } = &golden {
                     tally.discarded += 1;
                     lines.push(json!({
@@ -828,8 +830,23 @@ fn exclusion(run: &RunRecord) -> Option<String> {
     if run.timed_out {
         return Some("timed out".into());
     }
-    run.harness_error()
-        .filter(|_| run.collection_errors.is_empty() && !run.imports_failed())
+    run.harness_error().filter(|_| !run.collection_failed())
+}
+
+/// The golden tests of a run judged by id; a run whose tests did not
+/// import, or that says nothing, is a harness error (a variant that breaks
+/// its repository is no plausible fix).
+fn judge_golden(run: &RunRecord, prepared: &Prepared) -> Judged {
+    if let Some(reason) = run.harness_error() {
+        return Judged::HarnessError { reason };
+    }
+    judge_ids(
+        run,
+        &prepared.fail_to_pass,
+        &prepared.pass_to_pass,
+        prepared.eval_type,
+    )
+    .judged()
 }
 
 fn cell_name(generated: bool, golden: bool) -> &'static str {

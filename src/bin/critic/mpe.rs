@@ -2,9 +2,9 @@
 //! generated tests (see `pluggable_critic::mpe`).
 
 use crate::check::LlmArgs;
+use pluggable_critic::grading::runner::LocalScratch;
 use pluggable_critic::mpe::pool::Source;
 use pluggable_critic::mpe::results::{Pair, Tau};
-use pluggable_critic::grading::runner::LocalScratch;
 use pluggable_critic::mpe::{self, Options, Progress};
 use std::io::IsTerminal;
 use std::path::PathBuf;

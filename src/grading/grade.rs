@@ -1,0 +1,196 @@
+//! Whether one patch resolves an instance: the patch applied to the base
+//! (binary changes left out, as they cannot be applied to text), what
+//! steers the test runner put back (`restore.rs`), the golden test files
+//! written over everything, the instance's test command run, and its log
+//! judged by id under SWE-bench's rules.
+//!
+//! What the patch causes is its own result: a patch that does not apply,
+//! whose tests hang, or whose output contradicts itself resolves nothing,
+//! and says why. Only a run the harness could not make (no scratch copy,
+//! no interpreter) is the harness's failure; a pre-flight of the golden
+//! patch (`critic experiment` grades it first) tells an instance whose
+//! environment is broken from a patch that broke the run.
+
+use crate::grading::instance::Prepared;
+use crate::grading::record::{judge_ids, RunRecord};
+use crate::grading::restore::{self, Restored};
+use crate::grading::runner::Backend;
+use crate::grading::status::IdGrade;
+use critic_sdk::{RunRequest, RunResult};
+use serde::{Deserialize, Serialize};
+
+/// A patch graded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resolution {
+    /// Whether it resolves the instance; `None` when the harness failed.
+    pub resolved: Option<bool>,
+    /// Every golden id: how it was found, its status, whether it succeeded.
+    pub ids: Vec<IdGrade>,
+    /// Why the patch's run says nothing believable (then it resolves
+    /// nothing): it does not apply, timed out, contradicts itself.
+    pub problem: Option<String>,
+    /// Why the harness could not grade it at all.
+    pub infra: Option<String>,
+    /// What steered the test runner and was put back.
+    pub restored: Vec<Restored>,
+    /// What else was done to the patch or read from the run (binary changes
+    /// left out, statuses taken from pytest's report).
+    pub notes: Vec<String>,
+}
+
+/// The graded run, for its logs.
+pub struct Ran {
+    /// What ran.
+    pub request: RunRequest,
+    /// What it did, when it ran.
+    pub result: Option<RunResult>,
+}
+
+/// Grade `patch` on `prepared`, running on `backend`.
+pub fn resolve(prepared: &Prepared, backend: &dyn Backend, patch: &str) -> (Resolution, Ran) {
+    let mut resolution = Resolution {
+        resolved: None,
+        ids: Vec::new(),
+        problem: None,
+        infra: None,
+        restored: Vec::new(),
+        notes: Vec::new(),
+    };
+    let (patch, binary) = without_binary(patch);
+    if !binary.is_empty() {
+        resolution.notes.push(format!(
+            "binary changes left out (a text patch cannot carry them): {}",
+            binary.join(", ")
+        ));
+    }
+    let mut request = prepared.request(&Default::default(), &prepared.golden_tests);
+    let unapplied = |mut r: Resolution, e: String| {
+        r.resolved = Some(false);
+        r.problem = Some(format!("the patch does not apply: {e}"));
+        r
+    };
+    // What steers the runner, read from the patch applied to the base.
+    let patched =
+        |path: &str| -> Result<Option<String>, String> { patched_file(prepared, &patch, path) };
+    let base_has = |path: &str| prepared.base_has(path);
+    let (restores, restored) =
+        match restore::steering(&patch, &|p| prepared.base_file(p), &patched, &base_has) {
+            Ok(r) => r,
+            Err(e) => {
+                return (
+                    unapplied(resolution, e),
+                    Ran {
+                        request,
+                        result: None,
+                    },
+                )
+            }
+        };
+    resolution.restored = restored;
+    request.patch = Some(patch);
+    // Restored files first, the golden tests over them (a test patch that
+    // adds a conftest.py keeps it).
+    let tests = std::mem::take(&mut request.files);
+    request.files = restores;
+    request.files.extend(tests);
+    let result = backend
+        .run_all(std::slice::from_ref(&request))
+        .pop()
+        .unwrap_or_default();
+    if let Some(e) = &result.error {
+        // The scratch copy's own words for a patch it could not apply.
+        if e.starts_with("the patch") || e.starts_with("refused path") {
+            let graded = unapplied(resolution, e.clone());
+            return (
+                graded,
+                Ran {
+                    request,
+                    result: Some(result),
+                },
+            );
+        }
+        resolution.infra = Some(format!("the golden tests could not run: {e}"));
+        return (
+            resolution,
+            Ran {
+                request,
+                result: Some(result),
+            },
+        );
+    }
+    let record = RunRecord::of(&result, prepared.command.format);
+    let judged = judge_ids(
+        &record,
+        &prepared.fail_to_pass,
+        &prepared.pass_to_pass,
+        prepared.eval_type,
+    );
+    resolution.notes.extend(record.notes.iter().cloned());
+    resolution.resolved = Some(judged.resolved);
+    resolution.problem = judged.problem;
+    resolution.ids = judged.ids;
+    (
+        resolution,
+        Ran {
+            request,
+            result: Some(result),
+        },
+    )
+}
+
+/// `patch` without its binary file sections, and the paths they changed.
+pub fn without_binary(patch: &str) -> (String, Vec<String>) {
+    let Ok(files) = critic_sdk::diff::parse(patch) else {
+        return (patch.to_string(), Vec::new());
+    };
+    if !files.iter().any(|f| f.binary) {
+        return (patch.to_string(), Vec::new());
+    }
+    let mut kept = String::new();
+    let mut binary = Vec::new();
+    for (section, file) in critic_sdk::diff::sections(patch).into_iter().zip(&files) {
+        if file.binary {
+            binary.push(file.path.clone());
+        } else {
+            kept.push_str(section);
+        }
+    }
+    (kept, binary)
+}
+
+/// `path` as `patch` leaves it (`None`: absent), from the base.
+fn patched_file(prepared: &Prepared, patch: &str, path: &str) -> Result<Option<String>, String> {
+    let files = critic_sdk::diff::parse(patch).map_err(|e| format!("not a git diff: {e}"))?;
+    let Some(f) = files
+        .iter()
+        .find(|f| f.path == path || f.old_path.as_deref() == Some(path))
+    else {
+        return prepared.base_file(path);
+    };
+    if f.status == critic_sdk::FileStatus::Deleted || f.path != path {
+        return Ok(None);
+    }
+    let source = f.old_path.as_deref().unwrap_or(path);
+    let old = match f.status {
+        critic_sdk::FileStatus::Added => String::new(),
+        _ => prepared.base_file(source)?.unwrap_or_default(),
+    };
+    critic_sdk::diff::apply(&old, &f.hunks)
+        .map(Some)
+        .map_err(|e| format!("{path}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binary_sections_are_left_out_and_named() {
+        let text = "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n";
+        let binary = "diff --git a/logo.png b/logo.png\nnew file mode 100644\nindex 0000000..e69de29\nBinary files /dev/null and b/logo.png differ\n";
+        let (kept, left) = without_binary(&format!("{text}{binary}"));
+        assert_eq!(kept, text);
+        assert_eq!(left, ["logo.png"]);
+        assert_eq!(without_binary(text), (text.to_string(), vec![]));
+    }
+}
