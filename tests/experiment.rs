@@ -1578,9 +1578,20 @@ fn a_hostile_agent_cannot_pass_for_a_result_or_make_the_runner_write_through_lin
         shadow["resolved"], false,
         "a forged pytest resolves nothing: {shadow}"
     );
-    assert!(lab
-        .path("out/runs/acme__textutil-1/fix-only/0/grade/refused.txt")
-        .is_file());
+    // It was put back (removed) before grading, and the record says so.
+    let golden: Value = serde_json::from_slice(
+        &std::fs::read(lab.path("out/runs/acme__textutil-1/fix-only/0/grade/golden.json")).unwrap(),
+    )
+    .unwrap();
+    let restored = &golden["grade"]["restored"];
+    assert_eq!(restored[0]["path"], "pytest.py", "{golden}");
+    assert!(
+        restored[0]["why"]
+            .as_str()
+            .unwrap()
+            .contains("stand in for the runner"),
+        "{restored}"
+    );
     let broken = &r[&key("stats", "fix-only")];
     assert_eq!(broken["status"], "agent_fail", "{broken}");
     assert_eq!(broken["error"]["class"], "workspace_broken");

@@ -155,6 +155,74 @@ impl SkillCritic {
         }
     }
 
+    /// [`SkillCritic::config_problems`] of the skill in `dir`, loaded on
+    /// `runtime` (native detectors only with `allow_native`).
+    pub fn config_problems_of(
+        dir: &std::path::Path,
+        runtime: &Runtime,
+        allow_native: bool,
+    ) -> Result<Vec<(String, String)>, Error> {
+        let skill = crate::skill::load(dir)?;
+        let state = tempfile::tempdir()
+            .map_err(|e| Error::Internal(format!("cannot make a directory: {e}")))?;
+        let mut request = CheckRequest::new(dir, state.path());
+        request.host.allow_native = allow_native;
+        SkillCritic::new(skill, runtime, StateStore::new(state.path()), &request)?.config_problems()
+    }
+
+    /// Every signal's configuration as its detector reads it: each detector
+    /// is called once on an empty finish with every capability denied (so
+    /// nothing runs, reads or calls a model), and an error it reports about
+    /// its `config` is returned as `(signal, message)`. The SDKs' config
+    /// readers word those errors `invalid config ...` (`config_as`) or
+    /// `config.<key>: ...` (`arms::config`); a detector that reads its
+    /// config only on some finishes is checked only as far as an empty one
+    /// gets.
+    pub fn config_problems(&self) -> Result<Vec<(String, String)>, Error> {
+        let workspace = tempfile::tempdir()
+            .map_err(|e| Error::Internal(format!("cannot make a directory: {e}")))?;
+        let finish = Finish {
+            events: Arc::from(Vec::new()),
+            patch: critic_sdk::Patch::default(),
+            workspace: workspace.path().to_path_buf(),
+            session: "config-check".into(),
+            transcript: None,
+        };
+        let states = vec![Value::Null; self.detectors.len()];
+        let inputs = self.inputs(&states, &finish, &self.info(), 1)?;
+        let m = &self.skill.manifest;
+        let mut problems = Vec::new();
+        for (i, (signal, detector)) in m.signals.iter().zip(self.detectors.iter()).enumerate() {
+            let ctx = CallContext {
+                skill: m.name.clone(),
+                signal: signal.name.clone(),
+                grants: Grants::new(&[], &[]),
+                workspace: finish.workspace.clone(),
+                events: Arc::new(EventFeed::with_transcript(finish.events.clone(), None)),
+                logs: Default::default(),
+                runner: Arc::new(Runner::new(
+                    finish.workspace.clone(),
+                    String::new(),
+                    Some(1),
+                    true,
+                )),
+                llm: Arc::new(LlmClient::new(None)),
+                deadline: Instant::now() + signal.timeout,
+            };
+            if let Err(DetectorError::Reported(message)) =
+                detector.call(&inputs[i], &self.limits(signal), &ctx)
+            {
+                let config = message.starts_with("invalid config")
+                    || message.starts_with("config.")
+                    || message.starts_with("config:");
+                if config {
+                    problems.push((signal.name.clone(), message));
+                }
+            }
+        }
+        Ok(problems)
+    }
+
     /// Whether signals may run ahead of the gates before them, all at once:
     /// only when every detector is a sandboxed component and the skill holds
     /// no capability with effects outside the call. The harness still walks

@@ -110,6 +110,28 @@ pub fn prepare(arm: &Arm, dest: &Path) -> Result<Prepared, String> {
     })
 }
 
+/// Every signal config of `arm`'s skill copy that its detector refuses,
+/// each naming the experiment `file`, the arm and the signal: checked
+/// before anything runs, so a misspelt key is not a run's error later.
+pub fn config_problems(
+    arm: &Prepared,
+    file: &Path,
+    runtime: &crate::detector::wasm::Runtime,
+) -> Result<Vec<String>, String> {
+    let problems = crate::SkillCritic::config_problems_of(&arm.skill, runtime, false)
+        .map_err(|e| format!("arm {}: cannot check its config: {e}", arm.name))?;
+    Ok(problems
+        .into_iter()
+        .map(|(signal, message)| {
+            format!(
+                "{}: arm `{}`: signal `{signal}`: {message}",
+                file.display(),
+                arm.name
+            )
+        })
+        .collect())
+}
+
 /// Deep-merge `patch` into `target`: mappings merge key by key, anything
 /// else replaces.
 fn merge(target: &mut Value, patch: &Value) {

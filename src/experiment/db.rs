@@ -148,6 +148,8 @@ CREATE TABLE IF NOT EXISTS rounds (
   turn_exit INTEGER, turn_s REAL NOT NULL, verdict TEXT NOT NULL,
   budget_exhausted INTEGER NOT NULL, followup TEXT,
   PRIMARY KEY (instance_id, arm, sample, round));
+CREATE TABLE IF NOT EXISTS instances (
+  instance_id TEXT NOT NULL PRIMARY KEY, broken INTEGER NOT NULL, reason TEXT, log_tail TEXT);
 CREATE TABLE IF NOT EXISTS attempts (
   instance_id TEXT NOT NULL, arm TEXT NOT NULL, sample INTEGER NOT NULL, attempt INTEGER NOT NULL,
   status TEXT NOT NULL, error_class TEXT, error TEXT, duration_s REAL NOT NULL,
@@ -363,6 +365,14 @@ impl Db {
                         [],
                     )?;
                 }
+                // A shard's pre-flight of an instance: a broken one stays so.
+                tx.execute(
+                    "INSERT INTO main.instances SELECT * FROM other.instances WHERE true \
+                     ON CONFLICT(instance_id) DO UPDATE SET broken = max(broken, excluded.broken), \
+                     reason = coalesce(reason, excluded.reason), \
+                     log_tail = coalesce(log_tail, excluded.log_tail)",
+                    [],
+                )?;
                 tx.commit()?;
             }
             Ok(clashes)
@@ -440,6 +450,58 @@ impl Db {
                     attempt: r.get(3)?,
                     status: r.get(4)?,
                     error_class: r.get(5)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+}
+
+/// An instance whose golden patch the pre-flight could not grade resolved:
+/// its environment or record is broken, and its runs are not made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Broken {
+    /// The instance.
+    pub instance_id: String,
+    /// Why.
+    pub reason: String,
+    /// The end of its grading run's log (console, summary, pytest's report).
+    pub log_tail: String,
+}
+
+impl Db {
+    /// Record the pre-flight of `instance_id`: `None` when its golden patch
+    /// resolved it.
+    pub fn set_preflight(&self, instance_id: &str, broken: Option<&Broken>) -> Result<(), DbError> {
+        self.conn()
+            .execute(
+                "INSERT OR REPLACE INTO instances VALUES (?1, ?2, ?3, ?4)",
+                params![
+                    instance_id,
+                    broken.is_some(),
+                    broken.map(|b| &b.reason),
+                    broken.map(|b| &b.log_tail)
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Every instance the last pre-flight found broken, in id order.
+    pub fn broken(&self) -> Result<Vec<Broken>, DbError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare(
+                "SELECT instance_id, reason, log_tail FROM instances WHERE broken \
+                 ORDER BY instance_id",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(Broken {
+                    instance_id: r.get(0)?,
+                    reason: r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                    log_tail: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
                 })
             })
             .map_err(|e| self.err(e))?;

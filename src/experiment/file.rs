@@ -2,6 +2,7 @@
 //! then resolved (paths made absolute against the file's directory, each arm's
 //! skill loaded) with every problem reported at its line and column.
 
+use crate::grading::dataset::Instance;
 use crate::skill::schema::{self, BundledSchema};
 use crate::skill::yaml::{self, Located, Position};
 use crate::skill::{Issue, Issues};
@@ -56,6 +57,9 @@ pub struct Experiment {
     pub budget: Budget,
     /// Each grading run's limit.
     pub test_timeout: Duration,
+    /// How each repository's tests run and their environments are made:
+    /// repository, then version (`*`: any).
+    pub environments: BTreeMap<String, BTreeMap<String, Environment>>,
     /// The containers `--env container` grades in (default: SWE-bench's
     /// images).
     pub container: crate::grading::container::Spec,
@@ -63,6 +67,60 @@ pub struct Experiment {
     pub evaluate_mpe: Option<MpeSettings>,
     /// The file as JSON with its paths resolved (the manifest records it).
     pub resolved: Value,
+}
+
+/// How one repository's (or version's) tests run and environment is made;
+/// an instance's own fields win over these.
+#[derive(Debug, Clone, Default)]
+pub struct Environment {
+    /// The base interpreter (or, with nothing to build, the interpreter).
+    pub python: Option<PathBuf>,
+    /// The environment's build.
+    pub spec: crate::grading::environment::Spec,
+    /// Shell lines run before each grading test command.
+    pub eval_commands: Vec<String>,
+    /// The test command before the test files.
+    pub test_cmd: Option<Vec<String>>,
+    /// How its log is read.
+    pub log_parser: Option<String>,
+}
+
+impl Experiment {
+    /// The environment block for `instance`: its repository's, for its
+    /// version or `*`.
+    pub fn environment_of(&self, instance: &Instance) -> Option<&Environment> {
+        let versions = self.environments.get(&instance.repo)?;
+        instance
+            .version
+            .as_deref()
+            .and_then(|v| versions.get(v))
+            .or_else(|| versions.get("*"))
+    }
+
+    /// `instance` with what its environment block gives and its record
+    /// does not.
+    pub fn with_environment(&self, mut instance: Instance) -> Instance {
+        if let Some(env) = self.environment_of(&instance) {
+            let fill = |mine: &mut Vec<String>, theirs: &Vec<String>| {
+                if mine.is_empty() {
+                    *mine = theirs.clone();
+                }
+            };
+            fill(&mut instance.pre_install, &env.spec.pre_install);
+            fill(&mut instance.install, &env.spec.install);
+            fill(&mut instance.eval_commands, &env.eval_commands);
+            if instance.requirements.is_none() {
+                instance.requirements = env.spec.requirements.clone();
+            }
+            if instance.test_cmd.is_none() {
+                instance.test_cmd = env.test_cmd.clone();
+            }
+            if instance.log_parser.is_none() {
+                instance.log_parser = env.log_parser.clone();
+            }
+        }
+        instance
+    }
 }
 
 /// Instance selection.
@@ -261,6 +319,8 @@ struct Raw {
     budget: RawBudget,
     test_timeout: Option<DurationSpec>,
     #[serde(default)]
+    environments: BTreeMap<String, BTreeMap<String, RawEnvironment>>,
+    #[serde(default)]
     container: RawContainer,
     #[serde(default)]
     evaluate: RawEvaluate,
@@ -269,6 +329,20 @@ struct Raw {
 #[derive(Deserialize, Default)]
 struct RawEvaluate {
     mpe: Option<Value>,
+}
+
+#[derive(Deserialize, Default)]
+struct RawEnvironment {
+    python: Option<String>,
+    #[serde(default)]
+    pre_install: Vec<String>,
+    requirements: Option<Value>,
+    #[serde(default)]
+    install: Vec<String>,
+    #[serde(default)]
+    eval_commands: Vec<String>,
+    test_cmd: Option<Value>,
+    log_parser: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -435,6 +509,104 @@ impl Checker<'_> {
         path
     }
 
+    /// An interpreter: a path relative to the file, or a bare name looked
+    /// up on PATH, as a shell would.
+    fn interpreter(&mut self, field: &str, p: &str) -> PathBuf {
+        let at = if p.contains('/') {
+            Some(self.path(p))
+        } else {
+            on_path(p)
+        };
+        match at {
+            Some(at) if at.is_file() => at,
+            _ => {
+                self.issue(
+                    field,
+                    format!(
+                        "{p} is not a file{} (give an interpreter's path, or a name on PATH)",
+                        if p.contains('/') { "" } else { " on PATH" }
+                    ),
+                );
+                self.path(p)
+            }
+        }
+    }
+
+    /// The `environments` block, each entry checked.
+    fn environments(
+        &mut self,
+        raw: BTreeMap<String, BTreeMap<String, RawEnvironment>>,
+    ) -> BTreeMap<String, BTreeMap<String, Environment>> {
+        let mut out = BTreeMap::new();
+        for (repo, versions) in raw {
+            let mut resolved = BTreeMap::new();
+            for (version, e) in versions {
+                let at = format!("/environments/{repo}/{version}");
+                let python = e
+                    .python
+                    .as_deref()
+                    .map(|p| self.interpreter(&format!("{at}/python"), p));
+                let requirements = match e.requirements {
+                    None => None,
+                    Some(Value::String(s)) => Some(s),
+                    Some(Value::Array(lines)) => Some(
+                        lines
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .map(|l| format!("{l}\n"))
+                            .collect(),
+                    ),
+                    Some(_) => None,
+                };
+                let test_cmd = match e.test_cmd {
+                    None => None,
+                    Some(Value::String(s)) => match shlex::split(&s) {
+                        Some(words) if !words.is_empty() => Some(words),
+                        _ => {
+                            self.issue(&format!("{at}/test_cmd"), "is not a valid shell word list");
+                            None
+                        }
+                    },
+                    Some(Value::Array(words)) => Some(
+                        words
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_string)
+                            .collect(),
+                    ),
+                    Some(_) => None,
+                };
+                if let Some(name) = &e.log_parser {
+                    if crate::grading::log_parsers::LogFormat::of_name(name).is_none() {
+                        self.issue(
+                            &format!("{at}/log_parser"),
+                            format!(
+                                "`{name}` is not a log format grading reads; it reads {}",
+                                crate::grading::log_parsers::LogFormat::names().join(", ")
+                            ),
+                        );
+                    }
+                }
+                resolved.insert(
+                    version,
+                    Environment {
+                        python,
+                        spec: crate::grading::environment::Spec {
+                            pre_install: e.pre_install,
+                            requirements,
+                            install: e.install,
+                        },
+                        eval_commands: e.eval_commands,
+                        test_cmd,
+                        log_parser: e.log_parser,
+                    },
+                );
+            }
+            out.insert(repo, resolved);
+        }
+        out
+    }
+
     fn duration(&mut self, field: &str, spec: Option<DurationSpec>, default: Duration) -> Duration {
         match spec.map(|s| s.get()) {
             None => default,
@@ -449,27 +621,10 @@ impl Checker<'_> {
     fn resolve(&mut self, raw: Raw, path: &Path) -> Experiment {
         let instances = self.existing("/instances", &raw.instances, false);
         let repos = self.existing("/repos", &raw.repos, true);
-        let python = raw.python.as_deref().map(|p| {
-            // A bare name is looked up on PATH, as a shell would.
-            let at = if p.contains('/') {
-                Some(self.path(p))
-            } else {
-                on_path(p)
-            };
-            match at {
-                Some(at) if at.is_file() => at,
-                _ => {
-                    self.issue(
-                        "/python",
-                        format!(
-                            "{p} is not a file{} (give an interpreter's path, or a name on PATH)",
-                            if p.contains('/') { "" } else { " on PATH" }
-                        ),
-                    );
-                    self.path(p)
-                }
-            }
-        });
+        let python = raw
+            .python
+            .as_deref()
+            .map(|p| self.interpreter("/python", p));
         let slice = match raw.filter.slice.as_deref() {
             None => (None, None),
             Some(s) => {
@@ -590,6 +745,7 @@ impl Checker<'_> {
             total_cost: raw.budget.total_cost,
         };
         let test_timeout = self.duration("/test_timeout", raw.test_timeout, DEFAULT_TEST_TIMEOUT);
+        let environments = self.environments(raw.environments);
         let mut resolved = self.doc.value.clone();
         let absolute = |p: &Path| Value::String(p.to_string_lossy().into_owned());
         resolved["instances"] = absolute(&instances);
@@ -602,6 +758,13 @@ impl Checker<'_> {
         }
         if let Some(p) = &agent.program {
             resolved["agent"]["program"] = absolute(p);
+        }
+        for (repo, versions) in &environments {
+            for (version, env) in versions {
+                if let Some(p) = &env.python {
+                    resolved["environments"][repo][version]["python"] = absolute(p);
+                }
+            }
         }
         for arm in &arms {
             resolved["arms"][&arm.name]["skill"] = absolute(&arm.skill);
@@ -626,6 +789,7 @@ impl Checker<'_> {
             seed: raw.seed.unwrap_or(0),
             budget,
             test_timeout,
+            environments,
             container: {
                 let d = crate::grading::container::Spec::default();
                 crate::grading::container::Spec {

@@ -216,6 +216,9 @@ pub struct Finished {
     pub mpe_error: Option<String>,
     /// Every run of this shard as stored, in key order.
     pub runs: Vec<Run>,
+    /// Instances whose golden patch did not resolve them: their runs were
+    /// not made.
+    pub broken: Vec<db::Broken>,
 }
 
 impl Finished {
@@ -231,23 +234,29 @@ impl Finished {
 /// An instance ready to run: its record, clone, interpreter and grading
 /// preparation.
 pub struct Ready {
-    /// The record.
+    /// The record, with what the experiment's `environments` give it.
     pub instance: Instance,
-    /// Its clone.
+    /// The user's clone (workspaces are cloned from it).
     pub repo: PathBuf,
+    /// The commit runs start from and patches are taken against: the base
+    /// commit, or the environment commit an install made on top of it.
+    pub base: String,
     /// Its interpreter.
     pub python: PathBuf,
-    /// Its golden fix and tests, read from the clone.
+    /// Its golden fix and tests, read from the grader's copy.
     pub prepared: Arc<Prepared>,
 }
 
 /// The instances of `exp` after its filter, each made ready; every problem
-/// found, each naming its record and field. An instance that pins its
-/// requirements gets its environment under `envs` (see [`env`]); without
-/// `envs` (a check before submitting), its requirements are not built.
+/// found, each naming its record and field. With an output directory
+/// `out`, each gets its environment built under `OUT/envs` (see
+/// [`crate::grading::environment`]) and its base commit copied into the
+/// grader's own copy under `OUT/repos` (see
+/// [`crate::grading::private_copy`]); without one (a check before
+/// submitting), nothing is built or copied.
 pub fn instances(
     exp: &Experiment,
-    envs: Option<&Path>,
+    out: Option<&Path>,
     env: &Environment,
 ) -> Result<Vec<Ready>, ExperimentError> {
     let mut all = dataset::read_instances(&exp.instances)
@@ -272,78 +281,121 @@ pub fn instances(
     let end = end.unwrap_or(all.len()).min(all.len());
     let start = start.unwrap_or(0).min(end);
     let mut problems = Vec::new();
-    let mut out = Vec::new();
+    let mut ready = Vec::new();
     let mut checked = BTreeMap::new();
+    let mut copies = std::collections::BTreeSet::new();
     for inst in all.drain(start..end) {
-        let repo = crate::grading::clone_dir(&exp.repos, &inst.repo);
-        if !repo.join(".git").exists() && !repo.join("HEAD").is_file() {
-            problems.push(format!(
-                "{}: field `repo`: no clone of {} at {} (clones are <owner>__<name> under `repos`)",
-                inst.place,
-                inst.repo,
-                repo.display()
-            ));
-            continue;
-        }
-        let built = match (&inst.python, &inst.requirements, envs) {
-            (None, Some(requirements), Some(root)) => {
-                let base = exp
-                    .python
-                    .clone()
-                    .unwrap_or_else(|| PathBuf::from("python3"));
-                match crate::grading::environment::python_for(&inst, requirements, &base, root) {
-                    Ok(p) => Some(p),
-                    Err(e) => {
-                        problems.push(e);
-                        continue;
-                    }
+        let inst = exp.with_environment(inst);
+        match one_instance(exp, inst, out, env, &mut checked) {
+            Ok(r) => {
+                if let Some(out) = out {
+                    copies.insert(crate::grading::private_copy::dir(
+                        &out.join("repos"),
+                        &r.instance.repo,
+                    ));
                 }
+                ready.push(r);
             }
-            // Checked, not built: the interpreter it would be built from.
-            (None, Some(_), None) => Some(
-                exp.python
-                    .clone()
-                    .unwrap_or_else(|| PathBuf::from("python3")),
-            ),
-            _ => None,
-        };
-        let Some(python) = inst.python.clone().or(built).or_else(|| exp.python.clone()) else {
-            problems.push(format!(
-                "{}: no interpreter: give `python` in {} or the record",
-                inst.place,
-                exp.path.display()
-            ));
-            continue;
-        };
-        // A golden patch that does not apply is the dataset's error, found
-        // before any agent runs.
-        // Grading runs `python -m pytest`: an interpreter without it would
-        // make every run an infrastructure error after its agent ran.
-        if *env == Environment::Local && inst.test_cmd.is_none() {
-            if let Err(e) = has_pytest(&python, &mut checked) {
-                problems.push(format!("{}: {e}", inst.place));
-                continue;
-            }
-        }
-        // In a container, tests run with the image's own interpreter.
-        let grading_python = match env {
-            Environment::Local => python.clone(),
-            Environment::Container(_) => PathBuf::from("python"),
-        };
-        match Prepared::new(&inst, &repo, &grading_python, exp.test_timeout) {
-            Ok(prepared) => out.push(Ready {
-                instance: inst,
-                repo,
-                python,
-                prepared: Arc::new(prepared),
-            }),
             Err(e) => problems.push(e),
+        }
+    }
+    for copy in &copies {
+        if let Err(e) = crate::grading::private_copy::verify(copy) {
+            problems.push(e);
         }
     }
     if !problems.is_empty() {
         return Err(ExperimentError::Input(problems.join("\n")));
     }
-    Ok(out)
+    Ok(ready)
+}
+
+/// One instance made ready (see [`instances`]).
+fn one_instance(
+    exp: &Experiment,
+    inst: Instance,
+    out: Option<&Path>,
+    env: &Environment,
+    checked: &mut BTreeMap<PathBuf, Result<(), String>>,
+) -> Result<Ready, String> {
+    use crate::grading::{environment, private_copy};
+    let repo = crate::grading::clone_dir(&exp.repos, &inst.repo);
+    if !repo.join(".git").exists() && !repo.join("HEAD").is_file() {
+        return Err(format!(
+            "{}: field `repo`: no clone of {} at {} (clones are <owner>__<name> under `repos`)",
+            inst.place,
+            inst.repo,
+            repo.display()
+        ));
+    }
+    let spec = environment::Spec::of(&inst);
+    let base_python = exp
+        .environment_of(&inst)
+        .and_then(|e| e.python.clone())
+        .or_else(|| exp.python.clone());
+    let python = match (&inst.python, spec.builds(), out) {
+        (Some(own), _, _) => own.clone(),
+        (None, true, Some(out)) => environment::python_for(
+            &inst,
+            &spec,
+            &base_python.unwrap_or_else(|| PathBuf::from("python3")),
+            &out.join("envs"),
+        )?,
+        // Checked, not built: the interpreter it would be built from.
+        (None, true, None) => base_python.unwrap_or_else(|| PathBuf::from("python3")),
+        (None, false, _) => base_python.ok_or_else(|| {
+            format!(
+                "{}: no interpreter: give `python` in {} or the record",
+                inst.place,
+                exp.path.display()
+            )
+        })?,
+    };
+    // The grader's copy, and the install's commit on top of the base.
+    let (graded_repo, base) = match out {
+        Some(out) => {
+            let copy = private_copy::dir(&out.join("repos"), &inst.repo);
+            let base = private_copy::fetch(&repo, &inst.base_commit, &copy)
+                .map_err(|e| format!("{}: field `base_commit`: {e}", inst.place))?;
+            let base = if !spec.install.is_empty() && *env == Environment::Local {
+                environment::install(&inst, &spec, &python, &copy, &base)?
+            } else {
+                base
+            };
+            (copy, base)
+        }
+        None => (repo.clone(), inst.base_commit.clone()),
+    };
+    // Grading runs the tests through pytest when their log is pytest's: an
+    // interpreter without it would make every run an infrastructure error
+    // after its agent ran.
+    let format = inst
+        .log_parser
+        .as_deref()
+        .and_then(crate::grading::log_parsers::LogFormat::of_name)
+        .unwrap_or_else(|| crate::grading::log_parsers::LogFormat::for_repo(&inst.repo));
+    if *env == Environment::Local && format.is_pytest() && !(spec.builds() && out.is_none()) {
+        has_pytest(&python, checked).map_err(|e| format!("{}: {e}", inst.place))?;
+    }
+    // In a container, tests run with the image's own interpreter.
+    let grading_python = match env {
+        Environment::Local => python.clone(),
+        Environment::Container(_) => PathBuf::from("python"),
+    };
+    let prepared = Prepared::at(
+        &inst,
+        &graded_repo,
+        &base,
+        &grading_python,
+        exp.test_timeout,
+    )?;
+    Ok(Ready {
+        base: prepared.base.clone(),
+        instance: inst,
+        repo,
+        python,
+        prepared: Arc::new(prepared),
+    })
 }
 
 /// Whether `python` can import pytest (asked once per interpreter).
@@ -382,7 +434,7 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         ..opts.clone()
     };
     let exp = file::load(&opts.file)?;
-    let instances = instances(&exp, Some(&opts.output_dir.join("envs")), &opts.env)?;
+    let instances = instances(&exp, Some(&opts.output_dir), &opts.env)?;
     // Agents and workspaces must not outlive an interrupted experiment.
     crate::sys::interrupt::arm();
     let out = &opts.output_dir;
@@ -397,7 +449,20 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         .iter()
         .map(|a| arm::prepare(a, &staging.join(&a.name).join("skill")))
         .collect();
-    let mut arms = match staged {
+    let mut arms = match staged.and_then(|arms| {
+        // Every arm's config as its detectors read it, before anything runs.
+        let runtime = crate::Runtime::new(crate::detector::wasm::cache::default_dir().as_deref())
+            .map_err(|e| e.to_string())?;
+        let mut problems = Vec::new();
+        for a in &arms {
+            problems.extend(arm::config_problems(a, &exp.path, &runtime)?);
+        }
+        if problems.is_empty() {
+            Ok(arms)
+        } else {
+            Err(problems.join("\n"))
+        }
+    }) {
         Ok(a) => a,
         Err(e) => {
             let _ = crate::sys::remove_tree::remove_tree(&staging);
@@ -462,7 +527,6 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
             None => pending.push((key.clone(), 0)),
         }
     }
-    progress.start(keys.len(), pending.len());
     let work_dir = out.join("work");
     let check_flags: Vec<String> = opts
         .unconfined_runs
@@ -483,6 +547,10 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         opts.env.clone(),
         out.join("container-input"),
     );
+    // Before any agent runs, each instance's golden patch must resolve it:
+    // one that does not is a broken instance, whose runs are not made.
+    let broken = preflight(&instances, &mut pending, &graders, &db, out, opts.workers)?;
+    progress.start(keys.len(), pending.len());
     let failures: Mutex<Vec<ExperimentError>> = Mutex::new(Vec::new());
     // The global cost cap: what stored runs cost, and each run as it ends.
     let cost: Mutex<f64> = Mutex::new(db.runs()?.iter().filter_map(|r| r.cost).sum());
@@ -520,6 +588,8 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
                         dir,
                         python: python.clone(),
                         repo: repo.clone(),
+                        copy: ready.prepared.repo.clone(),
+                        base: ready.base.clone(),
                         attempt,
                     };
                     session::run(&ctx, &job, &grader)
@@ -568,7 +638,8 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         )
         .err()
     });
-    report::write(out, &record, &db.runs()?, None).map_err(ExperimentError::Output)?;
+    report::write(out, &record, &db.runs()?, &db.broken()?, None)
+        .map_err(ExperimentError::Output)?;
     let not_started = not_started.into_inner();
     Ok(Finished {
         total: keys.len(),
@@ -576,7 +647,47 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         not_started,
         runs,
         mpe_error,
+        broken,
     })
+}
+
+/// The pre-flight: each instance with runs in `pending` graded on its
+/// golden patch, the outcome stored; the broken ones (and their pending
+/// runs) taken out of `pending` and returned.
+fn preflight(
+    instances: &[Ready],
+    pending: &mut Vec<(RunKey, u32)>,
+    graders: &Graders,
+    db: &Db,
+    out: &Path,
+    workers: usize,
+) -> Result<Vec<db::Broken>, ExperimentError> {
+    let wanted: Vec<&Ready> = instances
+        .iter()
+        .filter(|r| pending.iter().any(|(k, _)| k.instance_id == r.instance.id))
+        .collect();
+    let checked = crate::sys::parallel::map(wanted.len(), workers.max(1), |i| {
+        let ready = wanted[i];
+        let dir = out
+            .join("preflight")
+            .join(crate::sys::path_name::slug(&ready.instance.id));
+        graders.preflight(ready, &dir)
+    });
+    let mut broken = Vec::new();
+    for (ready, outcome) in wanted.iter().zip(checked) {
+        db.set_preflight(&ready.instance.id, outcome.as_ref())?;
+        if let Some(b) = outcome {
+            pending.retain(|(k, _)| {
+                let keep = k.instance_id != b.instance_id;
+                if !keep {
+                    graders.done(&k.instance_id);
+                }
+                keep
+            });
+            broken.push(b);
+        }
+    }
+    Ok(broken)
 }
 
 /// How `critic experiment grade` grades again.
@@ -603,7 +714,7 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
     crate::sys::interrupt::arm();
     let _lock = manifest::lock(out).map_err(ExperimentError::Output)?;
     let environment = Environment::of_manifest(&manifest);
-    let instances = instances(&exp, Some(&out.join("envs")), &environment)?;
+    let instances = instances(&exp, Some(out), &environment)?;
     let db = Db::open(&out.join("results.sqlite"))?;
     let mut tests = BTreeMap::new();
     for a in &exp.arms {
@@ -631,8 +742,7 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
                 .is_file()
         })
         .collect();
-    progress.start(runs.len(), runs.len());
-    let pending: Vec<(RunKey, u32)> = runs.iter().map(|r| (r.key.clone(), 0)).collect();
+    let mut pending: Vec<(RunKey, u32)> = runs.iter().map(|r| (r.key.clone(), 0)).collect();
     let graders = Graders::new(
         &pending,
         opts.workers,
@@ -640,6 +750,13 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
         environment.clone(),
         out.join("container-input"),
     );
+    // A broken instance's runs keep their grades: nothing can grade them.
+    let broken = preflight(&instances, &mut pending, &graders, &db, out, opts.workers)?;
+    let runs: Vec<Run> = runs
+        .into_iter()
+        .filter(|r| pending.iter().any(|(k, _)| *k == r.key))
+        .collect();
+    progress.start(runs.len(), runs.len());
     let failures: Mutex<Vec<ExperimentError>> = Mutex::new(Vec::new());
     crate::sys::parallel::map(runs.len(), opts.workers.max(1), |i| {
         let mut run = runs[i].clone();
@@ -680,13 +797,14 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
     }
     let all = db.runs()?;
     export::write(out, &exp.name, &all).map_err(ExperimentError::Output)?;
-    report::write(out, &manifest, &all, None).map_err(ExperimentError::Output)?;
+    report::write(out, &manifest, &all, &db.broken()?, None).map_err(ExperimentError::Output)?;
     Ok(Finished {
         total: all.len(),
         ran: runs.len(),
         not_started: 0,
         runs: all,
         mpe_error: None,
+        broken,
     })
 }
 
@@ -710,7 +828,8 @@ fn read_manifest(out: &Path) -> Result<serde_json::Value, ExperimentError> {
 pub fn report(out: &Path, baseline: Option<&str>) -> Result<report::Summary, ExperimentError> {
     let manifest = read_manifest(out)?;
     let db = Db::open(&out.join("results.sqlite"))?;
-    report::write(out, &manifest, &db.runs()?, baseline).map_err(ExperimentError::Output)
+    report::write(out, &manifest, &db.runs()?, &db.broken()?, baseline)
+        .map_err(ExperimentError::Output)
 }
 
 /// `OUT/runs/<instance>/<arm>/<sample>`.
@@ -796,7 +915,12 @@ impl Graders {
         let logs = dir.join("grade");
         let _ = std::fs::create_dir_all(&logs);
         let id = &ready.instance.id;
-        match self.backend(id, &ready.repo, &ready.prepared.base, &ready.python) {
+        match self.backend(
+            id,
+            &ready.prepared.repo,
+            &ready.prepared.base,
+            &ready.python,
+        ) {
             Ok(backend) => grade::grade(
                 &ready.prepared,
                 backend.as_ref(),
@@ -810,6 +934,70 @@ impl Graders {
                 ..Default::default()
             },
         }
+    }
+
+    /// Grade `ready`'s golden patch, its log under `dir`: `None` when it
+    /// resolves the instance, else why not and the end of its log.
+    fn preflight(&self, ready: &Ready, dir: &Path) -> Option<db::Broken> {
+        let id = &ready.instance.id;
+        let broken = |reason: String, log_tail: String| db::Broken {
+            instance_id: id.clone(),
+            reason,
+            log_tail,
+        };
+        let backend = match self.backend(
+            id,
+            &ready.prepared.repo,
+            &ready.prepared.base,
+            &ready.python,
+        ) {
+            Ok(b) => b,
+            Err(e) => return Some(broken(e, String::new())),
+        };
+        let (resolution, ran) = crate::grading::grade::resolve(
+            &ready.prepared,
+            backend.as_ref(),
+            &ready.instance.patch,
+        );
+        if std::fs::create_dir_all(dir).is_ok() {
+            let _ = std::fs::write(
+                dir.join("golden.json"),
+                serde_json::to_vec_pretty(&serde_json::json!({
+                    "argv": ran.request.argv, "result": ran.result, "grade": resolution,
+                }))
+                .unwrap_or_default(),
+            );
+        }
+        if resolution.resolved == Some(true) {
+            return None;
+        }
+        let failed: Vec<&str> = resolution
+            .ids
+            .iter()
+            .filter(|g| !g.success)
+            .map(|g| g.id.as_str())
+            .collect();
+        let reason = resolution
+            .infra
+            .clone()
+            .or(resolution.problem.clone())
+            .unwrap_or_else(|| {
+                format!(
+                    "the golden patch leaves {} of its {} golden tests failing: {}",
+                    failed.len(),
+                    resolution.ids.len(),
+                    failed.join(", ")
+                )
+            });
+        let tail = ran
+            .result
+            .as_ref()
+            .map(crate::grading::grade::log_tail)
+            .unwrap_or_default();
+        Some(broken(
+            format!("the golden patch does not resolve it: {reason}"),
+            tail,
+        ))
     }
 
     /// One run of `id` is over; its scratch copies go with its last.

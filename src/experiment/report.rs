@@ -5,7 +5,7 @@
 //! McNemar's exact test. Infrastructure errors are counted and listed,
 //! never folded into a rate.
 
-use crate::experiment::db::{Run, Status};
+use crate::experiment::db::{Broken, Run, Status};
 use crate::experiment::stats::{self, Rate};
 use plotters::prelude::*;
 use serde::Serialize;
@@ -81,8 +81,52 @@ pub struct Summary {
     pub paired: Vec<Paired>,
     /// Infrastructure errors by class.
     pub infra_errors: BTreeMap<String, u32>,
+    /// Every class of failure (infrastructure errors and agent failures),
+    /// with how many runs and the first one's message.
+    pub failures: Vec<FailureClass>,
+    /// Instances whose golden patch did not resolve them: not run.
+    pub broken: Vec<Broken>,
     /// MPE classes of the runs' own tests per arm (`evaluate.mpe`).
     pub mpe: BTreeMap<String, BTreeMap<String, u32>>,
+}
+
+/// One class of failure.
+#[derive(Debug, Clone, Serialize)]
+pub struct FailureClass {
+    /// `infra_error` or `agent_fail`.
+    pub status: String,
+    /// Its class (`grade`, `turn_budget`, ...).
+    pub class: String,
+    /// How many runs.
+    pub runs: u32,
+    /// The first run of the class (`instance / arm / sample`).
+    pub first_run: String,
+    /// Its message.
+    pub first_message: String,
+}
+
+fn failure_classes(runs: &[Run]) -> Vec<FailureClass> {
+    let mut classes: Vec<FailureClass> = Vec::new();
+    for r in runs.iter().filter(|r| r.status != Status::Ok) {
+        let Some(class) = &r.error_class else {
+            continue;
+        };
+        match classes
+            .iter_mut()
+            .find(|c| c.status == r.status.name() && &c.class == class)
+        {
+            Some(c) => c.runs += 1,
+            None => classes.push(FailureClass {
+                status: r.status.name().into(),
+                class: class.clone(),
+                runs: 1,
+                first_run: r.key.to_string(),
+                first_message: r.error.clone().unwrap_or_default(),
+            }),
+        }
+    }
+    classes.sort_by(|a, b| (&a.status, &a.class).cmp(&(&b.status, &b.class)));
+    classes
 }
 
 fn is_result(r: &Run) -> bool {
@@ -200,6 +244,8 @@ pub fn summarize(name: &str, runs: &[Run], order: &[String], baseline: Option<&s
         baseline,
         paired,
         infra_errors,
+        failures: failure_classes(runs),
+        broken: Vec::new(),
         mpe: BTreeMap::new(),
     }
 }
@@ -394,6 +440,18 @@ pub fn markdown(s: &Summary) -> String {
             render(&mpe)
         ));
     }
+    for b in &s.broken {
+        out.push_str(&format!(
+            "\nBroken instance `{}` (not run): {}\n",
+            b.instance_id, b.reason
+        ));
+    }
+    for f in &s.failures {
+        out.push_str(&format!(
+            "\n{} ({}): {} run(s); first, {}: {}\n",
+            f.status, f.class, f.runs, f.first_run, f.first_message
+        ));
+    }
     if !s.infra_errors.is_empty() {
         out.push_str("\nInfrastructure errors (not results): ");
         let listed: Vec<String> = s
@@ -575,6 +633,52 @@ pub fn html(s: &Summary, manifest: &Value) -> String {
             listed.join("")
         )
     };
+    let failures = if s.failures.is_empty() {
+        String::new()
+    } else {
+        let mut rows = vec![vec![
+            "status".to_string(),
+            "class".into(),
+            "runs".into(),
+            "first run".into(),
+            "its message".into(),
+        ]];
+        rows.extend(s.failures.iter().map(|f| {
+            vec![
+                escape(&f.status),
+                escape(&f.class),
+                f.runs.to_string(),
+                escape(&f.first_run),
+                escape(&f.first_message),
+            ]
+        }));
+        format!(
+            "<h2>Failures by class</h2>{}",
+            html_table(&rows, "failures")
+        )
+    };
+    let broken = if s.broken.is_empty() {
+        String::new()
+    } else {
+        let items: Vec<String> = s
+            .broken
+            .iter()
+            .map(|b| {
+                format!(
+                    "<li><code>{}</code>: {}<pre>{}</pre></li>",
+                    escape(&b.instance_id),
+                    escape(&b.reason),
+                    escape(&b.log_tail)
+                )
+            })
+            .collect();
+        format!(
+            "<h2 id=\"broken\">Broken instances</h2><p>Their golden patch does not resolve them in \
+             this environment, so none of their runs were made: fix the environment or the \
+             record, and run again.</p><ul>{}</ul>",
+            items.join("")
+        )
+    };
     let mpe = mpe_table(s);
     let mpe_html = if mpe.len() > 1 {
         format!(
@@ -617,6 +721,8 @@ figure {{ display: inline-block; margin: 0 1em 1em 0; }}
 traceable to <code>results.sqlite</code> and the run directories under <code>runs/</code>.</p>
 {main}
 {infra}
+{broken}
+{failures}
 <figure id="resolved">{resolved_svg}</figure>
 {f2p_chart}
 <figure id="rounds">{rounds_svg}</figure>
@@ -657,6 +763,7 @@ pub fn write(
     out: &std::path::Path,
     manifest: &Value,
     runs: &[Run],
+    broken: &[Broken],
     baseline: Option<&str>,
 ) -> Result<Summary, String> {
     let order: Vec<String> = manifest["arms"]
@@ -673,6 +780,7 @@ pub fn write(
     }
     let name = manifest["name"].as_str().unwrap_or("experiment");
     let mut summary = summarize(name, runs, &order, baseline);
+    summary.broken = broken.to_vec();
     summary.mpe = crate::experiment::mpe_eval::classes(out, name);
     let write = |file: &str, bytes: &[u8]| {
         let path = out.join(file);

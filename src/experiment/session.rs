@@ -47,8 +47,13 @@ pub struct Job<'a> {
     pub dir: PathBuf,
     /// The interpreter.
     pub python: PathBuf,
-    /// The clone it starts from.
+    /// The user's clone it starts from.
     pub repo: PathBuf,
+    /// The grader's copy, which holds `base`.
+    pub copy: PathBuf,
+    /// The commit the run starts from and its patch is taken against (the
+    /// instance's base commit, or its environment commit).
+    pub base: String,
     /// This attempt's number, 1-based.
     pub attempt: u32,
 }
@@ -110,7 +115,7 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Path) -> Graded) -> 
             ));
         }
         reset_dir(&job.dir).map_err(|e| infra("output", e))?;
-        make_workspace(&job.repo, &job.instance.base_commit, &workspace)
+        make_workspace(&job.repo, &job.copy, &job.base, &workspace)
             .map_err(|e| infra("workspace", e))?;
         crate::sys::interrupt::remember_dir(&workspace);
         match ctx.experiment.agent.adapter {
@@ -397,10 +402,13 @@ fn reset_dir(dir: &Path) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))
 }
 
-/// A clone of `repo` at `base` in `dest`: objects hard-linked where the
-/// file system allows, HEAD detached at the base, nothing of the user's
-/// clone (its hooks, its config) carried over.
-pub fn make_workspace(repo: &Path, base: &str, dest: &Path) -> Result<(), String> {
+/// A clone of the user's `repo` in `dest`, at `base` (fetched from the
+/// grader's `copy` when it is an environment commit the clone lacks):
+/// every object copied (a hard-linked object the agent rewrote in place
+/// would change the user's clone), HEAD detached at the base, and nothing
+/// of the user's clone carried over (its hooks, its config, its address as
+/// a remote).
+pub fn make_workspace(repo: &Path, copy: &Path, base: &str, dest: &Path) -> Result<(), String> {
     if dest.exists() {
         crate::sys::remove_tree::remove_tree(dest)
             .map_err(|e| format!("{}: cannot remove an old workspace: {e}", dest.display()))?;
@@ -408,27 +416,43 @@ pub fn make_workspace(repo: &Path, base: &str, dest: &Path) -> Result<(), String
     if let Some(parent) = dest.parent() {
         std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
     }
-    // A path (not --local) makes git hard-link the objects where the file
-    // system allows and copy them where it does not.
     let mut clone = git::command(Path::new("."));
     // The clone is the user's own, read through the file transport that
     // git::command otherwise allows no repository.
     clone
         .env("GIT_ALLOW_PROTOCOL", "file")
-        .args(["clone", "--quiet", "--no-checkout", "--"])
+        .args(["clone", "--quiet", "--no-checkout", "--no-hardlinks", "--"])
         .arg(repo)
         .arg(dest);
     git::run(clone)
         .map_err(|e| format!("cannot clone {}: {}", repo.display(), e.message.trim()))?;
-    let mut checkout = git::command(dest);
-    checkout.args(["checkout", "--quiet", "--detach", base, "--"]);
-    git::run(checkout).map_err(|e| {
-        format!(
-            "cannot check out {base} in a clone of {}: {}",
-            repo.display(),
-            e.message.trim()
-        )
-    })?;
+    let in_dest = |args: &[&str], what: &str| {
+        let mut cmd = git::command(dest);
+        cmd.env("GIT_ALLOW_PROTOCOL", "file").args(args);
+        git::run(cmd).map_err(|e| format!("{what}: {}", e.message.trim()))
+    };
+    in_dest(
+        &["remote", "remove", "origin"],
+        "cannot drop the clone's remote",
+    )?;
+    let mut has = git::command(dest);
+    has.args(["cat-file", "-e", &format!("{base}^{{commit}}")]);
+    if git::run(has).is_err() {
+        let from = format!(
+            "file://{}",
+            std::path::absolute(copy)
+                .unwrap_or_else(|_| copy.to_path_buf())
+                .display()
+        );
+        in_dest(
+            &["fetch", "--quiet", "--no-tags", &from, base],
+            &format!("cannot fetch {base} from {}", copy.display()),
+        )?;
+    }
+    in_dest(
+        &["checkout", "--quiet", "--detach", base, "--"],
+        &format!("cannot check out {base} in a clone of {}", repo.display()),
+    )?;
     Ok(())
 }
 
@@ -458,11 +482,37 @@ fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Resul
             return Ok(());
         }
         let dir = job.dir.join(format!("round-{round}"));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| infra("output", format!("{}: {e}", dir.display())))?;
+        // The runner made the run's directory empty and wrote its first
+        // round there; once the agent has run, what blocks a write there is
+        // what the agent put in the way.
+        let blocked = |what: String| {
+            if round == 1 {
+                infra("output", what)
+            } else {
+                Failed {
+                    status: Status::AgentFail,
+                    class: "planted_files",
+                    message: format!("{what}: the agent put something where the runner writes"),
+                }
+            }
+        };
+        match std::fs::create_dir(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(Failed {
+                    status: Status::AgentFail,
+                    class: "planted_files",
+                    message: format!(
+                        "{}: already there before the runner made it: the agent put it there",
+                        dir.display()
+                    ),
+                })
+            }
+            Err(e) => return Err(blocked(format!("{}: {e}", dir.display()))),
+        }
         let prompt_file = dir.join("prompt.md");
         std::fs::write(&prompt_file, &prompt)
-            .map_err(|e| infra("output", format!("{}: {e}", prompt_file.display())))?;
+            .map_err(|e| blocked(format!("{}: {e}", prompt_file.display())))?;
         let mut timeout = exp.agent.timeout;
         if let Some(wall) = exp.budget.wall_time {
             let left = wall.saturating_sub(started.elapsed());
@@ -518,8 +568,13 @@ fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Resul
             }
             TurnEnd::Exited(code) => row.turn_exit = *code,
         }
-        append_record(&record, &prompt, &result.output_tail, row.turn_exit)
-            .map_err(|e| infra("output", e))?;
+        append_record(&record, &prompt, &result.output_tail, row.turn_exit).map_err(|e| {
+            Failed {
+                status: Status::AgentFail,
+                class: "planted_files",
+                message: format!("{e}: the agent put something where the runner writes"),
+            }
+        })?;
         let events = if std::fs::metadata(&events_file).is_ok_and(|m| m.len() > 0) {
             &events_file
         } else {
@@ -533,6 +588,12 @@ fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Resul
                 return Err(e);
             }
         };
+        // A detector that failed decided nothing about the finish: the
+        // harness's failure, never a rejection of the agent.
+        if let Some(e) = detector_error(&verdict) {
+            turns.rounds.push(row);
+            return Err(infra("detector", e));
+        }
         turns.finishes += 1;
         // The critic's count is in its state, which the agent can reach:
         // one that disagrees with the runner's own count was tampered with.
@@ -551,11 +612,7 @@ fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Resul
         row.budget_exhausted = verdict["budget_exhausted"].as_bool().unwrap_or(false);
         row.verdict = if accepted { "accepted" } else { "rejected" }.into();
         row.followup = verdict["followup"].as_str().map(str::to_string);
-        let _ = save_patch(
-            workspace,
-            &job.instance.base_commit,
-            &dir.join("patch.diff"),
-        );
+        let _ = save_patch(workspace, &job.base, &dir.join("patch.diff"));
         turns.budget_exhausted = row.budget_exhausted;
         turns.last_verdict = Some(verdict);
         let followup = row.followup.clone();
@@ -661,6 +718,9 @@ fn drive_hooked(
         ));
         return Ok(());
     }
+    if let Some(e) = outcome.verdicts.iter().find_map(detector_error) {
+        return Err(infra("detector", e));
+    }
     let last = outcome.verdicts.len();
     for (i, v) in outcome.verdicts.iter().enumerate() {
         let accepted = v["accepted"].as_bool().unwrap_or(false);
@@ -725,12 +785,19 @@ fn drive_hooked(
             "the agent changed its hook configuration: the critic may not have judged its finish"
                 .into(),
         ));
-    } else if last == 0 && code != Some(0) {
-        // No finish was ever judged: the agent did not get as far as its
-        // model (an unreachable API, a bad flag).
+    } else if last == 0 && code != Some(0) && !agent_started(&job.dir) {
+        // No finish judged and no answer of its model: the agent never got
+        // as far as its model (an unreachable API, a bad flag).
         return Err(infra(
             "agent_exit",
-            format!("the agent exited with {code:?} before any finish: {tail}"),
+            format!("the agent exited with {code:?} before it started: {tail}"),
+        ));
+    } else if code != Some(0) && turns.rounds.last().is_none_or(|r| r.verdict != "accepted") {
+        // It had started (its model answered, or a finish was judged): how
+        // it ended is its own doing.
+        turns.agent_fail = Some((
+            "agent_exit",
+            format!("the agent exited with {code:?} without a finish the critic accepted: {tail}"),
         ));
     } else if let Some(over) = over {
         // Checked once the session is over: its time limit bounds it meanwhile.
@@ -742,6 +809,38 @@ fn drive_hooked(
         ));
     }
     Ok(())
+}
+
+/// Whether the agent got as far as a model's answer: its transcript (what
+/// its session wrote) records tokens the model used.
+fn agent_started(dir: &Path) -> bool {
+    [
+        "transcript.jsonl",
+        "transcript.json",
+        "transcript",
+        adapters::openhands::STATE_FILE,
+    ]
+    .iter()
+    .map(|f| dir.join(f))
+    .filter(|f| f.is_file())
+    .any(|f| {
+        crate::experiment::usage::of_file(&f)
+            .tokens()
+            .is_some_and(|t| t > 0)
+    })
+}
+
+/// The first signal of `verdict` whose detector failed, and why.
+fn detector_error(verdict: &Value) -> Option<String> {
+    verdict["signals"].as_array()?.iter().find_map(|s| {
+        (s["status"] == "error").then(|| {
+            format!(
+                "signal `{}`: {}",
+                s["name"].as_str().unwrap_or("?"),
+                s["error"].as_str().unwrap_or("failed")
+            )
+        })
+    })
 }
 
 /// Add the turn to the runner's own record of the session, in the host's
@@ -781,6 +880,7 @@ fn check(
         .arg("--events")
         .arg(events)
         .args(["--session", session])
+        .args(["--base", &job.base])
         .arg("--state-dir")
         .arg(state)
         .args(ctx.check_flags)
@@ -867,7 +967,7 @@ fn final_patch(
     }
     // The workspace was whole when the run began: a diff that fails now is
     // the agent's doing (its `.git` removed or broken), not the harness's.
-    let patch = diff(workspace, &job.instance.base_commit).map_err(|e| Failed {
+    let patch = diff(workspace, &job.base).map_err(|e| Failed {
         status: Status::AgentFail,
         class: "workspace_broken",
         message: e,

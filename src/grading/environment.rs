@@ -1,57 +1,76 @@
-//! Per-instance Python environments: an instance that pins its
-//! requirements (`requirements`, pip's format) and names no interpreter of
-//! its own gets a virtualenv built once per (repository, version,
-//! requirements, base interpreter) under `OUT/envs/`, and reused by every
-//! run and every later call. The base interpreter is the experiment's
-//! `python` (or `python3` on PATH). The environment is built where it stays
-//! (scripts such as `bin/pytest` name their interpreter by its path) and
-//! marked finished last; a directory without the mark is built again.
+//! The environments tests run in, as SWE-bench makes them: per repository
+//! and version, a virtualenv built once from a base interpreter (its
+//! `pre_install` lines, then its pinned `requirements`), and per instance,
+//! the repository's own install (`install` lines, such as
+//! `pip install -e .`) run in a checkout of the base commit, so that a
+//! package that needs building (a src layout, a generated `_version.py`)
+//! can run its tests.
+//!
+//! What an install leaves in its checkout (generated files, build output)
+//! is committed on top of the base commit in the grader's copy of the
+//! repository (see `private_copy.rs`): the *environment commit*. Workspaces
+//! start from it and grading runs on it, so the critic's scratch copies and
+//! the grader's see the same files; a patch is taken against it. The
+//! checkout stays where the install ran, as editable installs point there.
+//!
+//! Everything is built where it stays (scripts name their interpreter by
+//! path) and marked finished last; an unfinished one is built again. Each
+//! environment's digest covers the repository, version, lines,
+//! requirements and base interpreter.
 
 use crate::grading::dataset::Instance;
+use crate::sys::path_name::slug;
+use crate::workspace::git;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The interpreter of `instance`'s environment under `root`, built from its
-/// requirements with `base` if it is not there yet. An error names the
-/// instance's record and says what pip said.
+/// How an instance's environment is made.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Spec {
+    /// Shell lines run once in the new environment, before its requirements.
+    pub pre_install: Vec<String>,
+    /// Pinned requirements (pip's format).
+    pub requirements: Option<String>,
+    /// Shell lines run per instance in a checkout of its base commit.
+    pub install: Vec<String>,
+}
+
+impl Spec {
+    /// The spec an instance's record gives.
+    pub fn of(instance: &Instance) -> Spec {
+        Spec {
+            pre_install: instance.pre_install.clone(),
+            requirements: instance.requirements.clone(),
+            install: instance.install.clone(),
+        }
+    }
+
+    /// Whether there is an environment to build.
+    pub fn builds(&self) -> bool {
+        !self.pre_install.is_empty() || self.requirements.is_some() || !self.install.is_empty()
+    }
+}
+
+/// The most output of a failed step quoted in its error.
+const TAIL_LINES: usize = 12;
+
+/// The interpreter of `instance`'s environment under `root`, built from
+/// `spec` with `base` if it is not there yet. An error names the record and
+/// the field, and quotes the end of what failed.
 pub fn python_for(
     instance: &Instance,
-    requirements: &str,
+    spec: &Spec,
     base: &Path,
     root: &Path,
 ) -> Result<PathBuf, String> {
-    let mut h = Sha256::new();
-    for part in [
-        instance.repo.as_str(),
-        instance.version.as_deref().unwrap_or(""),
-        requirements,
-        &base.to_string_lossy(),
-    ] {
-        h.update(part.as_bytes());
-        h.update([0]);
-    }
-    let digest = hex::encode(&h.finalize()[..6]);
-    let name = format!(
-        "{}-{}-{digest}",
-        instance.repo.replace('/', "__"),
-        crate::sys::path_name::slug(instance.version.as_deref().unwrap_or("any")),
-    );
-    let dir = root.join(&name);
+    let dir = env_dir(instance, spec, base, root);
     let python = dir.join("bin/python");
     let done = dir.join(".complete");
     if done.is_file() {
         return Ok(python);
     }
     let at = &instance.place;
-    let fail = |what: &str, out: &std::process::Output| {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let tail: Vec<&str> = err.lines().rev().take(12).collect();
-        format!(
-            "{at}: field `requirements`: {what} failed: {}",
-            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-        )
-    };
     if dir.exists() {
         crate::sys::remove_tree::remove_tree(&dir)
             .map_err(|e| format!("{}: an unfinished environment: {e}", dir.display()))?;
@@ -63,28 +82,216 @@ pub fn python_for(
         .output()
         .map_err(|e| format!("{at}: cannot run {}: {e}", base.display()))?;
     if !venv.status.success() {
-        return Err(fail(&format!("{} -m venv", base.display()), &venv));
+        return Err(failed(
+            at,
+            "python",
+            &format!("{} -m venv", base.display()),
+            &venv,
+        ));
     }
-    let file = dir.join("requirements.txt");
-    std::fs::write(&file, requirements).map_err(|e| format!("{}: {e}", file.display()))?;
-    // Pinned as given: nothing but the listed packages (hashes, when the
-    // file has them, are checked by pip).
-    let pip = Command::new(&python)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--disable-pip-version-check",
-            "--no-deps",
-            "-r",
-        ])
-        .arg(&file)
-        .output()
-        .map_err(|e| format!("{at}: cannot run pip: {e}"))?;
-    if !pip.status.success() {
-        return Err(fail("pip install", &pip));
+    if !spec.pre_install.is_empty() {
+        let out = shell(&spec.pre_install, &dir, &python)
+            .map_err(|e| format!("{at}: field `pre_install`: {e}"))?;
+        if !out.status.success() {
+            return Err(failed(at, "pre_install", "its lines", &out));
+        }
+    }
+    if let Some(requirements) = &spec.requirements {
+        let file = dir.join("requirements.txt");
+        std::fs::write(&file, requirements).map_err(|e| format!("{}: {e}", file.display()))?;
+        // Pinned as given: nothing but the listed packages (hashes, when the
+        // file has them, are checked by pip).
+        let pip = Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                "--no-deps",
+                "-r",
+            ])
+            .arg(&file)
+            .output()
+            .map_err(|e| format!("{at}: cannot run pip: {e}"))?;
+        if !pip.status.success() {
+            return Err(failed(at, "requirements", "pip install", &pip));
+        }
     }
     std::fs::write(&done, b"").map_err(|e| format!("{}: {e}", done.display()))?;
     Ok(python)
+}
+
+/// `OUT/envs/<owner>__<name>-<version>-<digest>`.
+fn env_dir(instance: &Instance, spec: &Spec, base: &Path, root: &Path) -> PathBuf {
+    let mut h = Sha256::new();
+    let lines = |l: &[String]| l.join("\n");
+    for part in [
+        instance.repo.as_str(),
+        instance.version.as_deref().unwrap_or(""),
+        spec.requirements.as_deref().unwrap_or(""),
+        &base.to_string_lossy(),
+        &lines(&spec.pre_install),
+        &lines(&spec.install),
+    ] {
+        h.update(part.as_bytes());
+        h.update([0]);
+    }
+    let digest = hex::encode(&h.finalize()[..6]);
+    root.join(format!(
+        "{}-{}-{digest}",
+        instance.repo.replace('/', "__"),
+        slug(instance.version.as_deref().unwrap_or("any")),
+    ))
+}
+
+/// Run the instance's `install` lines in a checkout of `base` taken from
+/// the grader's copy `copy`, with `python`'s environment first on `PATH`;
+/// the environment commit: `base` plus what the install left in the
+/// checkout (`base` itself when it left nothing). Done once per instance
+/// and environment.
+pub fn install(
+    instance: &Instance,
+    spec: &Spec,
+    python: &Path,
+    copy: &Path,
+    base: &str,
+) -> Result<String, String> {
+    let at = &instance.place;
+    // Beside the environment it installs into.
+    let env = python
+        .parent()
+        .and_then(Path::parent)
+        .ok_or_else(|| format!("{at}: {} is not in an environment", python.display()))?;
+    let dir = env.join("installs").join(format!(
+        "{}-{}",
+        slug(&instance.id),
+        &base[..base.len().min(12)]
+    ));
+    let done = dir.join(".complete");
+    if let Ok(commit) = std::fs::read_to_string(&done) {
+        let commit = commit.trim().to_string();
+        if exists(copy, &commit) {
+            return Ok(commit);
+        }
+    }
+    if dir.exists() {
+        crate::sys::remove_tree::remove_tree(&dir)
+            .map_err(|e| format!("{}: an unfinished install: {e}", dir.display()))?;
+    }
+    let testbed = dir.join("testbed");
+    std::fs::create_dir_all(&testbed).map_err(|e| format!("{}: {e}", testbed.display()))?;
+    let index = dir.join("index");
+    let with_index = |args: &[&str]| {
+        let mut cmd = git::command(copy);
+        cmd.env("GIT_INDEX_FILE", &index)
+            .env("GIT_WORK_TREE", &testbed)
+            .args(args);
+        git::run(cmd).map_err(|e| e.to_string())
+    };
+    with_index(&["read-tree", base])?;
+    with_index(&["checkout-index", "--all", "--force"])?;
+    let out = shell(&spec.install, &testbed, python)
+        .map_err(|e| format!("{at}: field `install`: {e}"))?;
+    if !out.status.success() {
+        return Err(failed(at, "install", "its lines", &out));
+    }
+    // What the install left: new files (ignored ones too: a generated
+    // `_version.py` usually is) and changed ones, without bytecode.
+    with_index(&[
+        "add",
+        "--all",
+        "--force",
+        "--",
+        ".",
+        ":(exclude,glob)**/__pycache__/**",
+        ":(exclude,glob)**/*.pyc",
+    ])?;
+    let tree = String::from_utf8_lossy(&with_index(&["write-tree"])?)
+        .trim()
+        .to_string();
+    let mut base_tree = git::command(copy);
+    base_tree.args(["rev-parse", &format!("{base}^{{tree}}")]);
+    let unchanged = git::run(base_tree)
+        .map(|out| String::from_utf8_lossy(&out).trim() == tree)
+        .unwrap_or(false);
+    let commit = if unchanged {
+        base.to_string()
+    } else {
+        let mut commit = git::command(copy);
+        // Fixed names and dates: the same install gives the same commit.
+        for (k, v) in [
+            ("GIT_AUTHOR_NAME", "critic"),
+            ("GIT_AUTHOR_EMAIL", "critic@localhost"),
+            ("GIT_AUTHOR_DATE", "@0 +0000"),
+            ("GIT_COMMITTER_NAME", "critic"),
+            ("GIT_COMMITTER_EMAIL", "critic@localhost"),
+            ("GIT_COMMITTER_DATE", "@0 +0000"),
+        ] {
+            commit.env(k, v);
+        }
+        commit.args([
+            "commit-tree",
+            &tree,
+            "-p",
+            base,
+            "-m",
+            "The files the environment's install made (critic experiment)",
+        ]);
+        let id = String::from_utf8_lossy(&git::run(commit).map_err(|e| e.to_string())?)
+            .trim()
+            .to_string();
+        let mut keep = git::command(copy);
+        keep.args(["update-ref", &format!("refs/critic/env/{id}"), &id]);
+        git::run(keep).map_err(|e| e.to_string())?;
+        id
+    };
+    let _ = std::fs::remove_file(&index);
+    std::fs::write(&done, &commit).map_err(|e| format!("{}: {e}", done.display()))?;
+    Ok(commit)
+}
+
+/// Whether `commit` is in the copy.
+fn exists(copy: &Path, commit: &str) -> bool {
+    let mut check = git::command(copy);
+    check.args(["cat-file", "-e", &format!("{commit}^{{commit}}")]);
+    git::run(check).is_ok()
+}
+
+/// Run `lines` as one bash script in `dir`, with `python`'s environment
+/// active (its `bin` first on `PATH`, `VIRTUAL_ENV` set).
+fn shell(lines: &[String], dir: &Path, python: &Path) -> Result<std::process::Output, String> {
+    let bin = python.parent().unwrap_or(Path::new("."));
+    let path = std::env::join_paths(
+        std::iter::once(bin.to_path_buf()).chain(
+            std::env::var_os("PATH")
+                .iter()
+                .flat_map(std::env::split_paths),
+        ),
+    )
+    .map_err(|e| e.to_string())?;
+    Command::new("bash")
+        .args(["-e", "-c", &lines.join("\n")])
+        .current_dir(dir)
+        .env("PATH", path)
+        .env("VIRTUAL_ENV", bin.parent().unwrap_or(bin))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run bash: {e}"))
+}
+
+/// A step's failure: the record, the field, and the end of its output.
+fn failed(at: &str, field: &str, what: &str, out: &std::process::Output) -> String {
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tail: Vec<&str> = text.lines().rev().take(TAIL_LINES).collect();
+    format!(
+        "{at}: field `{field}`: {what} failed ({}):\n{}",
+        out.status,
+        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+    )
 }

@@ -138,6 +138,39 @@ pub fn resolve(prepared: &Prepared, backend: &dyn Backend, patch: &str) -> (Reso
     )
 }
 
+/// The end of a grading run's log, to show why it did not resolve: the
+/// console's last lines (pytest's summary among them), the end of stderr,
+/// and what pytest's report counted.
+pub fn log_tail(result: &RunResult) -> String {
+    let last = |text: &str, n: usize| -> String {
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with("@@critic-pytest-report"))
+            .collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    };
+    let mut tail = last(&result.stdout, 40);
+    let err = last(&result.stderr, 15);
+    if !err.trim().is_empty() {
+        tail.push_str("\n--- stderr ---\n");
+        tail.push_str(&err);
+    }
+    if let Ok(Some(report)) = crate::grading::pytest_report::read(&result.stderr) {
+        let count = |f: fn(&crate::grading::pytest_report::TestOutcome) -> bool| {
+            report.tests.iter().filter(|t| f(t)).count()
+        };
+        tail.push_str(&format!(
+            "\n--- pytest's report ---\npytest {} exited {}: {} tests, {} failing, {} collection errors",
+            report.pytest,
+            report.exit,
+            report.tests.len(),
+            count(|t| t.failing()),
+            report.collection_errors.len()
+        ));
+    }
+    tail
+}
+
 /// `patch` without its binary file sections, and the paths they changed.
 pub fn without_binary(patch: &str) -> (String, Vec<String>) {
     let Ok(files) = critic_sdk::diff::parse(patch) else {

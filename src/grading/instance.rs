@@ -88,16 +88,27 @@ impl Prepared {
         python: &Path,
         timeout: Duration,
     ) -> Result<Prepared, String> {
+        Prepared::at(instance, repo, &instance.base_commit, python, timeout)
+    }
+
+    /// [`Prepared::new`] with the tests run at `base` of `repo` (an
+    /// environment commit on top of the instance's base commit).
+    pub fn at(
+        instance: &Instance,
+        repo: &Path,
+        base: &str,
+        python: &Path,
+        timeout: Duration,
+    ) -> Result<Prepared, String> {
         let at = &instance.place;
         let mut rev = git::command(repo);
         rev.args(["rev-parse", "--verify", "--end-of-options"])
-            .arg(format!("{}^{{commit}}", instance.base_commit));
+            .arg(format!("{base}^{{commit}}"));
         let base = git::run(rev)
             .map(|out| String::from_utf8_lossy(&out).trim().to_string())
             .map_err(|e| {
                 format!(
-                    "{at}: field `base_commit`: {} is not a commit of {}: {}",
-                    instance.base_commit,
+                    "{at}: field `base_commit`: {base} is not a commit of {}: {}",
                     repo.display(),
                     e.message.trim()
                 )

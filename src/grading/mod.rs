@@ -19,6 +19,7 @@ pub mod environment;
 pub mod grade;
 pub mod instance;
 pub mod log_parsers;
+pub mod private_copy;
 pub mod pytest_report;
 pub mod record;
 pub mod restore;

@@ -42,8 +42,14 @@ pub struct RunRecord {
     pub whole_ids: BTreeMap<String, String>,
     /// pytest's report, when pytest ran.
     pub report: Option<Report>,
-    /// Why the output cannot be believed, when it cannot.
+    /// Why the run's own account cannot be believed, when it cannot:
+    /// pytest's report is missing, or disagrees with the exit status.
     pub problem: Option<String>,
+    /// Where the log's summary contradicts pytest's report (a line printed
+    /// by the code under test): the log cannot be graded as SWE-bench
+    /// grades it, though the report still says what ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contradiction: Option<String>,
     /// What the report corrected in, or added to, the text's reading.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -77,6 +83,7 @@ impl RunRecord {
             whole_ids: BTreeMap::new(),
             report: None,
             problem: None,
+            contradiction: None,
             notes: Vec::new(),
             tail: critic_sdk::reproduction::tail(run, TAIL_CHARS),
             duration_ms: run.duration_ms,
@@ -231,9 +238,9 @@ impl RunRecord {
         self.statuses = statuses;
         let failing =
             report.tests.iter().any(|t| t.failing()) || !report.collection_errors.is_empty();
-        self.problem = if !contradictions.is_empty() {
+        if !contradictions.is_empty() {
             let shown: Vec<&str> = contradictions.iter().take(5).map(String::as_str).collect();
-            Some(format!(
+            self.contradiction = Some(format!(
                 "the log's summary contradicts pytest's report: {}{}",
                 shown.join("; "),
                 if contradictions.len() > 5 {
@@ -241,8 +248,9 @@ impl RunRecord {
                 } else {
                     String::new()
                 }
-            ))
-        } else if self.exit_code != Some(report.exit) {
+            ));
+        }
+        self.problem = if self.exit_code != Some(report.exit) {
             Some(format!(
                 "pytest returned {} but the process exited {}: something ended it after \
                  pytest finished",
@@ -375,8 +383,10 @@ impl Judged {
     }
 }
 
-/// A generated test judged by every test of its files: pass when at least
-/// one ran and none failed (a failed subtest fails its test).
+/// A generated test judged by every test of its files, from pytest's
+/// report: pass when at least one ran and none failed (a failed subtest
+/// fails its test). A line the test printed to look like a summary changes
+/// nothing here.
 pub fn judge_files(run: &RunRecord) -> Judged {
     if let Some(reason) = run.harness_error() {
         return Judged::HarnessError { reason };
@@ -426,7 +436,7 @@ pub fn judge_ids(
     } else if run.timed_out {
         Some("the run timed out".into())
     } else {
-        run.problem.clone()
+        run.problem.clone().or_else(|| run.contradiction.clone())
     };
     let ids = status::grade_ids(&run.statuses, fail_to_pass, pass_to_pass, eval_type, &|k| {
         run.whole_ids.get(k).cloned()
@@ -535,12 +545,20 @@ FAILED t.py::test_bad - assert 1 == 2
             call("t.py::test_bad", "failed")
         ]);
         let r = RunRecord::of(&run(&forged, 1, reports.clone()), LogFormat::Pytest);
-        let p = r.problem.clone().unwrap();
+        let p = r.contradiction.clone().unwrap();
         assert!(
             p.contains("contradicts pytest's report: `t.py::test_bad` PASSED (report: FAILED)"),
             "{p}"
         );
-        assert!(!judge_ids(&r, &ids(&["t.py::test_bad"]), &[], EvalType::PassAndFail).resolved);
+        let j = judge_ids(&r, &ids(&["t.py::test_bad"]), &[], EvalType::PassAndFail);
+        assert!(!j.resolved && j.problem.is_some(), "{j:?}");
+        // Judged by its own report, the test still failed.
+        assert_eq!(
+            judge_files(&r),
+            Judged::Fail {
+                failed: ids(&["t.py::test_bad"])
+            }
+        );
         // pytest returned 1; an atexit handler made the process exit 0.
         let mut exit0 = run(SUMMARY, 1, reports);
         exit0.exit_code = Some(0);

@@ -343,7 +343,8 @@ fn run_experiment(args: RunArgs) -> anyhow::Result<u8> {
     summarize(&finished, &opts.output_dir)
 }
 
-/// Print the runs per arm and the errors; the exit status.
+/// Print the runs per arm, the broken instances and each class of failure
+/// with its first message; the exit status.
 fn summarize(finished: &experiment::Finished, out: &std::path::Path) -> anyhow::Result<u8> {
     let mut per_arm: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     for r in finished
@@ -371,29 +372,65 @@ fn summarize(finished: &experiment::Finished, out: &std::path::Path) -> anyhow::
             finished.not_started
         );
     }
+    for b in &finished.broken {
+        eprintln!(
+            "experiment: broken instance {}: {}; its runs were not made. The end of its log:",
+            b.instance_id, b.reason
+        );
+        for line in b
+            .log_tail
+            .lines()
+            .rev()
+            .take(20)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+        {
+            eprintln!("experiment: |   {line}");
+        }
+    }
     for (arm, (resolved, total)) in &per_arm {
         eprintln!("experiment:   {arm}: resolved {resolved} of {total}");
     }
+    // Each class of failure once, with how many runs and the first message.
+    let mut classes: BTreeMap<(&str, &str), (usize, &str, String)> = BTreeMap::new();
+    for r in &finished.runs {
+        let (Some(class), true) = (&r.error_class, r.status != Status::Ok) else {
+            continue;
+        };
+        let e = classes.entry((r.status.name(), class.as_str())).or_insert((
+            0,
+            r.error.as_deref().unwrap_or(""),
+            r.key.to_string(),
+        ));
+        e.0 += 1;
+    }
+    for ((status, class), (n, first, key)) in &classes {
+        eprintln!("experiment: {status} ({class}): {n} run(s); first, {key}: {first}");
+    }
     eprintln!(
-        "experiment: results in {}",
-        out.join("results.jsonl").display()
+        "experiment: results in {}, the report in {}",
+        out.join("results.jsonl").display(),
+        out.join("report.html").display()
     );
     let errors = finished.errors();
-    if errors.is_empty() {
+    if errors.is_empty() && finished.broken.is_empty() {
         return Ok(crate::EXIT_ACCEPT);
     }
-    for r in &errors {
+    if !errors.is_empty() {
         eprintln!(
-            "experiment: infra_error: {}: {}: {}",
-            r.key,
-            r.error_class.as_deref().unwrap_or("?"),
-            r.error.as_deref().unwrap_or("")
+            "experiment: {} runs ended in an infrastructure error; they are not results. Fix the \
+             cause and run again with the same --output-dir: only they are run again.",
+            errors.len()
         );
     }
-    eprintln!(
-        "experiment: {} runs ended in an infrastructure error; they are not results. Fix the \
-         cause and run again with the same --output-dir: only they are run again.",
-        errors.len()
-    );
+    if !finished.broken.is_empty() {
+        eprintln!(
+            "experiment: {} instance(s) are broken: their golden patch does not pass their \
+             golden tests in this environment, so none of their numbers would mean anything. \
+             Fix the environment or the record and run again.",
+            finished.broken.len()
+        );
+    }
     Ok(crate::EXIT_ERROR)
 }

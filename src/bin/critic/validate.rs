@@ -1,9 +1,10 @@
 //! `critic validate`: load a skill the way a check would and report on it.
 
-use crate::EXIT_ACCEPT;
+use crate::{EXIT_ACCEPT, EXIT_ERROR};
 use pluggable_critic::detector::wasm::{cache, Runtime};
 use pluggable_critic::detector::{native, Detector};
 use pluggable_critic::skill::{self, SignalKind};
+use pluggable_critic::SkillCritic;
 use std::path::PathBuf;
 
 /// `critic validate`'s flags.
@@ -51,5 +52,25 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             caps.join(", ")
         }
     );
-    Ok(EXIT_ACCEPT)
+    // Each detector reads its config on an empty finish, nothing allowed.
+    let native = m
+        .signals
+        .iter()
+        .any(|s| native::is_native(&s.detector_path));
+    if native && !args.allow_native {
+        println!("  config: not checked (a native detector loads only with --allow-native)");
+        return Ok(EXIT_ACCEPT);
+    }
+    let problems = SkillCritic::config_problems_of(&args.skill, &rt, args.allow_native)?;
+    for (signal, message) in &problems {
+        eprintln!(
+            "{}: signal `{signal}`: {message}",
+            skill.manifest_path.display()
+        );
+    }
+    Ok(if problems.is_empty() {
+        EXIT_ACCEPT
+    } else {
+        EXIT_ERROR
+    })
 }
