@@ -14,6 +14,17 @@ pub fn model_name(experiment: &str, run: &Run) -> String {
 
 /// Write both files into `out`, each whole or not at all.
 pub fn write(out: &Path, experiment: &str, runs: &[Run]) -> Result<(), String> {
+    write_named(out, runs, &|run| model_name(experiment, run))
+}
+
+/// [`write`] for predictions graded as they came (`critic experiment grade
+/// --predictions`): each keeps its own `model_name_or_path`, the run's arm.
+pub fn write_predictions_graded(out: &Path, runs: &[Run]) -> Result<(), String> {
+    write_named(out, runs, &|run| run.key.arm.clone())
+}
+
+/// Both files, each prediction labelled by `name_of`.
+fn write_named(out: &Path, runs: &[Run], name_of: &dyn Fn(&Run) -> String) -> Result<(), String> {
     let mut results = String::new();
     let mut predictions = String::new();
     for run in runs {
@@ -41,7 +52,7 @@ pub fn write(out: &Path, experiment: &str, runs: &[Run]) -> Result<(), String> {
         if run.status != Status::InfraError {
             let p = json!({
                 "instance_id": run.key.instance_id,
-                "model_name_or_path": model_name(experiment, run),
+                "model_name_or_path": name_of(run),
                 "model_patch": run.model_patch,
             });
             predictions.push_str(&p.to_string());

@@ -123,6 +123,52 @@ impl Experiment {
     }
 }
 
+impl Experiment {
+    /// An experiment with no agent and no arm, to grade predictions made
+    /// elsewhere: the instances in `instances`, clones under `repos`.
+    pub fn for_grading(
+        instances: &Path,
+        repos: &Path,
+        python: Option<PathBuf>,
+        test_timeout: Option<Duration>,
+    ) -> Experiment {
+        let resolved = serde_json::json!({
+            "instances": instances, "repos": repos, "python": python,
+        });
+        Experiment {
+            path: instances.to_path_buf(),
+            name: "grade".into(),
+            instances: instances.to_path_buf(),
+            filter: Filter::default(),
+            repos: repos.to_path_buf(),
+            python,
+            agent: Agent {
+                adapter: Adapter::Command,
+                program: None,
+                command: Vec::new(),
+                timeout: DEFAULT_TURN_TIMEOUT,
+                env: BTreeMap::new(),
+            },
+            model: None,
+            arms: Vec::new(),
+            samples: 1,
+            seed: 0,
+            budget: Budget {
+                turns: DEFAULT_TURNS,
+                wall_time: None,
+                tokens: None,
+                cost: None,
+                total_cost: None,
+            },
+            test_timeout: test_timeout.unwrap_or(DEFAULT_TEST_TIMEOUT),
+            environments: BTreeMap::new(),
+            container: crate::grading::container::Spec::default(),
+            evaluate_mpe: None,
+            resolved,
+        }
+    }
+}
+
 /// Instance selection.
 #[derive(Debug, Clone, Default)]
 pub struct Filter {

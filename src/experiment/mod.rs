@@ -5,9 +5,10 @@
 //!
 //! `file.rs` reads the experiment file; `arm.rs` makes each arm's skill
 //! copy and task prompt; `adapters/` drive the agent one turn at a time;
-//! `session.rs` is one run; `grade.rs` its evaluation; `db.rs` the results
-//! database; `manifest.rs` the immutable record of what was asked; and
-//! `export.rs` the JSONL files other tools read.
+//! `session.rs` is one run; `grade.rs` its evaluation; `predictions.rs`
+//! grades predictions made elsewhere; `db.rs` the results database;
+//! `manifest.rs` the immutable record of what was asked; and `export.rs`
+//! the JSONL files other tools read.
 
 pub mod adapters;
 pub mod arm;
@@ -18,6 +19,7 @@ pub mod grade;
 pub mod manifest;
 pub mod merge;
 pub mod mpe_eval;
+pub mod predictions;
 pub mod report;
 pub mod session;
 pub mod slurm;
@@ -654,7 +656,7 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
 /// The pre-flight: each instance with runs in `pending` graded on its
 /// golden patch, the outcome stored; the broken ones (and their pending
 /// runs) taken out of `pending` and returned.
-fn preflight(
+pub(crate) fn preflight(
     instances: &[Ready],
     pending: &mut Vec<(RunKey, u32)>,
     graders: &Graders,
@@ -709,6 +711,14 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
         .map_err(|e| ExperimentError::Output(format!("{}: {e}", opts.output_dir.display())))?;
     let manifest_path = out.join(manifest::FILE);
     let manifest = read_manifest(out)?;
+    if manifest["kind"] == predictions::KIND {
+        return Err(ExperimentError::Input(format!(
+            "{}: this output holds predictions graded with `critic experiment grade \
+             --predictions`; give it its --predictions, --instances and --repos again to grade \
+             them (changed ones are graded again)",
+            out.display()
+        )));
+    }
     // JSON is YAML: the manifest's resolved file is read as the file was.
     let exp = file::parse(&manifest["experiment"].to_string(), &manifest_path)?;
     crate::sys::interrupt::arm();
@@ -832,16 +842,17 @@ pub fn report(out: &Path, baseline: Option<&str>) -> Result<report::Summary, Exp
         .map_err(ExperimentError::Output)
 }
 
-/// `OUT/runs/<instance>/<arm>/<sample>`.
+/// `OUT/runs/<instance>/<arm>/<sample>` (an arm that is a model's name,
+/// `org/model`, kept as one component).
 pub fn run_dir(out: &Path, key: &RunKey) -> PathBuf {
     out.join("runs")
         .join(crate::sys::path_name::slug(&key.instance_id))
-        .join(&key.arm)
+        .join(crate::sys::path_name::slug(&key.arm))
         .join(key.sample.to_string())
 }
 
 /// The grading back ends, one per instance while it has runs left.
-struct Graders {
+pub(crate) struct Graders {
     workers: usize,
     unconfined_runs: bool,
     env: Environment,
@@ -852,7 +863,7 @@ struct Graders {
 }
 
 impl Graders {
-    fn new(
+    pub(crate) fn new(
         pending: &[(RunKey, u32)],
         workers: usize,
         unconfined_runs: bool,
@@ -905,7 +916,7 @@ impl Graders {
     }
 
     /// Grade `patch` of a run of `ready` whose directory is `dir`.
-    fn grade(
+    pub(crate) fn grade(
         &self,
         ready: &Ready,
         own: &grade::ArmTests,
@@ -1001,7 +1012,7 @@ impl Graders {
     }
 
     /// One run of `id` is over; its scratch copies go with its last.
-    fn done(&self, id: &str) {
+    pub(crate) fn done(&self, id: &str) {
         let mut left = self.left.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(n) = left.get_mut(id) {
             *n -= 1;

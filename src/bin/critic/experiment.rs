@@ -20,7 +20,8 @@ enum Verb {
     Run(RunArgs),
     /// Combine the output directories of shards into one.
     Merge(MergeArgs),
-    /// Grade every run of an output directory again from its saved patch (no agent runs).
+    /// Grade every run of an output directory again from its saved patch (no agent runs),
+    /// or grade predictions made elsewhere (--predictions, --instances, --repos).
     Grade(GradeArgs),
     /// Write OUT/report.html and OUT/summary.json, or print the tables as Markdown.
     Report(ReportArgs),
@@ -84,8 +85,30 @@ enum Format {
 /// `critic experiment grade`'s flags.
 #[derive(clap::Args)]
 struct GradeArgs {
-    /// The experiment's output directory.
-    output_dir: PathBuf,
+    /// The output directory: an experiment's, to grade its runs again; or,
+    /// with --predictions, where the predictions' grades go.
+    #[arg(value_name = "OUT", required_unless_present = "output_dir_flag")]
+    output_dir: Option<PathBuf>,
+    /// The output directory (the same as OUT).
+    #[arg(long = "output-dir", value_name = "OUT", conflicts_with = "output_dir")]
+    output_dir_flag: Option<PathBuf>,
+    /// Grade these predictions (SWE-bench's predictions.jsonl: instance_id,
+    /// model_name_or_path, model_patch), made elsewhere, with no agent.
+    #[arg(long, requires_all = ["instances", "repos"])]
+    predictions: Option<PathBuf>,
+    /// The instances the predictions are for (SWE-bench's JSONL records).
+    #[arg(long, requires = "predictions")]
+    instances: Option<PathBuf>,
+    /// Local clones of the instances' repositories, <owner>__<name> each.
+    #[arg(long, requires = "predictions")]
+    repos: Option<PathBuf>,
+    /// The interpreter whose site has the repositories' dependencies and
+    /// pytest (an instance's own `python` wins).
+    #[arg(long, requires = "predictions")]
+    python: Option<PathBuf>,
+    /// Each grading test run's limit, in seconds (default 300).
+    #[arg(long, requires = "predictions", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    test_timeout: Option<u64>,
     /// Runs graded in parallel.
     #[arg(long, default_value_t = 1)]
     workers: usize,
@@ -229,15 +252,38 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Verb::Run(a) => run_experiment(a),
         Verb::Grade(a) => {
             pluggable_critic::cleanup_on_signals();
-            let opts = experiment::GradeOptions {
-                output_dir: a.output_dir,
-                workers: a.workers.max(1),
-                unconfined_runs: a.unconfined_runs,
-            };
+            let output_dir = a
+                .output_dir
+                .or(a.output_dir_flag)
+                .expect("clap requires one of them");
             let progress = Shown::new();
-            let finished = experiment::regrade(&opts, &progress)?;
+            let finished = match (a.predictions, a.instances, a.repos) {
+                (Some(predictions), Some(instances), Some(repos)) => {
+                    experiment::predictions::grade_predictions(
+                        &experiment::predictions::Options {
+                            instances,
+                            predictions,
+                            repos,
+                            python: a.python,
+                            output_dir: output_dir.clone(),
+                            workers: a.workers.max(1),
+                            test_timeout: a.test_timeout.map(std::time::Duration::from_secs),
+                            unconfined_runs: a.unconfined_runs,
+                        },
+                        &progress,
+                    )?
+                }
+                _ => experiment::regrade(
+                    &experiment::GradeOptions {
+                        output_dir: output_dir.clone(),
+                        workers: a.workers.max(1),
+                        unconfined_runs: a.unconfined_runs,
+                    },
+                    &progress,
+                )?,
+            };
             progress.done();
-            summarize(&finished, &opts.output_dir)
+            summarize(&finished, &output_dir)
         }
         Verb::Report(a) => {
             let summary = experiment::report(&a.output_dir, a.baseline.as_deref())?;
