@@ -880,7 +880,6 @@ fn check(
         .arg("--events")
         .arg(events)
         .args(["--session", session])
-        .args(["--base", &job.base])
         .arg("--state-dir")
         .arg(state)
         .args(ctx.check_flags)
