@@ -25,12 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn lock(name: &str) -> PathBuf {
-    root().join("tests/grading").join(name)
-}
-
-/// SWE-bench 5.0.2's Python.
-fn swebench() -> PathBuf {
-    python_venv("swebench", Some(&lock("swebench.lock")))
+    swebench::fixture(name)
 }
 
 fn pytest8() -> PathBuf {
@@ -64,11 +59,7 @@ impl Log {
     /// The eval log SWE-bench's harness writes around the test command.
     fn write_eval_log(&self, dir: &Path) -> PathBuf {
         let path = dir.join(format!("{}.log", self.name));
-        let text = format!(
-            "+ test command\n>>>>> Start Test Output\n{}\n{}\n>>>>> End Test Output\n>>>>> Test Exit Code: {}\n",
-            self.stdout, self.stderr, self.exit
-        );
-        std::fs::write(&path, text).unwrap();
+        swebench::eval_log(&path, &self.stdout, &self.stderr, self.exit);
         path
     }
 }
@@ -99,78 +90,11 @@ fn pytest_log(name: &str, python: &Path, files: &[&str]) -> Log {
     }
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).unwrap();
-        }
-    }
-}
-
-/// `lock`'s sdist (one, hash-checked), unpacked under target/: its root.
-fn sdist(lock_name: &str, dir_name: &str) -> PathBuf {
-    let place = root().join("target/grading-sources");
-    let unpacked = place.join(dir_name);
-    if unpacked.is_dir() {
-        return unpacked;
-    }
-    std::fs::create_dir_all(&place).unwrap();
-    let pip = swebench().parent().unwrap().join("pip");
-    let out = Command::new(&pip)
-        .args([
-            "download",
-            "-q",
-            "--no-deps",
-            "--no-binary",
-            ":all:",
-            "--require-hashes",
-        ])
-        .arg("-r")
-        .arg(lock(lock_name))
-        .arg("-d")
-        .arg(&place)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let tarball = std::fs::read_dir(&place)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .to_lowercase()
-                .starts_with(&dir_name.to_lowercase())
-                && p.to_string_lossy().ends_with(".tar.gz")
-        })
-        .unwrap();
-    let tmp = tempfile::tempdir_in(&place).unwrap();
-    let out = Command::new("tar")
-        .arg("xzf")
-        .arg(&tarball)
-        .arg("-C")
-        .arg(tmp.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    std::fs::rename(tmp.path().join(dir_name), &unpacked).unwrap();
-    unpacked
-}
-
 /// Django's runner on its real source, on a module of every outcome (and
 /// one of its own test modules).
 fn django_log() -> Log {
     let python = python_venv("django", Some(&lock("django.lock")));
-    let source = sdist("django-source.lock", "django-5.2.9");
+    let source = swebench::sdist("django-source.lock", "django-5.2.9");
     let module = source.join("tests/critic_statuses");
     std::fs::create_dir_all(&module).unwrap();
     std::fs::write(module.join("__init__.py"), "").unwrap();
@@ -236,7 +160,7 @@ class Statuses(SimpleTestCase):
 /// source, on a module of every outcome and one of its own.
 fn sympy_log() -> Log {
     let python = python_venv("sympy", Some(&lock("sympy.lock")));
-    let source = sdist("sympy-source.lock", "sympy-1.14.0");
+    let source = swebench::sdist("sympy-source.lock", "sympy-1.14.0");
     std::fs::write(
         source.join("sympy/core/tests/test_critic_statuses.py"),
         r#"from sympy import Symbol
@@ -288,31 +212,6 @@ def test_skipped():
     }
 }
 
-/// SWE-bench's verdict on each `(log file, parser, repo, f2p, p2p)`.
-fn swebench_grades(cases: &[Value]) -> Vec<Value> {
-    let mut child = Command::new(swebench())
-        .arg(lock("swebench_grade.py"))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(json!(cases).to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 /// The ids to grade a log by: every id SWE-bench's parser reads in it,
 /// the whole ids pytest's report names, each id cut inside its parameters
 /// (SWE-bench's prefix rule), and ids that are nowhere.
@@ -346,7 +245,7 @@ fn compare(log: &Log, format: LogFormat, parser: &str, differs: &[&str]) -> (usi
     let dir = tempfile::tempdir().unwrap();
     let path = log.write_eval_log(dir.path());
     let case = |f2p: &[String], p2p: &[String]| json!({"log": path, "parser": parser, "repo": log.repo, "f2p": f2p, "p2p": p2p});
-    let first = &swebench_grades(&[case(&[], &[])])[0];
+    let first = &swebench::grades(&[case(&[], &[])])[0];
     let their_map: Vec<(String, String)> = first["status_map"]
         .as_array()
         .unwrap()
@@ -354,7 +253,7 @@ fn compare(log: &Log, format: LogFormat, parser: &str, differs: &[&str]) -> (usi
         .map(|p| (p[0].as_str().unwrap().into(), p[1].as_str().unwrap().into()))
         .collect();
     let ids = ids_of(log, &their_map);
-    let theirs = &swebench_grades(&[case(&ids, &ids)])[0];
+    let theirs = &swebench::grades(&[case(&ids, &ids)])[0];
     let record = RunRecord::of(&log.result(), format);
     let ours = judge_ids(&record, &ids, &ids, EvalType::PassAndFail);
     let what = format!("{} read as {parser}", log.name);
@@ -437,7 +336,7 @@ fn compare(log: &Log, format: LogFormat, parser: &str, differs: &[&str]) -> (usi
         .into_iter()
         .collect();
     if !both_pass.is_empty() {
-        let theirs = &swebench_grades(&[case(&both_pass, &both_pass)])[0];
+        let theirs = &swebench::grades(&[case(&both_pass, &both_pass)])[0];
         let ours = judge_ids(&record, &both_pass, &both_pass, EvalType::PassAndFail);
         assert_eq!(theirs["report"]["resolved"], true, "{what}: {theirs}");
         assert!(ours.resolved, "{what}: {ours:?}");

@@ -5,6 +5,7 @@
 pub mod agents;
 pub mod llm_stub;
 pub mod python;
+pub mod swebench;
 
 use serde_json::Value;
 use std::collections::BTreeMap;

@@ -56,7 +56,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     // A skill may leave a value for its user to give (tdd's per-task test),
     // so what a detector refuses is shown, not failed on here; `critic
     // experiment` refuses an arm whose config a detector refuses.
-    let native = m.signals.iter().any(|s| native::is_native(&s.detector_path));
+    let native = m
+        .signals
+        .iter()
+        .any(|s| native::is_native(&s.detector_path));
     if native && !args.allow_native {
         println!("  config: not checked (a native detector loads only with --allow-native)");
         return Ok(EXIT_ACCEPT);
