@@ -19,7 +19,7 @@ use pluggable_critic::grading::log_parsers::LogFormat;
 use pluggable_critic::grading::record::{judge_ids, RunRecord};
 use pluggable_critic::grading::status::EvalType;
 use pluggable_critic::grading::test_command::TestCommand;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
