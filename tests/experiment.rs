@@ -1487,8 +1487,9 @@ fn env_container_grades_each_run_in_the_instances_image() {
         strip(results(&lab.path("local")))
     );
     let calls = std::fs::read_to_string(&log).unwrap();
-    // Each run: the golden tests, and for brt-only its test on base and fix.
-    assert_eq!(calls.lines().count(), 3 + 3 * 3, "{calls}");
+    // Each instance's pre-flight (its golden patch); each run: the golden
+    // tests, and for brt-only its test on base and fix.
+    assert_eq!(calls.lines().count(), 3 + 3 + 3 * 3, "{calls}");
     assert!(calls.contains("'local/acme__stats-1'"), "{calls}");
     let manifest: Value =
         serde_json::from_slice(&std::fs::read(lab.path("out/manifest.json")).unwrap()).unwrap();
@@ -1656,4 +1657,152 @@ fn openhands_runs_the_arms_with_the_critic_as_its_stop_hook() {
     let (lab, _) = real_agent_experiment("openhands", &python_with_package(), &standin);
     let hooks = lab.path("out/runs/acme__textutil-1/fix-only/0/home/.openhands/hooks.json");
     assert!(std::fs::read_to_string(hooks).unwrap().contains("--events"));
+}
+
+#[test]
+fn a_misspelt_arm_config_is_refused_before_anything_runs() {
+    let lab = Lab::new();
+    let file = lab.write(&plan(), "");
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        "fix-only: {skill:",
+        "fix-only: {config: {test_timout_secs: 5}, skill:",
+    );
+    std::fs::write(&file, text).unwrap();
+    let out = lab.run(&file, "out", &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    // The file, the arm, the signal and the key.
+    assert!(
+        err.contains("exp.yaml: arm `fix-only`: signal `fix-only`: config")
+            && err.contains("test_timout_secs"),
+        "{err}"
+    );
+    assert!(!lab.path("out/runs").exists(), "nothing ran");
+    assert!(!lab.path("out/results.jsonl").exists());
+}
+
+#[test]
+fn a_detector_that_fails_during_a_run_is_an_infra_error_never_a_rejection() {
+    let lab = Lab::new();
+    // A skill whose detector reports an error at every finish (as one whose
+    // model endpoint is down would), its config read without complaint.
+    let skill = lab.path("failing-skill");
+    std::fs::create_dir_all(skill.join("templates")).unwrap();
+    std::fs::copy(misbehave_wasm(), skill.join("misbehave.wasm")).unwrap();
+    std::fs::write(
+        skill.join("critic.yaml"),
+        "name: failing\nversion: 0.1.0\ndescription: its detector fails\nmax_iterations: 3\n\
+signals:\n  - name: flaky\n    type: hard_gate\n    detector: misbehave.wasm\n    \
+config: {mode: error, text: the model endpoint refused the call}\n",
+    )
+    .unwrap();
+    std::fs::write(skill.join("templates/task.md.j2"), "Fix: {{ issue }}\n").unwrap();
+    let file = lab.write(&plan(), "filter: {ids: [acme__textutil-1]}\n");
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        &format!(
+            "fix-only: {{skill: {}/fix-only}}",
+            root().join("skills").display()
+        ),
+        &format!("fix-only: {{skill: {}}}", skill.display()),
+    );
+    std::fs::write(&file, text).unwrap();
+    let out = lab.run(&file, "out", &["--retries", "0"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "an infrastructure error: {err}");
+    let r = results(&lab.path("out"));
+    let run = &r[&key("textutil", "fix-only")];
+    assert_eq!(run["status"], "infra_error", "{run}");
+    assert_eq!(run["error"]["class"], "detector", "{run}");
+    assert!(
+        run["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the model endpoint refused the call"),
+        "{run}"
+    );
+    assert!(run["resolved"].is_null(), "not a result: {run}");
+    // The summary names the class and its first message.
+    assert!(
+        err.contains("infra_error (detector): 1 run(s); first, acme__textutil-1 / fix-only / 0:"),
+        "{err}"
+    );
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(lab.path("out/summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["failures"][0]["class"], "detector", "{summary}");
+}
+
+#[test]
+fn what_the_patch_or_the_agent_does_is_a_result_never_an_infra_error() {
+    let lab = Lab::new();
+    let by = |name: &str| PACKAGES.iter().find(|p| p.name == name).unwrap();
+    let (text, stats, bounds) = (by("textutil"), by("stats"), by("bounds"));
+    let clone = lab.path("repos/acme__bounds");
+    let before = snapshot(&clone.join(".git/objects"));
+    let plan = json!({
+        // The fix, a golden test file deleted, a binary file added, and a
+        // line that reads like a missing pytest printed at import.
+        "textutil": {"fix-only": {"1": {
+            "write": {text.module: format!("print('No module named pytest')\n{}", text.fixed())},
+            "sh": "rm tests/test_textutil.py && printf '\\x89PNG\\x00\\x01' > logo.png",
+        }}},
+        // An empty first finish (sent back), and a file where the runner
+        // makes its next round.
+        "stats": {"fix-only": {"1": {"sh": "touch \"$(dirname \"$CRITIC_EVENTS_FILE\")/round-2\""}}},
+        // The fix, then every object of its own clone rewritten in place
+        // and where its remote points written down.
+        "bounds": {"fix-only": {"1": {
+            "write": {bounds.module: bounds.fixed()},
+            "sh": "git remote -v > remotes.txt; chmod -R u+w .git/objects; \
+                   for f in $(find .git/objects -type f); do printf x >> \"$f\"; done",
+        }}},
+    });
+    let _ = stats;
+    let file = lab.write(&plan, "");
+    let text_arm = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        text_arm.replace(
+            &format!(
+                "\n  brt-only: {{skill: {}/brt-only, max_iterations: 1}}",
+                root().join("skills").display()
+            ),
+            "",
+        ),
+    )
+    .unwrap();
+    let out = lab.run(&file, "out", &["--control", "gold"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "no infrastructure error: {err}");
+    let r = results(&lab.path("out"));
+    let fixed = &r[&key("textutil", "fix-only")];
+    assert_eq!(
+        (fixed["status"].as_str(), fixed["resolved"].as_bool()),
+        (Some("ok"), Some(true)),
+        "{fixed}"
+    );
+    let planted = &r[&key("stats", "fix-only")];
+    assert_eq!(planted["status"], "agent_fail", "{planted}");
+    assert_eq!(planted["error"]["class"], "planted_files", "{planted}");
+    // The workspace's objects were its own: the user's clone is as it was,
+    // and grading (the gold control too) read the grader's copy.
+    assert_eq!(snapshot(&clone.join(".git/objects")), before);
+    let poisoner = &r[&key("bounds", "fix-only")];
+    assert_ne!(poisoner["status"], "infra_error", "{poisoner}");
+    assert_eq!(r[&key("bounds", "@gold")]["resolved"], true);
+    let fsck = Command::new("git")
+        .args(["fsck", "--full"])
+        .current_dir(&clone)
+        .output()
+        .unwrap();
+    assert!(
+        fsck.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fsck.stderr)
+    );
+    // The workspace did not point at the user's clone.
+    if let Ok(patch) =
+        std::fs::read_to_string(lab.path("out/runs/acme__bounds-1/fix-only/0/final.patch"))
+    {
+        assert!(!patch.contains(&clone.display().to_string()), "{patch}");
+    }
 }

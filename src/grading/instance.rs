@@ -247,19 +247,24 @@ impl Prepared {
     }
 
     /// The files of `diff` that `keep` accepts, applied to the base, as a
-    /// test set; and the paths it did not keep.
+    /// test set; and the paths it did not keep (binary and deleted files
+    /// among them).
     pub fn test_set(
         &self,
         diff: &str,
         keep: impl Fn(&str) -> bool,
     ) -> Result<(TestSet, Vec<String>), String> {
-        let (kept, _) = files_of(diff, &|p| self.base_file(p), &keep, false)?;
-        let ignored: Vec<String> = critic_sdk::diff::parse(diff)
+        // A binary file or a deleted one is no test to run: left aside.
+        let (text, binary) = crate::grading::grade::without_binary(diff);
+        let diff = text.as_str();
+        let (kept, deleted) = files_of(diff, &|p| self.base_file(p), &keep, true)?;
+        let mut ignored: Vec<String> = critic_sdk::diff::parse(diff)
             .map_err(|e| format!("not a git diff: {e}"))?
             .into_iter()
             .map(|f| f.path)
             .filter(|p| !keep(p))
             .collect();
+        ignored.extend(binary.into_iter().chain(deleted));
         let targets = kept.keys().filter(|p| is_test_module(p)).cloned().collect();
         // The diff as shown: only the kept files' sections.
         let shown = critic_sdk::diff::parse(diff)
