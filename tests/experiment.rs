@@ -1806,3 +1806,36 @@ fn what_the_patch_or_the_agent_does_is_a_result_never_an_infra_error() {
         assert!(!patch.contains(&clone.display().to_string()), "{patch}");
     }
 }
+
+#[test]
+fn an_agent_that_kills_its_own_cli_after_its_model_answered_is_an_agent_failure() {
+    // Claude Code's first answer, in each arm's run, runs a command that
+    // kills Claude Code.
+    let bash = |command: &str| json!({"tool_calls": [{"name": "Bash", "input": {"command": command, "description": "Stop"}}]});
+    let kill = bash("kill -9 $PPID");
+    let standin = Standin::start("claude_code", &json!([kill, kill]));
+    let lab = Lab::new();
+    let agent = format!(
+        "agent:\n  adapter: claude-code\n  program: {}\n  timeout: 300s\n\
+model: {{base_url: \"{}\", model: stand-in-model, api_key_env: STANDIN_API_KEY}}\n",
+        npm_bin("claude").display(),
+        standin.url()
+    );
+    let file = lab.write_with(&agent, "filter: {ids: [acme__textutil-1]}\n");
+    let out = run(critic()
+        .args(["experiment", "run"])
+        .arg(&file)
+        .arg("--output-dir")
+        .arg(lab.path("out"))
+        .args(["--retries", "0"])
+        .env("STANDIN_API_KEY", "stand-in-key"));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "a result, not an error: {err}");
+    let r = results(&lab.path("out"));
+    for arm in ["fix-only", "brt-only"] {
+        let run = &r[&key("textutil", arm)];
+        assert_eq!(run["status"], "agent_fail", "{run}");
+        assert_eq!(run["error"]["class"], "agent_exit", "{run}");
+        assert_eq!(run["resolved"], false, "{run}");
+    }
+}

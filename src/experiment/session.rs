@@ -785,7 +785,7 @@ fn drive_hooked(
             "the agent changed its hook configuration: the critic may not have judged its finish"
                 .into(),
         ));
-    } else if last == 0 && code != Some(0) && !agent_started(&job.dir) {
+    } else if last == 0 && code != Some(0) && !killed(code) && !agent_started(&job.dir) {
         // No finish judged and no answer of its model: the agent never got
         // as far as its model (an unreachable API, a bad flag).
         return Err(infra(
@@ -793,8 +793,9 @@ fn drive_hooked(
             format!("the agent exited with {code:?} before it started: {tail}"),
         ));
     } else if code != Some(0) && turns.rounds.last().is_none_or(|r| r.verdict != "accepted") {
-        // It had started (its model answered, or a finish was judged): how
-        // it ended is its own doing.
+        // It had started (its model answered, a finish was judged), or
+        // something it ran killed it (the runner kills only at the time
+        // limit): how it ended is its own doing.
         turns.agent_fail = Some((
             "agent_exit",
             format!("the agent exited with {code:?} without a finish the critic accepted: {tail}"),
@@ -809,6 +810,12 @@ fn drive_hooked(
         ));
     }
     Ok(())
+}
+
+/// Whether an exit status is a death by a signal: none at all, or a
+/// launcher's `128 + signal`.
+fn killed(code: Option<i32>) -> bool {
+    code.is_none_or(|c| c > 128)
 }
 
 /// Whether the agent got as far as a model's answer: its transcript (what
