@@ -626,6 +626,31 @@ fn bad_experiment_files_and_records_are_refused_with_their_place() {
         err.contains("instances.jsonl:2 (instance acme__stats-1): field `base_commit`"),
         "{err}"
     );
+
+    // A log format grading does not read, and a pytest format whose command
+    // does not start pytest: errors before any run, naming the instance.
+    let lab = Lab::new();
+    let mut records = jsonl(&lab.path("instances.jsonl"));
+    records[0]["log_parser"] = json!("parse_log_jest");
+    records[1]["test_cmd"] = json!("tox -e py");
+    write_jsonl(&lab.path("instances.jsonl"), &records);
+    let file = lab.write(&plan(), "");
+    let out = lab.run(&file, "out", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "(instance acme__textutil-1): field `log_parser`: `parse_log_jest` is not a log format"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "(instance acme__stats-1): field `test_cmd`: `tox -e py` does not start pytest"
+        ),
+        "{err}"
+    );
+    assert!(!lab.path("out/runs").exists(), "nothing ran");
 }
 
 #[test]
@@ -1838,4 +1863,109 @@ model: {{base_url: \"{}\", model: stand-in-model, api_key_env: STANDIN_API_KEY}}
         assert_eq!(run["error"]["class"], "agent_exit", "{run}");
         assert_eq!(run["resolved"], false, "{run}");
     }
+}
+
+#[test]
+fn an_install_step_makes_a_package_that_needs_building_gradable() {
+    let lab = Lab::new();
+    // A package whose version module its build generates (git ignores it):
+    // a clone cannot import it until installed.
+    let repo = lab.path("repos/acme__versioned");
+    std::fs::create_dir_all(repo.join("versioned")).unwrap();
+    std::fs::create_dir_all(repo.join("tests")).unwrap();
+    let buggy = "from ._version import VERSION\n\n\ndef double(x):\n    return x + x + 1\n";
+    std::fs::write(repo.join("versioned/__init__.py"), buggy).unwrap();
+    std::fs::write(repo.join(".gitignore"), "versioned/_version.py\n").unwrap();
+    std::fs::write(repo.join("tests/__init__.py"), "").unwrap();
+    let tests =
+        "from versioned import VERSION\n\n\ndef test_version():\n    assert VERSION == \"1.0\"\n";
+    std::fs::write(repo.join("tests/test_versioned.py"), tests).unwrap();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@localhost"])
+            .args(args)
+            .current_dir(&repo)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "base"]);
+    let base = git(&["rev-parse", "HEAD"]).trim().to_string();
+    let fixed = buggy.replace("x + x + 1", "x + x");
+    std::fs::write(repo.join("versioned/__init__.py"), &fixed).unwrap();
+    let patch = git(&["diff"]);
+    git(&["checkout", "-q", "--", "."]);
+    let golden = format!("{tests}\n\ndef test_double():\n    from versioned import double\n    assert double(2) == 4\n");
+    std::fs::write(repo.join("tests/test_versioned.py"), &golden).unwrap();
+    let test_patch = git(&["diff"]);
+    git(&["checkout", "-q", "--", "."]);
+    let id = |t: &str| format!("tests/test_versioned.py::{t}");
+    write_jsonl(
+        &lab.path("instances.jsonl"),
+        &[json!({
+            "instance_id": "acme__versioned-1", "repo": "acme/versioned", "base_commit": base,
+            "patch": patch, "test_patch": test_patch,
+            "FAIL_TO_PASS": [id("test_double")], "PASS_TO_PASS": [id("test_version")],
+            "problem_statement": "double(2) is 5.",
+        })],
+    );
+    let plan = json!({"versioned": {"fix-only": {"1": {
+        "write": {"versioned/__init__.py": fixed},
+        // What the install made is there for the agent too.
+        "sh": "cp versioned/_version.py seen.txt",
+    }}}});
+    let lock: Vec<String> = std::fs::read_to_string(root().join("tests/arms/requirements.lock"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(str::to_string)
+        .collect();
+    let environments = format!(
+        "environments:\n  acme/versioned:\n    \"*\":\n      requirements: {}\n      install: [\"printf 'VERSION = \\\"1.0\\\"\\\\n' > versioned/_version.py\"]\n",
+        json!(lock)
+    );
+    let file = lab.write(&plan, &environments);
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        &format!(
+            "\n  brt-only: {{skill: {}/brt-only, max_iterations: 1}}",
+            root().join("skills").display()
+        ),
+        "",
+    );
+    std::fs::write(&file, text).unwrap();
+    let out = lab.run(&file, "out", &["--control", "gold"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = results(&lab.path("out"));
+    let run = &r[&("acme__versioned-1".to_string(), "fix-only".to_string())];
+    assert_eq!(
+        (run["status"].as_str(), run["resolved"].as_bool()),
+        (Some("ok"), Some(true)),
+        "{run}"
+    );
+    assert_eq!(
+        r[&("acme__versioned-1".to_string(), "@gold".to_string())]["resolved"],
+        true
+    );
+    let patch =
+        std::fs::read_to_string(lab.path("out/runs/acme__versioned-1/fix-only/0/final.patch"))
+            .unwrap();
+    assert!(
+        patch.contains("+VERSION = \"1.0\""),
+        "the agent saw the install's file: {patch}"
+    );
+    assert!(
+        !patch.contains("_version.py"),
+        "it is not part of the patch: {patch}"
+    );
+    // The install ran once, in a checkout of the base that stays.
+    let installs: Vec<PathBuf> = std::fs::read_dir(lab.path("out/envs"))
+        .unwrap()
+        .flat_map(|e| std::fs::read_dir(e.unwrap().path().join("installs")).unwrap())
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(installs.len(), 1, "{installs:?}");
+    assert!(installs[0].join("testbed/versioned/_version.py").is_file());
 }
