@@ -838,6 +838,17 @@ fn bad_inputs_name_the_record_and_field_and_lose_nothing() {
         None,
         &["instances.jsonl:1", "field `repo`", "acme__not-cloned"],
     );
+    let mut django = good.clone();
+    django["log_parser"] = json!("django");
+    refused(
+        &[django],
+        None,
+        &[
+            "instances.jsonl:1",
+            "django's runner",
+            "MPE judges generated tests with pytest",
+        ],
+    );
     let mut stranger = bench.prediction("never-fails-gen", NEVER_FAILS);
     stranger["instance_id"] = json!("acme__intervals-999");
     refused(

@@ -171,6 +171,25 @@ fn validate(
                 dir.display()
             ));
         }
+        // Generated tests are judged from pytest's report.
+        let format = crate::grading::test_command::TestCommand::new(
+            &inst.repo,
+            inst.test_cmd.as_deref(),
+            inst.log_parser.as_deref(),
+            &inst.eval_commands,
+            Path::new("python"),
+        )
+        .map(|c| c.format);
+        match format {
+            Err(e) => errors.push(format!("{}: {e}", inst.place)),
+            Ok(f) if !f.is_pytest() => errors.push(format!(
+                "{}: its tests run with {}'s runner, and MPE judges generated tests with \
+                 pytest; give the record a pytest `test_cmd` and `log_parser`",
+                inst.place,
+                f.name()
+            )),
+            Ok(_) => {}
+        }
         match inst.python.as_ref().or(opts.python.as_ref()) {
             None => errors.push(format!(
                 "{}: no interpreter: pass --python or give the record a `python` field",
