@@ -312,6 +312,44 @@ fn predictions(lab: &Lab) -> Vec<(&'static str, String, bool)> {
             "addopts = \"--color=yes -p pytest_forge\""
         ))
     );
+    // A plugin that turns every failed call into a pass, and the ways a
+    // patch could get pytest (or the interpreter) to load it.
+    let flip = "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    report = outcome.get_result()\n    if report.when == \"call\" and report.failed:\n        report.outcome = \"passed\"\n        report.longrepr = None\n";
+    let dist_info = format!(
+        "{}{}{}",
+        Lab::adds("forge.py", flip),
+        Lab::adds(
+            "forge_dist-1.0.dist-info/METADATA",
+            "Metadata-Version: 2.1\nName: forge-dist\nVersion: 1.0\n"
+        ),
+        Lab::adds(
+            "forge_dist-1.0.dist-info/entry_points.txt",
+            "[pytest11]\nforge = forge\n"
+        ),
+    );
+    // setuptools' distutils-precedence.pth imports `_distutils_hack` while
+    // the interpreter starts: a module by that name in the copy would run
+    // before any test, if the copy were on the path then.
+    let startup = Lab::adds(
+        "_distutils_hack/__init__.py",
+            "import _pytest.reports as _r\n\n_real = _r.TestReport.from_item_and_call.__func__\n\n\ndef _forged(cls, item, call):\n    report = _real(cls, item, call)\n    if report.when == \"call\" and report.failed:\n        report.outcome = \"passed\"\n        report.longrepr = None\n    return report\n\n\n_r.TestReport.from_item_and_call = classmethod(_forged)\n\n\ndef add_shim():\n    pass\n\n\ndef do_override():\n    pass\n",
+    );
+    let pytest_toml = format!(
+        "{}{}",
+        Lab::adds("forge.py", flip),
+        Lab::adds("pytest.toml", "[pytest]\naddopts = [\"-p\", \"forge\"]\n"),
+    );
+    let tests_init = lab.edits("tests/__init__.py", |s| {
+        format!("{s}\nimport forge  # noqa\n")
+    });
+    let tests_init = format!("{}{tests_init}", Lab::adds("forge.py", flip));
+    // The settings file pytest reads turned into a directory: the grader
+    // cannot put it back, which is the patch's doing, not the harness's.
+    let dir_in_place = format!(
+        "{}{}",
+        lab.deletes("pyproject.toml"),
+        Lab::adds("pyproject.toml/keep", "x\n")
+    );
     let ids: Vec<String> =
         serde_json::from_str::<Vec<String>>(lab.instance["FAIL_TO_PASS"].as_str().unwrap())
             .unwrap()
@@ -343,6 +381,11 @@ fn predictions(lab: &Lab) -> Vec<(&'static str, String, bool)> {
         ("forge-makereport", makereport, false),
         ("forge-ini-plugin", plugin, false),
         ("forge-atexit", atexit, false),
+        ("forge-dist-info", dist_info, false),
+        ("forge-at-start-up", startup, false),
+        ("forge-pytest-toml", pytest_toml, false),
+        ("forge-tests-init", tests_init, false),
+        ("forge-dir-in-place", dir_in_place, false),
     ]
 }
 
@@ -412,6 +455,18 @@ fn predictions_on_a_real_fix_grade_as_swe_bench_and_no_forgery_resolves() {
         )
         .unwrap();
         let result = &golden["result"];
+        if !result["error"].is_null() {
+            // Nothing ran: the patch left the copy unusable (it does not
+            // apply there); there is no log for SWE-bench to read.
+            assert!(
+                r["grade_problem"]
+                    .as_str()
+                    .unwrap()
+                    .contains("does not apply"),
+                "{r}"
+            );
+            continue;
+        }
         let log = lab.path(&format!("{model}.log"));
         swebench::eval_log(
             &log,
@@ -419,22 +474,30 @@ fn predictions_on_a_real_fix_grade_as_swe_bench_and_no_forgery_resolves() {
             result["stderr"].as_str().unwrap(),
             result["exit_code"].as_i64().unwrap() as i32,
         );
-        cases.push(json!({
+        cases.push((*model, *resolves, json!({
             "log": log, "parser": "parse_log_pytest", "repo": REPO,
             "f2p": serde_json::from_str::<Value>(lab.instance["FAIL_TO_PASS"].as_str().unwrap()).unwrap(),
             "p2p": serde_json::from_str::<Value>(lab.instance["PASS_TO_PASS"].as_str().unwrap()).unwrap(),
-        }));
-        if model.starts_with("forge") {
-            // What was put back is recorded.
+        })));
+        // What was put back is recorded.
+        let restores = [
+            "forge-xfail-all",
+            "forge-makereport",
+            "forge-ini-plugin",
+            "forge-pytest-toml",
+            "forge-tests-init",
+        ];
+        if restores.contains(model) {
+            let restored = &golden["grade"]["restored"];
             assert!(
-                !golden["grade"]["restored"].as_array().unwrap().is_empty()
-                    || *model == "forge-atexit",
-                "{model}: {golden}"
+                !restored.as_array().unwrap().is_empty(),
+                "{model}: {restored}"
             );
         }
     }
-    let theirs = swebench::grades(&cases);
-    for ((model, _, resolves), t) in preds.iter().zip(&theirs) {
+    let logs: Vec<Value> = cases.iter().map(|(_, _, c)| c.clone()).collect();
+    let theirs = swebench::grades(&logs);
+    for ((model, resolves, _), t) in cases.iter().zip(&theirs) {
         let swe = t["report"]["resolved"].as_bool().unwrap();
         eprintln!(
             "{model}: resolved {resolves} here ({}), {swe} by SWE-bench",
@@ -465,9 +528,6 @@ fn predictions_on_a_real_fix_grade_as_swe_bench_and_no_forgery_resolves() {
     );
     // Grading again takes only what is new or changed.
     let again = grade("out");
-    assert!(
-        stderr(&again).contains("0 of 12 runs to make"),
-        "{}",
-        stderr(&again)
-    );
+    let wanted = format!("0 of {} runs to make", preds.len() + 1);
+    assert!(stderr(&again).contains(&wanted), "{}", stderr(&again));
 }

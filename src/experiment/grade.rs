@@ -137,15 +137,20 @@ pub fn grade(
     };
     if let (Some(tests), [base, fixed]) = (&own_test, own_results.as_slice()) {
         for r in [base, fixed] {
-            if let Some(e) = &r.error {
+            if let Some(e) = r
+                .error
+                .as_deref()
+                .filter(|e| crate::grading::grade::is_harness_failure(e))
+            {
                 graded.infra = Some(format!("the patch's own test could not run: {e}"));
                 return graded;
             }
         }
         let files: Vec<&str> = tests.files.keys().map(String::as_str).collect();
         let judge = |r: &RunResult| Outcome::of(r, BugExit::Nonzero, &files);
-        // A test that does not run detects nothing: the agent's test, not
-        // the harness, which the golden run shows works.
+        // A test that does not run (or cannot even be written into a copy)
+        // detects nothing: the agent's test, not the harness, which the
+        // golden run shows works.
         graded.f2p = Some(F2p {
             fails_on_base: judge(base) == Outcome::BugDetected,
             passes_on_golden: judge(fixed) == Outcome::Pass,

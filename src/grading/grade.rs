@@ -69,23 +69,44 @@ pub fn resolve(prepared: &Prepared, backend: &dyn Backend, patch: &str) -> (Reso
         r.problem = Some(format!("the patch does not apply: {e}"));
         r
     };
+    let files = match plain_paths(&patch) {
+        Ok(files) => files,
+        Err(e) => {
+            return (
+                unapplied(resolution, e),
+                Ran {
+                    request,
+                    result: None,
+                },
+            )
+        }
+    };
     // What steers the runner, read from the patch applied to the base.
     let patched =
-        |path: &str| -> Result<Option<String>, String> { patched_file(prepared, &patch, path) };
+        |path: &str| -> Result<Option<String>, String> { patched_file(prepared, &files, path) };
     let base_has = |path: &str| prepared.base_has(path);
-    let (restores, restored) =
-        match restore::steering(&patch, &|p| prepared.base_file(p), &patched, &base_has) {
-            Ok(r) => r,
-            Err(e) => {
-                return (
-                    unapplied(resolution, e),
-                    Ran {
-                        request,
-                        result: None,
-                    },
-                )
-            }
-        };
+    let places = restore::Places {
+        test_dirs: test_dirs(prepared),
+        runner_files: prepared.command.runner_files(),
+    };
+    let (restores, restored) = match restore::steering(
+        &patch,
+        &|p| prepared.base_file(p),
+        &patched,
+        &base_has,
+        &places,
+    ) {
+        Ok(r) => r,
+        Err(e) => {
+            return (
+                unapplied(resolution, e),
+                Ran {
+                    request,
+                    result: None,
+                },
+            )
+        }
+    };
     resolution.restored = restored;
     request.patch = Some(patch);
     // Restored files first, the golden tests over them (a test patch that
@@ -98,20 +119,22 @@ pub fn resolve(prepared: &Prepared, backend: &dyn Backend, patch: &str) -> (Reso
         .pop()
         .unwrap_or_default();
     if let Some(e) = &result.error {
-        // The scratch copy's own words for a patch it could not apply.
-        if e.starts_with("the patch") || e.starts_with("refused path") {
-            let graded = unapplied(resolution, e.clone());
+        // The harness's own failures name themselves; anything else is what
+        // the patch made of the copy (it does not apply, a directory where
+        // a restored file goes), since the pre-flight's golden patch ran.
+        if is_harness_failure(e) {
+            resolution.infra = Some(format!("the golden tests could not run: {e}"));
             return (
-                graded,
+                resolution,
                 Ran {
                     request,
                     result: Some(result),
                 },
             );
         }
-        resolution.infra = Some(format!("the golden tests could not run: {e}"));
+        let graded = unapplied(resolution, e.clone());
         return (
-            resolution,
+            graded,
             Ran {
                 request,
                 result: Some(result),
@@ -191,9 +214,68 @@ pub fn without_binary(patch: &str) -> (String, Vec<String>) {
     (kept, binary)
 }
 
-/// `path` as `patch` leaves it (`None`: absent), from the base.
-fn patched_file(prepared: &Prepared, patch: &str, path: &str) -> Result<Option<String>, String> {
+/// How a scratch copy words its own failures (not the request's): see
+/// `host::scratch`.
+const HARNESS_FAILURES: &[&str] = &[
+    "cannot prepare a scratch copy",
+    "the run request has an empty argv",
+    "cannot make the run's home",
+    "cannot confine the command",
+    "command not found",
+    "cannot start ",
+];
+
+/// Whether a run's `error` is the harness's own failure (no scratch copy,
+/// no interpreter), not what its request made of the copy.
+pub fn is_harness_failure(error: &str) -> bool {
+    HARNESS_FAILURES.iter().any(|h| error.starts_with(h))
+}
+
+/// `patch` parsed, each file once and under its plain path: a path with an
+/// empty or `.` part, a trailing `/`, or one named twice is not what `git
+/// diff` writes, and would read differently here and in the copy.
+fn plain_paths(patch: &str) -> Result<Vec<critic_sdk::FileChange>, String> {
     let files = critic_sdk::diff::parse(patch).map_err(|e| format!("not a git diff: {e}"))?;
+    let mut seen = std::collections::HashSet::new();
+    for f in &files {
+        for p in std::iter::once(&f.path).chain(&f.old_path) {
+            let plain = !p.is_empty() && p.split('/').all(|part| !part.is_empty() && part != ".");
+            if !plain {
+                return Err(format!("{p:?} is not a plain relative path"));
+            }
+        }
+        if !seen.insert(f.path.clone()) {
+            return Err(format!("{} is changed twice", f.path));
+        }
+    }
+    Ok(files)
+}
+
+/// The golden test files' directories and all their parents: pytest puts
+/// one of them first on a run's path, and imports their `__init__.py`.
+fn test_dirs(prepared: &Prepared) -> Vec<String> {
+    let mut dirs = std::collections::BTreeSet::new();
+    for file in prepared
+        .golden_tests
+        .files
+        .keys()
+        .chain(&prepared.golden_tests.targets)
+    {
+        let mut at = file.as_str();
+        while let Some((parent, _)) = at.rsplit_once('/') {
+            dirs.insert(parent.to_string());
+            at = parent;
+        }
+    }
+    dirs.into_iter().collect()
+}
+
+/// `path` as the patch's `files` leave it (`None`: absent), from the base.
+fn patched_file(
+    prepared: &Prepared,
+    files: &[critic_sdk::FileChange],
+    path: &str,
+) -> Result<Option<String>, String> {
     let Some(f) = files
         .iter()
         .find(|f| f.path == path || f.old_path.as_deref() == Some(path))

@@ -328,7 +328,7 @@ impl Prepared {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-        env.extend(self.command.env.clone());
+        env.extend(self.command.run_env());
         RunRequest {
             patch: None,
             files,

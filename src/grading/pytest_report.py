@@ -2,7 +2,9 @@
 # plus a report of every test's outcome written to the stderr pytest started
 # with, so grading never depends on how the repository configured pytest's
 # terminal output. Passed to `python -c`; argv: MODE ARGS..., MODE `module`
-# for `python -m pytest`, `script` for the `pytest` script.
+# for `python -m pytest`, `script` for the `pytest` script. The runner
+# starts it without PYTHONPATH (kept in CRITIC_PYTHONPATH), so nothing of
+# the copy under test runs while the interpreter starts.
 # Written for Python 3.5 and later: SWE-bench's oldest environments.
 import sys
 
@@ -17,27 +19,62 @@ def _critic_pytest():
         path = os.path.realpath(entry or ".")
         return path == cwd or path.startswith(cwd + os.sep)
 
-    # Nothing of the copy under test is on the path while this file's own
-    # modules and pytest are imported: a module there cannot stand in for
-    # them.
-    path = list(sys.path)
-    sys.path[:] = [p for p in path if not in_copy(p)]
+    # Nothing of the copy is on the path while this file's own modules and
+    # pytest are imported: a module there cannot stand in for them.
+    path = [p for p in sys.path if not in_copy(p)]
+    sys.path[:] = path
     import json
     import pytest
 
-    sys.path[:] = path
-    if mode == "script" and sys.path and sys.path[0] == "":
-        # The `pytest` script's first entry is its own directory.
-        sys.path[0] = os.path.dirname(sys.executable)
+    # The copy on the path as PYTHONPATH and `python -m` put it.
+    extra = [p for p in os.environ.pop("CRITIC_PYTHONPATH", "").split(os.pathsep) if p]
+    extra.append(cwd)
+    if os.path.isdir(os.path.join(cwd, "src")):
+        extra.append(os.path.join(cwd, "src"))
+    first = os.path.dirname(sys.executable) if mode == "script" else ""
+    sys.path[:] = [first] + extra + path
+    os.environ["PYTHONPATH"] = os.pathsep.join(extra)
+    if mode == "script":
+        sys.argv = [os.path.join(first, "pytest")] + args
+    else:
+        sys.argv = [os.path.join(os.path.dirname(pytest.__file__), "__main__.py")] + args
+
+    # pytest's plugins come from the environment: a distribution in the copy
+    # (a *.dist-info with a pytest11 entry point) is not one of them.
+    swapped = []
+    for name in ("importlib.metadata", "importlib_metadata"):
+        try:
+            metadata = __import__(name, fromlist=["distributions"])
+        except ImportError:
+            continue
+
+        def outside(*a, _real=metadata.distributions, **kw):
+            for dist in _real(*a, **kw):
+                where = getattr(dist, "_path", None)
+                if where is None or not in_copy(str(where)):
+                    yield dist
+
+        swapped.append((metadata, metadata.distributions))
+        metadata.distributions = outside
+
     out = os.dup(2)
+    kept = os.fstat(out)
     seen = []
 
     class Report(object):
+        def pytest_configure(self, config):
+            # Plugins are loaded: the tests see importlib.metadata as it is.
+            for metadata, real in swapped:
+                metadata.distributions = real
+
         def pytest_runtest_logreport(self, report):
+            subtest = "subtest" in type(report).__name__.lower()
+            if report.when != "call" and report.passed and not subtest:
+                return
             entry = {"id": report.nodeid, "when": report.when, "outcome": report.outcome}
             if hasattr(report, "wasxfail"):
                 entry["xfail"] = True
-            if "subtest" in type(report).__name__.lower():
+            if subtest:
                 entry["subtest"] = True
             seen.append(entry)
 
@@ -45,12 +82,18 @@ def _critic_pytest():
             if report.failed:
                 seen.append({"id": report.nodeid, "when": "collect", "outcome": "failed"})
 
-    code = pytest.main(args, plugins=[Report()])
-    code = int(code)
+    code = int(pytest.main(args, plugins=[Report()]))
     line = json.dumps({"pytest": pytest.__version__, "exit": code, "reports": seen})
     data = ("\n@@critic-pytest-report v1 " + line + "\n").encode("utf-8", "replace")
+    # A test that closed descriptors may have left another file at `out`'s.
+    try:
+        now = os.fstat(out)
+        same = (now.st_dev, now.st_ino) == (kept.st_dev, kept.st_ino)
+    except OSError:
+        same = False
+    fd = out if same else 2
     while data:
-        data = data[os.write(out, data):]
+        data = data[os.write(fd, data):]
     sys.stdout.flush()
     sys.exit(code)
 

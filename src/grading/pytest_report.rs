@@ -52,10 +52,20 @@ pub fn pytest_invocation(argv: &[String]) -> Option<(Mode, &[String])> {
     matches!(base(first).as_str(), "pytest" | "py.test").then(|| (Mode::Script, &argv[1..]))
 }
 
+/// Where the bootstrap finds the `PYTHONPATH` the run had, which `env`
+/// keeps from the interpreter's start (see [`bootstrapped`]).
+pub const PYTHONPATH_VAR: &str = "CRITIC_PYTHONPATH";
+
 /// The argv that runs pytest with `args` as `mode` would, through the
-/// bootstrap, with `python`.
+/// bootstrap, with `python`: started by `env -u PYTHONPATH`, so that no
+/// module of the copy under test (which a scratch copy puts on
+/// `PYTHONPATH`, ahead of the standard library) runs while the interpreter
+/// starts; the bootstrap puts the copy on the path once pytest is imported.
 pub fn bootstrapped(python: &str, mode: Mode, args: &[String]) -> Vec<String> {
     let mut argv = vec![
+        "env".to_string(),
+        "-u".into(),
+        "PYTHONPATH".into(),
         python.to_string(),
         "-c".into(),
         BOOTSTRAP.into(),

@@ -448,6 +448,10 @@ pub fn judge_ids(
         Some(format!("the run could not start: {e}"))
     } else if run.timed_out {
         Some("the run timed out".into())
+    } else if run.problem.is_none() && run.contradiction.is_none() && run.statuses.is_empty() {
+        // SWE-bench does not believe a log with no status (even where
+        // `fail_only` would let every missing id pass).
+        Some("the log holds no test status".into())
     } else {
         run.problem.clone().or_else(|| run.contradiction.clone())
     };

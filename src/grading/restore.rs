@@ -2,11 +2,13 @@
 //! a patch is graded, so that a patch can change the code under test but
 //! not how its tests are run and reported: every `conftest.py`, pytest's
 //! own configuration files, the pytest sections of `setup.cfg`, `tox.ini`
-//! and `pyproject.toml`, `.pth` files, `sitecustomize`/`usercustomize`, and
-//! new top-level modules (at the root or under `src/`, both on a run's
-//! path) that would stand in for pytest, its plugins or the standard
-//! library. SWE-bench's harness resets the test patch's files the same way
-//! (the caller writes those over everything); each restoration is recorded.
+//! and `pyproject.toml`, `.pth` files, `sitecustomize`/`usercustomize`, the
+//! `__init__.py` of the test files' directories, a runner's own scripts
+//! (Django's `tests/runtests.py`), and new modules in the directories on a
+//! run's path (the root, `src/`, the test files' directories) that would
+//! stand in for pytest, its plugins or the standard library. SWE-bench's
+//! harness resets the test patch's files the same way (the caller writes
+//! those over everything); each restoration is recorded.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -25,6 +27,8 @@ const WHOLE: &[(&str, &str)] = &[
     ("conftest.py", "pytest loads it as a plugin"),
     ("pytest.ini", "pytest's configuration"),
     (".pytest.ini", "pytest's configuration"),
+    ("pytest.toml", "pytest's configuration (pytest 9)"),
+    (".pytest.toml", "pytest's configuration (pytest 9)"),
     ("sitecustomize.py", "Python runs it at start-up"),
     ("usercustomize.py", "Python runs it at start-up"),
 ];
@@ -99,6 +103,18 @@ pub type Content<'a> = &'a dyn Fn(&str) -> Result<Option<String>, String>;
 /// Path to what to write there (`None`: remove it).
 pub type Writes = BTreeMap<String, Option<String>>;
 
+/// Where a run looks, besides the files named in [`WHOLE`].
+#[derive(Debug, Clone, Default)]
+pub struct Places {
+    /// Directories on the run's path besides the root and `src/` (each
+    /// golden test file's directory and its parents: pytest puts the first
+    /// one without an `__init__.py` first on the path), relative, no
+    /// trailing `/`.
+    pub test_dirs: Vec<String>,
+    /// Files of the test runner itself (Django's `tests/runtests.py`).
+    pub runner_files: Vec<String>,
+}
+
 /// What to write over a copy with `patch` applied, so that nothing the
 /// patch changed steers the runner: path to base content (`None`: remove
 /// it), and what was restored. `base` reads the base commit's file,
@@ -109,12 +125,14 @@ pub fn steering(
     base: Content,
     patched: Content,
     base_has: &dyn Fn(&str) -> bool,
+    places: &Places,
 ) -> Result<(Writes, Vec<Restored>), String> {
     let files = critic_sdk::diff::parse(patch).map_err(|e| format!("not a git diff: {e}"))?;
+    let mut seen = std::collections::HashSet::new();
     let mut paths: Vec<String> = Vec::new();
     for f in &files {
         for p in std::iter::once(&f.path).chain(&f.old_path) {
-            if !paths.contains(p) {
+            if seen.insert(p.clone()) {
                 paths.push(p.clone());
             }
         }
@@ -122,12 +140,16 @@ pub fn steering(
     let mut writes = BTreeMap::new();
     let mut restored = Vec::new();
     for path in paths {
-        let name = path.rsplit('/').next().unwrap_or(&path);
+        let (dir, name) = path.rsplit_once('/').unwrap_or(("", &path));
         let why: Option<String> = if let Some((_, why)) = WHOLE.iter().find(|(n, _)| *n == name) {
             Some((*why).into())
         } else if name.ends_with(".pth") {
             Some("Python's site module runs it".into())
-        } else if let Some(module) = shadowing(&path, base_has) {
+        } else if places.runner_files.iter().any(|f| *f == path) {
+            Some("the test runner's own file".into())
+        } else if name == "__init__.py" && places.test_dirs.iter().any(|d| d == dir) {
+            Some("pytest imports it to collect the golden tests".into())
+        } else if let Some(module) = shadowing(&path, base_has, &places.test_dirs) {
             Some(format!(
                 "a new module `{module}` would stand in for the runner's own"
             ))
@@ -158,29 +180,52 @@ pub fn steering(
     Ok((writes, restored))
 }
 
-/// The module a new top-level path (at the root or under `src/`) would
-/// make importable in place of the runner's, the standard library's or a
-/// plugin's, when the base has nothing by that name there.
-fn shadowing(path: &str, base_has: &dyn Fn(&str) -> bool) -> Option<String> {
-    let (dir, rest) = match path.strip_prefix("src/") {
-        Some(rest) => ("src/", rest),
-        None => ("", path),
-    };
-    let top = rest.split('/').next()?;
-    let (module, is_file) = match top.strip_suffix(".py") {
-        Some(m) if !rest.contains('/') => (m, true),
-        _ if rest.contains('/') => (top, false),
-        _ => return None,
-    };
-    let known = RUNNER.contains(&module)
-        || module.starts_with("pytest_")
-        || STDLIB.split_whitespace().any(|n| n == module);
-    let at_base = if is_file {
-        base_has(&format!("{dir}{top}"))
-    } else {
-        base_has(&format!("{dir}{module}"))
-    };
-    (known && !at_base).then(|| module.to_string())
+/// The module a new path directly in a directory on a run's path (the
+/// root, `src/`, a test directory) would make importable in place of the
+/// runner's, the standard library's or a plugin's, when the base has
+/// nothing by that name there.
+fn shadowing(path: &str, base_has: &dyn Fn(&str) -> bool, test_dirs: &[String]) -> Option<String> {
+    let dirs = ["", "src"]
+        .into_iter()
+        .chain(test_dirs.iter().map(String::as_str));
+    for dir in dirs {
+        let rest = if dir.is_empty() {
+            path
+        } else {
+            match path.strip_prefix(dir).and_then(|r| r.strip_prefix('/')) {
+                Some(rest) => rest,
+                None => continue,
+            }
+        };
+        let Some(top) = rest.split('/').next() else {
+            continue;
+        };
+        let (module, is_file) = match top.strip_suffix(".py") {
+            Some(m) if !rest.contains('/') => (m, true),
+            _ if rest.contains('/') => (top, false),
+            _ => continue,
+        };
+        let known = RUNNER.contains(&module)
+            || module.starts_with("pytest_")
+            || STDLIB.split_whitespace().any(|n| n == module);
+        if !known {
+            continue;
+        }
+        let at = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{dir}/")
+        };
+        let at_base = if is_file {
+            base_has(&format!("{at}{top}"))
+        } else {
+            base_has(&format!("{at}{module}"))
+        };
+        if !at_base {
+            return Some(module.to_string());
+        }
+    }
+    None
 }
 
 enum Settings {
@@ -213,7 +258,7 @@ fn pytest_settings(name: &str, was: Option<&str>, now: Option<&str>) -> Settings
     let pick = |text: &str| -> (String, String) {
         let (mut ours, mut rest) = (String::new(), String::new());
         let mut inside = false;
-        for line in text.split_inclusive('\n') {
+        for line in py_lines(text) {
             if let Some(header) = line.strip_prefix('[') {
                 let name = header.split(']').next().unwrap_or_default().trim();
                 inside = sections.contains(&name);
@@ -236,6 +281,35 @@ fn pytest_settings(name: &str, was: Option<&str>, now: Option<&str>) -> Settings
     }
     merged.push_str(&base_ours);
     Settings::Changed(merged)
+}
+
+/// `text`'s lines as Python's `str.splitlines(keepends=True)` makes them
+/// (iniconfig reads pytest's INI files so): `\r\n`, `\n`, `\r`, `\x0b`,
+/// `\x0c`, `\x1c`-`\x1e`, `\x85`, `\u2028` and `\u2029` each end one.
+fn py_lines(text: &str) -> Vec<&str> {
+    let mut lines = Vec::new();
+    let mut start = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let end = match c {
+            '\r' => match chars.peek() {
+                Some(&(j, '\n')) => {
+                    chars.next();
+                    j + 1
+                }
+                _ => i + 1,
+            },
+            '\n' | '\x0b' | '\x0c' | '\x1c' | '\x1d' | '\x1e' | '\u{85}' | '\u{2028}'
+            | '\u{2029}' => i + c.len_utf8(),
+            _ => continue,
+        };
+        lines.push(&text[start..end]);
+        start = end;
+    }
+    if start < text.len() {
+        lines.push(&text[start..]);
+    }
+    lines
 }
 
 /// `tool.pytest` of two `pyproject.toml`s; a patched file that does not
@@ -307,10 +381,19 @@ mod tests {
             "pkg/json.py",
             "src/pkg/core.py",
             "docs/tox.ini",
+            "pytest.toml",
+            "tests/__init__.py",
+            "tests/pickle.py",
+            "tests/runtests.py",
+            "tests/helpers.py",
         ]);
         let patched = |_: &str| Ok(Some("[pytest]\naddopts = -p forge\n".to_string()));
+        let places = Places {
+            test_dirs: vec!["tests".into()],
+            runner_files: vec!["tests/runtests.py".into()],
+        };
         let (writes, restored) =
-            steering(&patch, &at_base, &patched, &|p| p == "src/_pytest").unwrap();
+            steering(&patch, &at_base, &patched, &|p| p == "src/_pytest", &places).unwrap();
         assert_eq!(writes.get("conftest.py"), Some(&Some("# base\n".into())));
         for gone in [
             "tests/sub/conftest.py",
@@ -321,17 +404,26 @@ mod tests {
             "src/json.py",
             "encodings/__init__.py",
             "docs/tox.ini",
+            "pytest.toml",
+            "tests/__init__.py",
+            "tests/pickle.py",
+            "tests/runtests.py",
         ] {
             assert_eq!(writes.get(gone), Some(&None), "{gone}: {writes:?}");
         }
         // Inside a package, or the project's own code: left alone.
         assert!(!writes.contains_key("pkg/json.py"));
         assert!(!writes.contains_key("src/pkg/core.py"));
+        assert!(!writes.contains_key("tests/helpers.py"));
         assert_eq!(restored.len(), writes.len());
         // The project's own `src/_pytest` (pytest's repository) is its code.
-        let (w, _) = steering(&diff(&["src/_pytest/x.py"]), &at_base, &patched, &|p| {
-            p == "src/_pytest"
-        })
+        let (w, _) = steering(
+            &diff(&["src/_pytest/x.py"]),
+            &at_base,
+            &patched,
+            &|p| p == "src/_pytest",
+            &places,
+        )
         .unwrap();
         assert!(w.is_empty(), "{w:?}");
     }
@@ -348,7 +440,8 @@ mod tests {
                 }
             }))
         };
-        let (writes, restored) = steering(&patch, &at_base, &patched, &|_| false).unwrap();
+        let (writes, restored) =
+            steering(&patch, &at_base, &patched, &|_| false, &Places::default()).unwrap();
         let cfg = writes["setup.cfg"].clone().unwrap();
         assert!(
             cfg.contains("name = w2") && cfg.contains("addopts = -q") && !cfg.contains("forge"),
@@ -363,7 +456,35 @@ mod tests {
         assert_eq!(restored.len(), 2);
         // Unchanged pytest settings: nothing restored.
         let same = |p: &str| at_base(p).map(|c| c.map(|c| c.replace("name = w", "name = v")));
-        let (writes, _) = steering(&patch, &at_base, &same, &|_| false).unwrap();
+        let (writes, _) =
+            steering(&patch, &at_base, &same, &|_| false, &Places::default()).unwrap();
         assert!(writes.is_empty(), "{writes:?}");
+        // A section pytest's INI reader sees after a form feed is one.
+        let hidden = |p: &str| {
+            Ok(Some(match p {
+                "setup.cfg" => {
+                    "[metadata]\nname = w\x0c[tool:pytest]\x0caddopts = -p forge\n".into()
+                }
+                _ => at_base(p)?.unwrap(),
+            }))
+        };
+        let base_cfg = |p: &str| {
+            Ok(match p {
+                "setup.cfg" => Some("[metadata]\nname = w\n".to_string()),
+                _ => at_base(p)?,
+            })
+        };
+        let (writes, _) = steering(
+            &diff(&["setup.cfg"]),
+            &base_cfg,
+            &hidden,
+            &|_| false,
+            &Places::default(),
+        )
+        .unwrap();
+        assert!(
+            !writes["setup.cfg"].clone().unwrap().contains("forge"),
+            "{writes:?}"
+        );
     }
 }

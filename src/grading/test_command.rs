@@ -115,6 +115,22 @@ impl TestCommand {
         TestCommand::new(repo, None, None, &[], python).expect("the defaults are valid")
     }
 
+    /// The variables its command line assigned, as the run gets them (a
+    /// `PYTHONPATH` reaches pytest through the bootstrap).
+    pub fn run_env(&self) -> BTreeMap<String, String> {
+        self.env
+            .iter()
+            .map(|(k, v)| {
+                let k = if k == "PYTHONPATH" && self.pytest.is_some() {
+                    pytest_report::PYTHONPATH_VAR.to_string()
+                } else {
+                    k.clone()
+                };
+                (k, v.clone())
+            })
+            .collect()
+    }
+
     /// The full argv that runs `targets` (pytest through the report's
     /// bootstrap; with shell setup lines, through bash).
     pub fn argv_for(&self, targets: &[String]) -> Vec<String> {
@@ -138,12 +154,32 @@ impl TestCommand {
             }
         };
         if !self.setup.is_empty() {
-            let script = format!("{}\nexec \"$@\"", self.setup.join("\n"));
+            // What the setup lines put on PYTHONPATH reaches the bootstrap.
+            let keep = if self.pytest.is_some() {
+                format!(
+                    "\nexport {}=\"${{PYTHONPATH-}}\"",
+                    pytest_report::PYTHONPATH_VAR
+                )
+            } else {
+                String::new()
+            };
+            let script = format!("{}{keep}\nexec \"$@\"", self.setup.join("\n"));
             let mut shell = vec!["bash".into(), "-c".into(), script, "critic-eval".into()];
             shell.append(&mut argv);
             argv = shell;
         }
         argv
+    }
+
+    /// Files of the runner itself, which a patch may not change: Django's
+    /// script and settings, SymPy's script.
+    pub fn runner_files(&self) -> Vec<String> {
+        let files: &[&str] = match self.format {
+            LogFormat::Django => &["tests/runtests.py", "tests/test_sqlite.py"],
+            LogFormat::Sympy => &["bin/test"],
+            _ => &[],
+        };
+        files.iter().map(|f| f.to_string()).collect()
     }
 
     /// The runner's arguments for the test files a test patch touches, as
@@ -225,10 +261,13 @@ mod tests {
     fn pytest_runs_through_the_report_bootstrap_with_a_plain_summary() {
         let p = cmd("acme/widgets", None, None).unwrap();
         let argv = p.argv_for(&["tests/test_a.py".into()]);
-        assert_eq!(argv[..2], ["/env/bin/python", "-c"]);
-        assert_eq!(argv[2], pytest_report::BOOTSTRAP);
         assert_eq!(
-            argv[3..],
+            argv[..5],
+            ["env", "-u", "PYTHONPATH", "/env/bin/python", "-c"]
+        );
+        assert_eq!(argv[5], pytest_report::BOOTSTRAP);
+        assert_eq!(
+            argv[6..],
             [
                 "module",
                 "-rA",
@@ -242,8 +281,16 @@ mod tests {
         let script = cmd("acme/widgets", Some("pytest -x"), None).unwrap();
         let argv = script.argv_for(&[]);
         assert_eq!(
-            (argv[0].as_str(), argv[3].as_str()),
+            (argv[3].as_str(), argv[6].as_str()),
             ("/env/bin/python", "script")
+        );
+        // A PYTHONPATH the command sets reaches pytest through the bootstrap.
+        let own = cmd("acme/widgets", Some("PYTHONPATH=lib pytest"), None).unwrap();
+        assert_eq!(
+            own.run_env()
+                .get(pytest_report::PYTHONPATH_VAR)
+                .map(String::as_str),
+            Some("lib")
         );
     }
 
@@ -254,9 +301,14 @@ mod tests {
         let argv = p.argv_for(&[]);
         assert_eq!(
             argv[..4],
-            ["bash", "-c", "export A=1\nexec \"$@\"", "critic-eval"]
+            [
+                "bash",
+                "-c",
+                "export A=1\nexport CRITIC_PYTHONPATH=\"${PYTHONPATH-}\"\nexec \"$@\"",
+                "critic-eval"
+            ]
         );
-        assert_eq!(argv[4], "/env/bin/python");
+        assert_eq!(argv[4..8], ["env", "-u", "PYTHONPATH", "/env/bin/python"]);
         let e = cmd("acme/widgets", Some("tox -e py"), None).unwrap_err();
         assert!(e.contains("does not start pytest"), "{e}");
         let e = cmd("acme/widgets", None, Some("parse_log_jest")).unwrap_err();
