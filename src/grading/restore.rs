@@ -145,7 +145,7 @@ pub fn steering(
             Some((*why).into())
         } else if name.ends_with(".pth") {
             Some("Python's site module runs it".into())
-        } else if places.runner_files.iter().any(|f| *f == path) {
+        } else if places.runner_files.contains(&path) {
             Some("the test runner's own file".into())
         } else if name == "__init__.py" && places.test_dirs.iter().any(|d| d == dir) {
             Some("pytest imports it to collect the golden tests".into())
