@@ -9,14 +9,19 @@ with the environment critic built, R times. Graded: `critic experiment grade
 whose environment and clone are ready: N + 1 grading runs (each instance's
 golden patch is graded first, the pre-flight), each in a confined scratch copy
 with what steers pytest put back and pytest's report read. The ratio is the
-graded call's wall time per run over the direct run's median; the runner's
-overhead per run is the graded time per run less the test command's own time
-(from each run's grade/golden.json).
+graded call's wall time per run over the direct run's median (direct runs
+before and after the call, against the machine's drift); the overhead is
+the call's wall time less the sum of its runs' own test command times (each
+run's grade/golden.json), per run: the process, the instance's preparation
+(the grader's copy checked with git fsck, the patch read, what is put back),
+the scratch copies and their confinement, and reading the logs. The direct
+runs use the same file system (tmpfs) and pinned variables as grading.
 
     cargo build --release && python3 benches/grading.py [N] [R]
 """
 
 import json
+import os
 import re
 import shutil
 import statistics
@@ -116,44 +121,70 @@ def main():
         warm, proc = grade(["warm-up"])
         env_python = next((out / "envs").glob("*/bin/python"))
         testbed = next((out / "envs").glob("*/installs/*/testbed"))
-        direct_dir = lab / "direct"
+        # On the same file system as the grader's scratch copies (tmpfs), with
+        # the variables every grading run pins.
+        shm = Path("/dev/shm") if Path("/dev/shm").is_dir() else lab
+        direct_dir = Path(tempfile.mkdtemp(prefix="grading-bench-direct-", dir=shm))
+        shutil.rmtree(direct_dir)
         shutil.copytree(testbed, direct_dir)
+        # The copy first on the path, as a scratch copy's runs have it (the
+        # environment's editable install points at the unpatched checkout).
+        pinned = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0", TZ="UTC",
+                      LC_ALL="C.UTF-8", LANG="C.UTF-8",
+                      PYTHONPATH=f"{direct_dir}:{direct_dir / 'src'}")
         (direct_dir / "p.diff").write_text(patch + test_patch)
+        # Its own repository: run inside another's, `git apply` would skip
+        # every path outside the directory it runs in.
+        run("git", "init", "-q", cwd=direct_dir)
         run("git", "apply", "p.diff", cwd=direct_dir)
-        cmd = [env_python, "-m", "pytest", "-rA", "-p", "no:cacheprovider", *TESTS]
-        first = subprocess.run(cmd, cwd=direct_dir, capture_output=True, text=True)
+        cmd = [env_python, "-m", "pytest", "-rA", "-p", "no:cacheprovider", *TESTS, "--color=no"]
+        first = subprocess.run(cmd, cwd=direct_dir, capture_output=True, text=True, env=pinned)
         ids = [m.group(2).split()[0] for m in re.finditer(r"^(PASSED) (\S.*)$", first.stdout, re.M)]
         # The lists: every test of the two modules that passes with the fix
         # (what a grade says does not change its cost, only what runs does).
         instance["FAIL_TO_PASS"], instance["PASS_TO_PASS"] = ids[:3], ids[3:]
         (lab / "instances.jsonl").write_text(json.dumps(instance) + "\n")
         grade(["warm-up-2"])
-        directs = []
-        for _ in range(reps):
-            t = time.perf_counter()
-            subprocess.run(cmd, cwd=direct_dir, capture_output=True, text=True)
-            directs.append(time.perf_counter() - t)
-        direct = statistics.median(directs)
+        def direct_runs(k):
+            times = []
+            for _ in range(k):
+                t = time.perf_counter()
+                subprocess.run(cmd, cwd=direct_dir, capture_output=True, text=True, env=pinned)
+                times.append(time.perf_counter() - t)
+            return times
+
+        # Direct runs before and after the graded call: the machine's load
+        # drifts between minutes.
+        directs = direct_runs((reps + 1) // 2)
         graded, proc = grade([f"gold-{i}" for i in range(n)])
-        assert proc.returncode == 0, proc.stderr
+        assert proc.returncode == 0, proc.stderr[:3000]
         runs = n + 1
         own = []
-        for i in range(n):
-            g = json.loads((out / f"runs/{ID}/gold-{i}/0/grade/golden.json").read_text())
+        logs = [out / f"runs/{ID}/gold-{i}/0/grade/golden.json" for i in range(n)]
+        logs.append(out / f"preflight/{ID}/golden.json")
+        for log in logs:
+            g = json.loads(log.read_text())
             assert g["grade"]["resolved"] is True, g["grade"]
             own.append(g["result"]["duration_ms"] / 1000)
         per_run = graded / runs
+        directs += direct_runs(reps // 2)
+        direct = statistics.median(directs)
         print(f"instance: {ID}, {len(ids)} tests in {len(TESTS)} modules")
         print(f"direct test command: median {direct:.3f} s (min {min(directs):.3f}, "
               f"max {max(directs):.3f}, {reps} runs)")
         print(f"graded: {graded:.3f} s for {n} predictions ({runs} runs with the pre-flight), "
               f"{per_run:.3f} s a run")
         print(f"ratio, graded run / direct run: {per_run / direct:.3f}")
-        print(f"the test command inside grading: median {statistics.median(own):.3f} s; "
-              f"the runner's overhead per run: {per_run - statistics.median(own):.3f} s")
+        print(f"the test command inside grading: median {statistics.median(own):.3f} s "
+              f"({statistics.median(own) / direct:.3f} of the direct run: the bootstrap and its "
+              f"report, the confinement)")
+        print(f"the call's time less its runs' own: {graded - sum(own):.3f} s "
+              f"({(graded - sum(own)) / runs:.3f} s a run)")
         print(f"first call (environment, install, clone copy, pre-flight): {warm:.1f} s")
     finally:
         shutil.rmtree(lab, ignore_errors=True)
+        if "direct_dir" in locals():
+            shutil.rmtree(direct_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":
