@@ -1560,13 +1560,15 @@ fn an_interrupted_check_leaves_no_git_process_or_index_copy() {
     }
 
     // Killed outright, it cannot clean up; the next check sweeps the copy.
+    // Other tests' checks run meanwhile and sweep a dead check's copy too,
+    // so its existence is asserted while its check still lives.
     let mut child = hanging();
     let (git, index) = git_of(child.id());
+    assert!(index.exists());
     child.kill().unwrap();
     child.wait().unwrap();
     // SAFETY: kill(2) on the orphaned git process this test made.
     unsafe { libc::kill(git as i32, libc::SIGKILL) };
-    assert!(index.exists());
     std::fs::remove_file(&fifo).unwrap();
     let (code, _, err, _) = verdict_of(&mut check(
         skill.path(),
@@ -2042,4 +2044,50 @@ fn a_python_detector_gets_no_files_environment_or_network_without_a_grant() {
         listener.accept().is_err(),
         "the detector reached the listener"
     );
+}
+
+// 9j. A run makes sockets of IPv4, IPv6, route netlink and (socket pairs
+// of) Unix only: vsock, which reaches the hypervisor past the network
+// namespace, packet sockets and the host's uevent netlink are refused.
+#[test]
+fn runs_make_only_internet_route_and_unix_sockets() {
+    let script = r#"
+import socket
+def make(family, kind, proto=0):
+    try:
+        socket.socket(family, kind, proto).close()
+        return "made"
+    except OSError as e:
+        return e.strerror
+print("vsock", make(socket.AF_VSOCK, socket.SOCK_STREAM))
+print("packet", make(socket.AF_PACKET, socket.SOCK_RAW))
+print("uevent", make(socket.AF_NETLINK, socket.SOCK_RAW, 15))
+print("route", make(socket.AF_NETLINK, socket.SOCK_RAW, 0))
+print("inet", make(socket.AF_INET, socket.SOCK_STREAM))
+a, b = socket.socketpair()
+a.sendall(b"x")
+print("pair", b.recv(1).decode())
+"#;
+    let skill = skill_with(
+        json!({"mode": "run", "requests": [{"argv": ["python3", "-c", script]}]}),
+        "",
+    );
+    let repo = Repo::demo();
+    let state = tempfile::tempdir().unwrap();
+    let mut cmd = check(skill.path(), repo.path(), &demo_events(3), state.path());
+    let (code, v, err, _) = verdict_of(&mut cmd);
+    assert_eq!(code, 0, "{err}");
+    let out = v["signals"][0]["metadata"]["results"][0]["stdout"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for refused in ["vsock", "packet", "uevent"] {
+        assert!(
+            out.contains(&format!("{refused} Permission denied")),
+            "{refused} was not refused:\n{out}"
+        );
+    }
+    for made in ["route made", "inet made", "pair x"] {
+        assert!(out.contains(made), "{made}:\n{out}");
+    }
 }

@@ -374,10 +374,9 @@ impl Support {
                     .to_string(),
             );
         }
-        if self.unix_sockets() == UnixSockets::Unguarded {
+        if !seccomp::WRITTEN_FOR_THIS_MACHINE {
             missing.push(
-                "a way to keep runs from the host's Unix sockets (Landlock ABI 9, Linux 7.1, or \
-                 this build's seccomp filter, written for x86_64 and aarch64)"
+                "this build's seccomp filter of socket families (written for x86_64 and aarch64)"
                     .to_string(),
             );
         }
@@ -547,6 +546,16 @@ pub fn unix_sockets(support: &Support) -> &'static str {
     }
 }
 
+/// Which socket families a confined command may make, in words.
+pub fn socket_families() -> &'static str {
+    if seccomp::WRITTEN_FOR_THIS_MACHINE {
+        "IPv4 and IPv6 (in the run's own network namespace), route netlink and Unix; vsock, \
+         packet, the other netlink protocols, io_uring and foreign system-call ABIs are refused"
+    } else {
+        "not filtered on this architecture: runs are refused"
+    }
+}
+
 /// `critic doctor`'s report as JSON: each feature, and whether runs can be
 /// confined.
 pub fn report(support: &Support) -> serde_json::Value {
@@ -558,7 +567,7 @@ pub fn report(support: &Support) -> serde_json::Value {
         "fresh_proc": support.namespaces.is_ok(),
         "minimal_dev": support.namespaces.is_ok(),
         "unix_sockets": unix_sockets(support),
-        "seccomp": support.unix_sockets() == UnixSockets::Seccomp,
+        "socket_families": socket_families(),
         "confined_runs": support.missing().map_or_else(
             || "available".to_string(),
             |m| format!("refused: this machine lacks {m}; --unconfined-runs opts out")
@@ -588,6 +597,11 @@ pub fn report_text(support: &Support) -> String {
         )),
         Err(e) => out.push_str(&format!("{} namespaces: {e}\n", yes_no(false))),
     }
+    out.push_str(&format!(
+        "{} socket families (seccomp): {}\n",
+        yes_no(seccomp::WRITTEN_FOR_THIS_MACHINE),
+        socket_families()
+    ));
     out.push_str(&format!(
         "{} Unix sockets: {}\n",
         yes_no(support.unix_sockets() != UnixSockets::Unguarded),
@@ -736,10 +750,9 @@ impl Confinement {
             .map(PathBuf::from)
             .filter(|d| d.exists())
             .collect();
-        let filter = match support.unix_sockets() {
-            UnixSockets::Seccomp => seccomp::Filter::no_unix_sockets(),
-            _ => None,
-        };
+        // Every command gets the filter of socket families; Unix sockets
+        // pass it only where Landlock governs them.
+        let filter = seccomp::Filter::sockets(support.unix_sockets() == UnixSockets::Landlock);
         let cs = |paths: &[PathBuf]| paths.iter().map(|p| c(p)).collect::<Result<Vec<_>, _>>();
         Ok(Confinement {
             ruleset: ruleset.ok_or("Landlock is not enforced on this machine")?,
