@@ -1642,6 +1642,44 @@ fn a_hostile_agent_cannot_pass_for_a_result_or_make_the_runner_write_through_lin
     );
 }
 
+// The critic's state and the run's files are the runner's: a FIFO put in
+// place of the critic's count neither hangs the experiment nor passes for
+// a result, and a hard link to a file of the user's is never written
+// through.
+#[test]
+fn planted_fifos_and_hard_links_are_the_agents_failures_and_write_nothing() {
+    let lab = Lab::new();
+    let victim = lab.path("victim.txt");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let plan = json!({
+        "bounds": {"fix-only": {"2": {"sh": "for f in $(find \"$(dirname \"$CRITIC_EVENTS_FILE\")/state\" -name harness.json); do rm $f; mkfifo $f; done"}}},
+        "stats": {"brt-only": {"1": {"sh": format!(
+            "ln {} \"$(dirname \"$CRITIC_EVENTS_FILE\")/final.patch\"", victim.display())}}},
+    });
+    lab.write(&plan, "budget: {turns: 3}\n");
+    let out = common::run(
+        critic()
+            .args(["experiment", "run", "exp.yaml", "--output-dir", "out"])
+            .current_dir(lab.dir.path()),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = results(&lab.path("out"));
+    let fifo = &r[&key("bounds", "fix-only")];
+    assert_eq!(fifo["status"], "agent_fail", "{fifo}");
+    assert_eq!(fifo["error"]["class"], "state_changed", "{fifo}");
+    assert!(
+        fifo["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("a FIFO"),
+        "{fifo}"
+    );
+    let linked = &r[&key("stats", "brt-only")];
+    assert_eq!(linked["status"], "agent_fail", "{linked}");
+    assert_eq!(linked["error"]["class"], "planted_links", "{linked}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+}
+
 #[test]
 fn an_interpreter_without_pytest_is_refused_before_any_agent_runs() {
     let lab = Lab::new();

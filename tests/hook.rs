@@ -309,6 +309,118 @@ fn breaking_the_repository_does_not_switch_the_critic_off() {
     }
 }
 
+/// [`hook`], failing the test (not hanging it) when the hook has not
+/// answered within `limit`.
+fn hook_within(agent: &str, args: &[&str], input: &[u8], cwd: &Path, limit: Duration) -> Output {
+    let mut child = critic()
+        .args(["hook", agent])
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _ = child.stdin.take().unwrap().write_all(input);
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            child.kill().unwrap();
+            panic!("the hook gave no answer within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+// The state directory is out of the workspace but not out of the agent's
+// reach: whatever it plants where the critic keeps a session (a FIFO, a
+// link to a device, a file in place of the directory, a hard link to a
+// file of the user's) is a rejection that says so, answered at once, with
+// nothing of the user's written; the next finish is judged again.
+#[test]
+fn tampered_state_is_a_rejection_answered_in_time() {
+    let ran_tests = skill("ran-tests");
+    let (repo, transcript) = finished_without_tests();
+    let state = outside_state();
+    let theirs = state.path().join("theirs.txt");
+    std::fs::write(&theirs, "precious\n").unwrap();
+    let args = [
+        "--skill",
+        ran_tests.to_str().unwrap(),
+        "--state-dir",
+        state.path().to_str().unwrap(),
+        "--fail-closed",
+    ];
+    let mkfifo = |path: &Path| {
+        assert!(std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap()
+            .success())
+    };
+    let plants: [(&str, &dyn Fn(&Path)); 6] = [
+        ("a FIFO as the lock", &|dir| {
+            std::fs::remove_file(dir.join(".lock")).unwrap();
+            mkfifo(&dir.join(".lock"))
+        }),
+        ("a FIFO as the count", &|dir| {
+            std::fs::remove_file(dir.join("harness.json")).unwrap();
+            mkfifo(&dir.join("harness.json"))
+        }),
+        ("a link to /dev/zero as the count", &|dir| {
+            std::fs::remove_file(dir.join("harness.json")).unwrap();
+            std::os::unix::fs::symlink("/dev/zero", dir.join("harness.json")).unwrap()
+        }),
+        ("a FIFO as the locked-out count", &|dir| {
+            mkfifo(&dir.join("locked-rejections"))
+        }),
+        ("a hard link to the user's file", &|dir| {
+            std::fs::hard_link(&theirs, dir.join("locked-rejections")).unwrap()
+        }),
+        ("a file in place of the session", &|dir| {
+            std::fs::remove_dir_all(dir).unwrap();
+            std::fs::write(dir, "not a directory").unwrap()
+        }),
+    ];
+    for (i, (what, plant)) in plants.iter().enumerate() {
+        let session = format!("s{i}");
+        let stdin = input("claude-code", &session, repo.path(), &transcript);
+        let ask = || {
+            hook_within(
+                "claude-code",
+                &args,
+                &stdin,
+                repo.path(),
+                Duration::from_secs(30),
+            )
+        };
+        let first = ask();
+        assert!(blocks("claude-code", &first), "{what}: {}", stderr(&first));
+        plant(&state.path().join("ran-tests").join(&session));
+        let tampered = ask();
+        let said = String::from_utf8_lossy(&tampered.stdout).into_owned();
+        assert!(
+            blocks("claude-code", &tampered),
+            "{what}: {said} {}",
+            stderr(&tampered)
+        );
+        assert!(
+            said.contains("state directory is not yours"),
+            "{what}: {said}"
+        );
+        // Set aside, and the finish after it judged as usual.
+        let again = ask();
+        let said = String::from_utf8_lossy(&again.stdout).into_owned();
+        assert!(blocks("claude-code", &again), "{what}: {said}");
+        assert!(
+            !said.contains("state directory is not yours"),
+            "{what}: {said}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "precious\n");
+}
+
 // A transcript the agent broke is a counted rejection too, while a skill
 // that cannot load (the user's side) lets the agent stop and says so.
 #[test]

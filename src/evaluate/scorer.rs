@@ -878,6 +878,17 @@ impl<'a> From<&'a Skill> for Standing<'a> {
     }
 }
 
+/// Why a finish was not judged: what its verdict says.
+pub(crate) struct Unjudged<'a> {
+    /// What the agent changed (`metadata.cause`): `workspace`,
+    /// `transcript`, `state` or `misplaced`.
+    pub cause: &'a str,
+    /// The problem, for the verdict's message.
+    pub problem: &'a str,
+    /// What the agent is told.
+    pub followup: String,
+}
+
 /// The verdict on a finish the critic could not judge because of something
 /// the agent can cause (see [`crate::run::unjudged`]): counted in
 /// `request`'s session and rejected with `followup`, like any rejection,
@@ -892,9 +903,13 @@ pub(crate) fn unjudged_verdict(
     request: &CheckRequest,
     deadline: Option<Instant>,
     fallback_instance: &str,
-    problem: &str,
-    followup: String,
+    why: Unjudged<'_>,
 ) -> Result<Verdict, Error> {
+    let Unjudged {
+        cause,
+        problem,
+        followup,
+    } = why;
     let mut session = state.open_current_instance(
         skill.name,
         &request.session,
@@ -945,6 +960,7 @@ pub(crate) fn unjudged_verdict(
         warnings: std::mem::take(&mut session.warnings),
         metadata: json!({
             "unjudged": problem,
+            "cause": cause,
             "rejections": session.harness.rejections,
         }),
     })

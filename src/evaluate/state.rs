@@ -11,10 +11,21 @@
 //! appended for each rejection a hook gave while another check held the
 //! session (see [`count_locked_rejection`]); they count toward the
 //! session's cap like the ones `harness.json` records.
+//!
+//! The state directory lies outside the workspace, but an agent running as
+//! the user can still reach it. So nothing here is opened in a way that
+//! follows a link, waits on a FIFO or reads without bound: a session or
+//! skill directory, or a state file, that is anything but what the critic
+//! made (a link, FIFO, device, directory, a file with other hard links, a
+//! file over its size cap) is tampering. It is moved aside and opening the
+//! session fails with [`StateError::Tampered`], which a check counts as a
+//! rejection of the finish (see [`crate::run::unjudged`]).
 
+use crate::sys::bounded_read::read_regular_file_nofollow;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fs::File;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -30,6 +41,12 @@ const LOCK_POLL: Duration = Duration::from_millis(20);
 /// The file of a session directory counting the rejections given while
 /// another check held the session, one byte each.
 const LOCKED_REJECTIONS: &str = "locked-rejections";
+
+/// The largest `harness.json` read: it holds a few counters and names.
+const MAX_HARNESS_BYTES: u64 = 1 << 20;
+
+/// The largest detector state read back (`signal-*.json`).
+const MAX_SIGNAL_BYTES: u64 = 256 << 20;
 
 /// Why state could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -51,6 +68,17 @@ pub enum StateError {
         session: String,
         /// How long this check waited.
         waited: Duration,
+    },
+    /// Something other than what the critic made lies where it keeps a
+    /// session's state.
+    #[error("{path}: {found} where the critic keeps this session's state (the critic's state is not the agent's to touch); {handled}")]
+    Tampered {
+        /// The place.
+        path: PathBuf,
+        /// What was there.
+        found: String,
+        /// What the critic did about it.
+        handled: String,
     },
 }
 
@@ -205,16 +233,25 @@ impl StateStore {
         may_reset: bool,
     ) -> Result<Option<Session>, StateError> {
         let dir = self.session_dir(skill, session);
+        let mut tampered = Vec::new();
+        for place in [self.root.join(skill), dir.clone()] {
+            guard_dir(&place, &mut tampered)?;
+        }
         std::fs::create_dir_all(&dir).map_err(|source| StateError::Io {
             path: dir.clone(),
             source,
         })?;
+        guard_files(&dir, &mut tampered)?;
+        if let Some(first) = tampered.into_iter().next() {
+            return Err(first);
+        }
         let lock_path = dir.join(".lock");
         let lock = lock(&lock_path, session, lock_timeout)?;
         let mut warnings = Vec::new();
         let harness_path = dir.join("harness.json");
         let mut harness =
-            read_json::<HarnessState>(&harness_path, &mut warnings)?.unwrap_or_default();
+            read_json::<HarnessState>(&harness_path, MAX_HARNESS_BYTES, &mut warnings)?
+                .unwrap_or_default();
         let recorded = harness.instance.clone();
         let instance = instance.unwrap_or(&recorded);
         let fresh = HarnessState {
@@ -267,7 +304,7 @@ impl Session {
     /// The persisted state of `signal`, `null` when there is none.
     pub fn signal_state(&mut self, signal: &str) -> Result<Value, StateError> {
         let path = self.signal_path(signal);
-        let doc = read_json::<SignalState>(&path, &mut self.warnings)?;
+        let doc = read_json::<SignalState>(&path, MAX_SIGNAL_BYTES, &mut self.warnings)?;
         Ok(match doc {
             Some(d) if d.instance == self.instance && d.schema_version == STATE_SCHEMA_VERSION => {
                 d.state
@@ -340,15 +377,16 @@ fn dir_name(id: &str) -> String {
 }
 
 fn lock(path: &Path, session: &str, timeout: Duration) -> Result<File, StateError> {
+    use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
-        .map_err(|source| StateError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        .map_err(|source| opening_error(path, source))?;
+    own_file(&file, path)?;
     let started = Instant::now();
     loop {
         match file.try_lock() {
@@ -378,7 +416,7 @@ fn lock(path: &Path, session: &str, timeout: Duration) -> Result<File, StateErro
 /// it does not parse, which the next check that opens the session
 /// handles), and the rejections given while it was locked.
 pub(crate) fn peek(dir: &Path) -> Result<(HarnessState, u32), StateError> {
-    let recorded = std::fs::read(dir.join("harness.json"))
+    let recorded = read_regular_file_nofollow(&dir.join("harness.json"), MAX_HARNESS_BYTES)
         .ok()
         .and_then(|text| serde_json::from_slice::<HarnessState>(&text).ok())
         .unwrap_or_default();
@@ -396,13 +434,15 @@ pub(crate) fn count_locked_rejection(dir: &Path) -> Result<(), StateError> {
     let path = dir.join(LOCKED_REJECTIONS);
     // One `write` of one byte in append mode: concurrent hooks each add
     // theirs, and none is lost.
-    std::fs::OpenOptions::new()
+    let mut file = std::fs::OpenOptions::new()
         .append(true)
         .create(true)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(&path)
-        .and_then(|mut file| file.write_all(b"x"))
+        .map_err(|source| opening_error(&path, source))?;
+    own_file(&file, &path)?;
+    file.write_all(b"x")
         .map_err(|source| StateError::Io { path, source })
 }
 
@@ -410,6 +450,11 @@ pub(crate) fn count_locked_rejection(dir: &Path) -> Result<(), StateError> {
 fn locked_rejections(dir: &Path) -> Result<u32, StateError> {
     let path = dir.join(LOCKED_REJECTIONS);
     match std::fs::symlink_metadata(&path) {
+        Ok(meta) if !made_by_the_critic(&meta) => Err(StateError::Tampered {
+            found: describe(&meta),
+            path,
+            handled: "the next check moves it aside".into(),
+        }),
         Ok(meta) => Ok(u32::try_from(meta.len()).unwrap_or(u32::MAX)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
         Err(source) => Err(StateError::Io { path, source }),
@@ -470,11 +515,24 @@ pub fn default_root(workspace: &Path) -> Option<PathBuf> {
 /// (with a warning) and also `None`.
 fn read_json<T: for<'de> Deserialize<'de>>(
     path: &Path,
+    max: u64,
     warnings: &mut Vec<String>,
 ) -> Result<Option<T>, StateError> {
-    let text = match std::fs::read(path) {
+    let text = match read_regular_file_nofollow(path, max) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        // Swapped in since the session was opened: set aside like the rest.
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData || tampering_errno(&e) => {
+            let handled = set_aside(path).map_or_else(
+                |e| e.to_string(),
+                |aside| format!("moved it to {}", aside.display()),
+            );
+            return Err(StateError::Tampered {
+                path: path.to_path_buf(),
+                found: format!("something else than a state file ({e})"),
+                handled,
+            });
+        }
         Err(source) => {
             return Err(StateError::Io {
                 path: path.to_path_buf(),
@@ -511,6 +569,163 @@ fn read_json<T: for<'de> Deserialize<'de>>(
             Ok(None)
         }
     }
+}
+
+/// Whether `meta` (not followed) is a file as the critic makes them: a
+/// regular file with no other name.
+fn made_by_the_critic(meta: &std::fs::Metadata) -> bool {
+    meta.file_type().is_file() && meta.nlink() == 1
+}
+
+/// What `meta` (not followed) is, in words.
+fn describe(meta: &std::fs::Metadata) -> String {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = meta.file_type();
+    if kind.is_symlink() {
+        "a symbolic link".into()
+    } else if kind.is_fifo() {
+        "a FIFO".into()
+    } else if kind.is_socket() {
+        "a socket".into()
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device".into()
+    } else if kind.is_dir() {
+        "a directory".into()
+    } else if meta.nlink() > 1 {
+        format!("a file with {} hard links", meta.nlink())
+    } else {
+        "a file".into()
+    }
+}
+
+/// Whether opening failed on what lies at the path rather than on the
+/// file system: a link (`O_NOFOLLOW`), a FIFO with no reader
+/// (`O_NONBLOCK`), a directory.
+fn tampering_errno(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ELOOP | libc::ENXIO | libc::EISDIR | libc::ENOTDIR)
+    )
+}
+
+/// The error of opening the state file `path`.
+fn opening_error(path: &Path, source: std::io::Error) -> StateError {
+    if tampering_errno(&source) {
+        StateError::Tampered {
+            path: path.to_path_buf(),
+            found: format!("something else than a state file ({source})"),
+            handled: "the next check moves it aside".into(),
+        }
+    } else {
+        StateError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// Refuse the opened `file` unless the critic made it (see
+/// [`made_by_the_critic`]): a FIFO or device opened without blocking, or a
+/// hard link to a file of the user's, is tampering.
+fn own_file(file: &File, path: &Path) -> Result<(), StateError> {
+    let meta = file.metadata().map_err(|source| StateError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if made_by_the_critic(&meta) {
+        return Ok(());
+    }
+    Err(StateError::Tampered {
+        path: path.to_path_buf(),
+        found: describe(&meta),
+        handled: "the next check moves it aside".into(),
+    })
+}
+
+/// Rename `path` (never followed) to a name beside it that no state file
+/// has; the new name.
+fn set_aside(path: &Path) -> Result<PathBuf, StateError> {
+    let stamp = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".tampered-{stamp}"));
+    let aside = path.with_file_name(name);
+    std::fs::rename(path, &aside).map_err(|source| StateError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(aside)
+}
+
+/// Record `path` as tampered with (`found` says what it is), moving it
+/// aside so the next opening finds the place clear.
+fn tampered_with(path: &Path, found: String) -> Result<StateError, StateError> {
+    let aside = set_aside(path)?;
+    tracing::warn!(
+        "{}: {found} in the critic's state; moved it to {}",
+        path.display(),
+        aside.display()
+    );
+    Ok(StateError::Tampered {
+        path: path.to_path_buf(),
+        found,
+        handled: format!("moved it to {}", aside.display()),
+    })
+}
+
+/// Check that the skill or session directory `dir`, if it exists, is a
+/// directory (not a link to one); else set it aside and record it.
+fn guard_dir(dir: &Path, tampered: &mut Vec<StateError>) -> Result<(), StateError> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(meta) if meta.file_type().is_dir() => Ok(()),
+        Ok(meta) => {
+            tampered.push(tampered_with(dir, describe(&meta))?);
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(StateError::Io {
+            path: dir.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Check every state file of the session directory `dir` (see
+/// [`made_by_the_critic`]; the data files also against their size cap);
+/// set aside and record each that is not one.
+fn guard_files(dir: &Path, tampered: &mut Vec<StateError>) -> Result<(), StateError> {
+    let io = |source| StateError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let entry = entry.map_err(io)?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let cap = match &*name {
+            ".lock" | LOCKED_REJECTIONS => u64::MAX,
+            "harness.json" => MAX_HARNESS_BYTES,
+            n if n.starts_with("signal-") && n.ends_with(".json") => MAX_SIGNAL_BYTES,
+            _ => continue,
+        };
+        let path = entry.path();
+        let meta = std::fs::symlink_metadata(&path).map_err(|source| StateError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        if !made_by_the_critic(&meta) {
+            tampered.push(tampered_with(&path, describe(&meta))?);
+        } else if meta.len() > cap {
+            let found = format!(
+                "a file of {} bytes (a state file holds at most {cap})",
+                meta.len()
+            );
+            tampered.push(tampered_with(&path, found)?);
+        }
+    }
+    Ok(())
 }
 
 fn write_json<T: Serialize>(path: &Path, value: &T, durable: bool) -> Result<(), StateError> {

@@ -100,22 +100,26 @@ pub fn grade(
         let golden = crate::grading::grade::resolve(prepared, backend, patch);
         (golden, own.join().unwrap_or_default())
     });
-    let _ = std::fs::write(
-        logs.join("golden.json"),
-        serde_json::to_vec_pretty(
+    // After the agent's turns, in the run's directory: through nothing
+    // planted there.
+    let _ = crate::sys::atomic_file::write(
+        &logs.join("golden.json"),
+        &serde_json::to_vec_pretty(
             &json!({"argv": ran.request.argv, "result": ran.result, "grade": resolution}),
         )
         .unwrap_or_default(),
+        false,
     );
     for ((name, request), result) in ["own-on-base", "own-on-golden"]
         .iter()
         .zip(&own_requests)
         .zip(&own_results)
     {
-        let _ = std::fs::write(
-            logs.join(format!("{name}.json")),
-            serde_json::to_vec_pretty(&json!({"argv": request.argv, "result": result}))
+        let _ = crate::sys::atomic_file::write(
+            &logs.join(format!("{name}.json")),
+            &serde_json::to_vec_pretty(&json!({"argv": request.argv, "result": result}))
                 .unwrap_or_default(),
+            false,
         );
     }
     let Resolution {

@@ -13,13 +13,16 @@ use crate::grading::dataset::Instance;
 use crate::workspace::git;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The most bytes of a verdict read from `critic check`.
 const MAX_VERDICT_BYTES: usize = 16 << 20;
+
+/// How long the runner waits for one `critic check`: far more than any
+/// skill's checks take, so that only a check that hangs reaches it.
+const CHECK_TIME_LIMIT: Duration = Duration::from_secs(30 * 60);
 
 /// What every run of an experiment shares.
 pub struct Context<'a> {
@@ -128,7 +131,7 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Path) -> Graded) -> 
                 status: Status::AgentFail,
                 class: "planted_links",
                 message: format!(
-                    "{}: a symbolic link where the runner writes the run's files",
+                    "{}: a link, FIFO or device where the runner writes the run's files",
                     link.display()
                 ),
             });
@@ -168,7 +171,7 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Path) -> Graded) -> 
             run.error = Some(f.message);
         }
         Ok((patch, outcome_test)) => {
-            let _ = std::fs::write(job.dir.join("final.patch"), &patch);
+            let _ = put(&job.dir.join("final.patch"), &patch);
             let generation = Generation {
                 status: if turns.agent_fail.is_some() {
                     Status::AgentFail
@@ -178,8 +181,8 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Path) -> Graded) -> 
                 error_class: turns.agent_fail.as_ref().map(|(c, _)| c.to_string()),
                 error: turns.agent_fail.take().map(|(_, m)| m),
             };
-            let _ = std::fs::write(
-                job.dir.join(GENERATION_FILE),
+            let _ = put(
+                &job.dir.join(GENERATION_FILE),
                 serde_json::to_vec_pretty(&generation).unwrap_or_default(),
             );
             apply_grade(&mut run, &generation, &grader(&patch, &job.dir));
@@ -191,8 +194,8 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Path) -> Graded) -> 
     run.duration_s = started.elapsed().as_secs_f64();
     // Nothing is written through a link the agent planted.
     if run.error_class.as_deref() != Some("planted_links") {
-        let _ = std::fs::write(
-            job.dir.join("run.json"),
+        let _ = put(
+            &job.dir.join("run.json"),
             serde_json::to_vec_pretty(&json!({"run": run, "rounds": turns.rounds}))
                 .unwrap_or_default(),
         );
@@ -337,7 +340,7 @@ pub fn control(
                 serde_json::to_vec_pretty(&generation).unwrap_or_default(),
             ),
         ] {
-            std::fs::write(dir.join(file), bytes).map_err(|e| format!("{}: {e}", dir.display()))?;
+            put(&dir.join(file), bytes)?;
         }
         Ok(())
     });
@@ -368,15 +371,24 @@ fn link_on_the_way(root: &Path, dir: &Path) -> Option<PathBuf> {
     None
 }
 
-/// The first symbolic link under `dir` (the workspace's are the agent's
-/// own business and are not looked at: they are never written through).
+/// The first thing under `dir` the runner did not make and might write or
+/// read through: a symbolic link, a file with other hard links (another
+/// file of the user's, linked in), a FIFO, socket or device. The
+/// workspace's are the agent's own business and are not looked at: they
+/// are never written through.
 fn link_within(dir: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
     let mut stack = vec![(dir.to_path_buf(), 0)];
     while let Some((d, depth)) = stack.pop() {
         for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
             let path = entry.path();
             match entry.file_type() {
                 Ok(t) if t.is_symlink() => return Some(path),
+                Ok(t) if t.is_file() => {
+                    if entry.metadata().is_ok_and(|m| m.nlink() > 1) {
+                        return Some(path);
+                    }
+                }
                 // The critic's state and the agent's home are its to shape.
                 Ok(t) if t.is_dir() && depth < 4 => {
                     let name = entry.file_name();
@@ -387,7 +399,8 @@ fn link_within(dir: &Path) -> Option<PathBuf> {
                         stack.push((path, depth + 1));
                     }
                 }
-                _ => {}
+                Ok(t) if t.is_dir() => {}
+                _ => return Some(path),
             }
         }
     }
@@ -475,7 +488,7 @@ fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Resul
             turns.agent_fail = Some((
                 "planted_links",
                 format!(
-                    "{}: a symbolic link where the runner writes",
+                    "{}: a link, FIFO or device where the runner writes",
                     link.display()
                 ),
             ));
@@ -511,8 +524,7 @@ fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Resul
             Err(e) => return Err(blocked(format!("{}: {e}", dir.display()))),
         }
         let prompt_file = dir.join("prompt.md");
-        std::fs::write(&prompt_file, &prompt)
-            .map_err(|e| blocked(format!("{}: {e}", prompt_file.display())))?;
+        put(&prompt_file, &prompt).map_err(blocked)?;
         let mut timeout = exp.agent.timeout;
         if let Some(wall) = exp.budget.wall_time {
             let left = wall.saturating_sub(started.elapsed());
@@ -595,6 +607,11 @@ fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Resul
             return Err(infra("detector", e));
         }
         turns.finishes += 1;
+        if let Some(why) = state_tampered(&verdict) {
+            turns.rounds.push(row);
+            turns.agent_fail = Some(("state_changed", why));
+            return Ok(());
+        }
         // The critic's count is in its state, which the agent can reach:
         // one that disagrees with the runner's own count was tampered with.
         if verdict["iteration"].as_u64() != Some(u64::from(turns.finishes)) {
@@ -657,7 +674,7 @@ fn drive_hooked(
     let round1 = job.dir.join("round-1");
     std::fs::create_dir_all(&round1)
         .map_err(|e| infra("output", format!("{}: {e}", round1.display())))?;
-    let _ = std::fs::write(round1.join("prompt.md"), &prompt);
+    let _ = put(&round1.join("prompt.md"), &prompt);
     let api_key = model
         .api_key_env
         .as_ref()
@@ -712,7 +729,7 @@ fn drive_hooked(
         turns.agent_fail = Some((
             "planted_links",
             format!(
-                "{}: a symbolic link where the runner writes",
+                "{}: a link, FIFO or device where the runner writes",
                 link.display()
             ),
         ));
@@ -727,8 +744,8 @@ fn drive_hooked(
         // Beside the patch the hook saved for this finish.
         let round = job.dir.join(format!("round-{}", i + 1));
         let _ = std::fs::create_dir_all(&round);
-        let _ = std::fs::write(
-            round.join("verdict.json"),
+        let _ = put(
+            &round.join("verdict.json"),
             serde_json::to_vec_pretty(v).unwrap_or_default(),
         );
         turns.rounds.push(Round {
@@ -772,7 +789,9 @@ fn drive_hooked(
         .iter()
         .enumerate()
         .all(|(i, v)| v["iteration"].as_u64() == Some(i as u64 + 1));
-    if !counted {
+    if let Some(why) = outcome.verdicts.iter().find_map(state_tampered) {
+        turns.agent_fail = Some(("state_changed", why));
+    } else if !counted {
         turns.agent_fail = Some((
             "state_changed",
             "the critic's iterations are not 1, 2, ... in the verdict log: its state or the \
@@ -837,6 +856,19 @@ fn agent_started(dir: &Path) -> bool {
     })
 }
 
+/// What the critic found in place of its state, when `verdict` is a finish
+/// it could not judge for that (a link, a FIFO, a hard link: see
+/// [`crate::evaluate::state`]).
+fn state_tampered(verdict: &Value) -> Option<String> {
+    let meta = &verdict["metadata"];
+    (meta["cause"] == "state").then(|| {
+        format!(
+            "the critic's state was replaced: {}",
+            meta["unjudged"].as_str().unwrap_or("?")
+        )
+    })
+}
+
 /// The first signal of `verdict` whose detector failed, and why.
 fn detector_error(verdict: &Value) -> Option<String> {
     verdict["signals"].as_array()?.iter().find_map(|s| {
@@ -854,18 +886,20 @@ fn detector_error(verdict: &Value) -> Option<String> {
 /// normalized event format: the prompt as the user's message, the agent's
 /// exit (and the end of its output) as its finish.
 fn append_record(path: &Path, prompt: &str, tail: &str, exit: Option<i32>) -> Result<(), String> {
-    let err = |e: std::io::Error| format!("{}: {e}", path.display());
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(err)?;
     let user = json!({"index": 0, "kind": "message", "source": "user", "text": prompt});
     let mut finish = json!({"index": 0, "kind": "finish", "source": "agent", "text": tail});
     if let Some(code) = exit {
         finish["exit_code"] = json!(code);
     }
-    writeln!(f, "{user}\n{finish}").map_err(err)
+    crate::sys::atomic_file::append(path, format!("{user}\n{finish}\n").as_bytes())
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Write one of the run's files, through nothing the agent may have
+/// planted at its name (see [`crate::sys::atomic_file`]).
+fn put(path: &Path, bytes: impl AsRef<[u8]>) -> Result<(), String> {
+    crate::sys::atomic_file::write(path, bytes.as_ref(), false)
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// The critic's check of this finish, as the `critic` binary gives it.
@@ -901,16 +935,24 @@ fn check(
             ),
         )
         .stdin(std::process::Stdio::null());
-    let out = cmd.output().map_err(|e| {
-        infra(
+    let out =
+        crate::sys::output_within::output_within(&mut cmd, CHECK_TIME_LIMIT, MAX_VERDICT_BYTES)
+            .map_err(|e| {
+                infra(
+                    "critic",
+                    format!("cannot start {}: {e}", ctx.critic.display()),
+                )
+            })?;
+    let _ = put(&dir.join("check.stderr"), &out.stderr);
+    let stdout = &out.stdout;
+    let _ = put(&dir.join("verdict.json"), stdout);
+    let Some(status) = out.status else {
+        return Err(infra(
             "critic",
-            format!("cannot start {}: {e}", ctx.critic.display()),
-        )
-    })?;
-    let _ = std::fs::write(dir.join("check.stderr"), &out.stderr);
-    let stdout = &out.stdout[..out.stdout.len().min(MAX_VERDICT_BYTES)];
-    let _ = std::fs::write(dir.join("verdict.json"), stdout);
-    match out.status.code() {
+            format!("critic check gave no answer within {CHECK_TIME_LIMIT:?} and was killed"),
+        ));
+    };
+    match status.code() {
         Some(0 | 1) => serde_json::from_slice(stdout)
             .map_err(|e| infra("critic", format!("critic check printed no verdict: {e}"))),
         code => {
@@ -940,7 +982,7 @@ fn diff(workspace: &Path, base: &str) -> Result<String, String> {
 }
 
 fn save_patch(workspace: &Path, base: &str, to: &Path) -> Result<(), String> {
-    std::fs::write(to, diff(workspace, base)?).map_err(|e| e.to_string())
+    put(to, diff(workspace, base)?)
 }
 
 /// The final patch: the workspace's diff, with the arm's declared outcome

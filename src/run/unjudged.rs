@@ -9,12 +9,16 @@
 //! the state directory, the host itself) stay errors, which hooks answer by
 //! letting the agent stop, loudly.
 //!
+//! So is a finish whose session state something replaced (a link, a FIFO,
+//! a hard link where the critic keeps its files: see
+//! [`crate::evaluate::state`]), once it is set aside.
+//!
 //! Two more finishes a hook cannot judge are counted the same way, since
 //! letting the agent stop on them would hand it a way to stop unchecked:
 //! one whose session another check still holds ([`locked`]), and one whose
 //! critic keeps its files within the agent's reach ([`misplaced`]).
 
-use crate::evaluate::scorer::{unjudged_verdict, Standing};
+use crate::evaluate::scorer::{unjudged_verdict, Standing, Unjudged};
 use crate::evaluate::state::{self, default_root, StateError, StateStore};
 use crate::evaluate::verdict::Verdict;
 use crate::run::{CheckRequest, EventsSource};
@@ -32,6 +36,19 @@ pub(crate) enum Cause {
     Workspace,
     /// The transcript (events) the agent's program keeps.
     Transcript,
+    /// The critic's own state, which something replaced.
+    State,
+}
+
+impl Cause {
+    /// The cause as a verdict's `metadata.cause` names it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Cause::Workspace => "workspace",
+            Cause::Transcript => "transcript",
+            Cause::State => "state",
+        }
+    }
 }
 
 /// The agent's input `error` is about, when it is one the agent can cause
@@ -51,6 +68,9 @@ pub(crate) fn cause(error: &Error, request: &CheckRequest) -> Option<Cause> {
             Ok(EventsSource::Path(_)) => Some(Cause::Transcript),
             _ => None,
         },
+        // The state lies outside the workspace, but within reach of an
+        // agent running as the user; what was found there is set aside.
+        Error::State(StateError::Tampered { .. }) => Some(Cause::State),
         _ => None,
     }
 }
@@ -83,8 +103,11 @@ pub(crate) fn or_error(
         request,
         deadline,
         &format!("unjudged@{}", root.display()),
-        &problem,
-        followup(cause, &problem),
+        Unjudged {
+            cause: cause.name(),
+            problem: &problem,
+            followup: followup(cause, &problem),
+        },
     )
 }
 
@@ -144,11 +167,14 @@ pub(crate) fn misplaced(
         request,
         deadline,
         &format!("{MISPLACED}@{}", root.display()),
-        problem,
-        "The finish critic did not check your work: its own files lie inside your workspace, \
+        Unjudged {
+            cause: "misplaced",
+            problem,
+            followup: "The finish critic did not check your work: its own files lie inside your workspace, \
          where your edits could change how you are judged, and only the user can move them. \
          Do not edit them. Tell the user in your final answer, then finish again."
-            .into(),
+                .into(),
+        },
     )
 }
 
@@ -240,6 +266,12 @@ fn followup(cause: Cause, problem: &str) -> String {
              checked: {problem}\n\n\
              The transcript is the agent program's own record of the session: do not edit, \
              move or delete it. Finish again; if this persists, tell the user."
+        ),
+        Cause::State => format!(
+            "The critic's own records of this session had been replaced, so your work was not \
+             checked: {problem}\n\n\
+             The critic's state directory is not yours: do not create, link, move or edit \
+             anything in it. Finish again."
         ),
     }
 }

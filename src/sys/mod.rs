@@ -2,12 +2,14 @@
 //! and bounded file writes, tree removal that cannot be led astray, the
 //! registry of what an interrupted host undoes, the one work queue, JSON
 //! errors told without quoting their input, who is at the other end of
-//! a local connection, and paths with their links resolved.
+//! a local connection, paths with their links resolved, and helper
+//! programs run to a time limit.
 
 pub mod atomic_file;
 pub mod bounded_read;
 pub mod interrupt;
 pub mod json_error;
+pub mod output_within;
 pub mod parallel;
 pub mod path_name;
 pub mod peer;

@@ -11,6 +11,7 @@
 
 use super::{Turn, TurnEnd, TurnResult};
 use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -53,7 +54,14 @@ pub fn run(argv: &[String], turn: &Turn) -> TurnResult {
             .map_or(0, |d| d.as_nanos())
     );
     let argv = expand(argv, turn);
-    let log = match std::fs::File::create(&turn.log_file) {
+    // A fresh file: nothing planted at the name is opened.
+    let _ = std::fs::remove_file(&turn.log_file);
+    let log = match std::fs::File::options()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&turn.log_file)
+    {
         Ok(f) => f,
         Err(e) => {
             return TurnResult {
@@ -228,10 +236,17 @@ fn copy_capped(mut from: std::io::PipeReader, mut to: std::fs::File) {
 
 /// The last [`TAIL_BYTES`] of the log, as text.
 fn tail(log: &std::path::Path) -> String {
-    let Ok(mut f) = std::fs::File::open(log) else {
+    // The agent could have put a FIFO or a link in the log's place.
+    let Ok(mut f) = std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(log)
+    else {
         return String::new();
     };
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let Some(len) = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len()) else {
+        return String::new();
+    };
     let _ = f.seek(SeekFrom::Start(len.saturating_sub(TAIL_BYTES)));
     let mut bytes = Vec::new();
     let _ = f.take(TAIL_BYTES).read_to_end(&mut bytes);

@@ -57,9 +57,12 @@ pub struct Outcome {
     pub hook_changed: bool,
 }
 
+/// The most of the verdict log (and of the hook's configuration) read.
+const MAX_LOG_BYTES: u64 = 256 << 20;
+
 /// `file`'s SHA-256, `None` when it cannot be read.
 fn digest(file: &Path) -> Option<String> {
-    std::fs::read(file)
+    crate::sys::bounded_read::read_regular_file_nofollow(file, MAX_LOG_BYTES)
         .ok()
         .map(|b| hex::encode(Sha256::digest(b)))
 }
@@ -98,8 +101,11 @@ pub fn run(s: &Session) -> Result<Outcome, String> {
         clean_env: true,
     };
     let result = command::run(&s.argv, &turn);
-    let verdicts = std::fs::read_to_string(&log)
-        .unwrap_or_default()
+    // Where the agent could have put a FIFO or a link: read without
+    // blocking or following; one that is not a file gives no verdicts.
+    let log_bytes = crate::sys::bounded_read::read_regular_file_nofollow(&log, MAX_LOG_BYTES)
+        .unwrap_or_default();
+    let verdicts = String::from_utf8_lossy(&log_bytes)
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
@@ -168,5 +174,11 @@ pub fn keep_newest(dir: &Path, suffix: &str, to: &Path) -> bool {
     let newest = found
         .into_iter()
         .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
-    newest.is_some_and(|p| std::fs::copy(p, to).is_ok())
+    // The agent's file, copied to the runner's: read without following a
+    // link or blocking on a FIFO, written through nothing planted at `to`.
+    newest.is_some_and(|p| {
+        crate::sys::bounded_read::read_regular_file_nofollow(&p, MAX_LOG_BYTES)
+            .and_then(|bytes| crate::sys::atomic_file::write(to, &bytes, false))
+            .is_ok()
+    })
 }
