@@ -359,7 +359,8 @@ fn tampered_state_is_a_rejection_answered_in_time() {
             .unwrap()
             .success())
     };
-    let plants: [(&str, &dyn Fn(&Path)); 6] = [
+    type Plant<'a> = (&'a str, &'a dyn Fn(&Path));
+    let plants: [Plant; 6] = [
         ("a FIFO as the lock", &|dir| {
             std::fs::remove_file(dir.join(".lock")).unwrap();
             mkfifo(&dir.join(".lock"))
@@ -419,6 +420,65 @@ fn tampered_state_is_a_rejection_answered_in_time() {
         );
     }
     assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "precious\n");
+}
+
+// The hook judges the project, wherever the agent's shell is: a fresh,
+// clean repository the agent made inside its project and `cd`'ed into is a
+// rejection that says why, whether the agent names its project (Claude
+// Code's CLAUDE_PROJECT_DIR) or the session's first finish recorded it
+// (Codex names none); a plain subdirectory is the project.
+#[test]
+fn a_cwd_in_another_repository_is_a_rejection_not_a_clean_tree() {
+    let ran_tests = skill("ran-tests");
+    let (repo, transcript) = finished_without_tests();
+    let nested = Repo::new(&[("clean.txt", "nothing to see\n")]);
+    let inside = repo.path().join("scratch");
+    std::fs::rename(nested.path(), &inside).unwrap();
+    std::fs::create_dir(repo.path().join("sub")).unwrap();
+    let state = outside_state();
+    let args = [
+        "--skill",
+        ran_tests.to_str().unwrap(),
+        "--state-dir",
+        state.path().to_str().unwrap(),
+    ];
+    let ask = |agent: &str, session: &str, cwd: &Path, project: Option<&Path>| {
+        let mut cmd = critic();
+        cmd.args(["hook", agent])
+            .args(args)
+            .current_dir(cwd)
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(project) = project {
+            cmd.env("CLAUDE_PROJECT_DIR", project);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let stdin = input(agent, session, cwd, &transcript);
+        child.stdin.take().unwrap().write_all(&stdin).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        (blocks(agent, &out), said, stderr(&out))
+    };
+    let elsewhere = "inside another git repository";
+    let (blocked, said, err) = ask("claude-code", "a", &inside, Some(repo.path()));
+    assert!(blocked, "{said} {err}");
+    assert!(said.contains(elsewhere), "{said}");
+    let (blocked, said, err) = ask(
+        "claude-code",
+        "b",
+        &repo.path().join("sub"),
+        Some(repo.path()),
+    );
+    assert!(blocked, "{said} {err}");
+    assert!(!said.contains(elsewhere), "{said}");
+    // Codex names no project: the session's first finish is in it.
+    let (blocked, said, err) = ask("codex", "c", repo.path(), None);
+    assert!(blocked && !said.contains(elsewhere), "{said} {err}");
+    let (blocked, said, err) = ask("codex", "c", &inside, None);
+    assert!(blocked, "{said} {err}");
+    assert!(said.contains(elsewhere), "{said}");
 }
 
 // A transcript the agent broke is a counted rejection too, while a skill

@@ -16,6 +16,10 @@ pub struct HookProtocol {
     pub about: &'static str,
     /// The fields of the hook's input the host uses.
     pub read_input: fn(&Value) -> HookInput,
+    /// Environment variables in which the agent names its project's root
+    /// to its hooks, first found first (none for an agent whose hook input
+    /// `cwd` is the session's own and does not follow the agent's `cd`).
+    pub project_env: &'static [&'static str],
     /// Where this session's events are in a directory the user named
     /// (`--events`), for agents whose hook input names no transcript.
     pub locate_events: Option<fn(&HookInput, &std::path::Path) -> PathBuf>,

@@ -31,7 +31,8 @@ use crate::evaluate::state::default_root;
 use crate::evaluate::verdict::{escape_terminal, Verdict};
 use crate::run::client::{self, ClientError, ServerAddress};
 use crate::run::unjudged;
-use crate::run::{oneshot, CheckRequest};
+use crate::run::{oneshot, project, CheckRequest};
+use crate::sys::private_dir::user_dir;
 use crate::sys::real_path::{resolved, within};
 use serde_json::Value;
 use std::io::{Read, Seek, SeekFrom};
@@ -85,6 +86,9 @@ pub struct Hook {
     pub request: CheckRequest,
     /// The workspace, instead of the hook input's.
     pub workspace: Option<PathBuf>,
+    /// The project root the agent reports in its environment (see
+    /// [`HookProtocol::project_env`]).
+    pub reported_project: Option<PathBuf>,
     /// The events, instead of the hook input's transcript.
     pub events: Option<PathBuf>,
     /// The session, instead of the hook input's.
@@ -185,7 +189,7 @@ impl Hook {
             ));
             return Ok((Answer::Stop { notice: None }, None, None));
         }
-        let (request, counted) = self.request_for(&input)?;
+        let (request, counted, elsewhere) = self.request_for(&input)?;
         let verdict = match misplaced(&request) {
             Some((problem, root)) => {
                 notices.push(format!(
@@ -198,7 +202,11 @@ impl Hook {
                 unjudged::misplaced(&request, deadline, &root, &problem)
                     .map_err(|e| Failure(e.to_string()))?
             }
-            None => self.evaluate(&request, deadline, notices)?,
+            None => match (&elsewhere, &input.workspace) {
+                (Some(other), Some(cwd)) => unjudged::elsewhere(&request, deadline, cwd, other)
+                    .map_err(|e| Failure(e.to_string()))?,
+                _ => self.evaluate(&request, deadline, notices)?,
+            },
         };
         let answer = if verdict.accepted {
             Answer::Stop {
@@ -230,11 +238,54 @@ impl Hook {
     }
 
     /// The check of this hook input; whether its rejections are counted (a
-    /// session the next call of the same session finds again).
-    fn request_for(&self, input: &HookInput) -> Result<(CheckRequest, bool), Failure> {
+    /// session the next call of the same session finds again); and the
+    /// other repository the agent's `cwd` lies in, if it does (see
+    /// [`crate::run::project`]).
+    fn request_for(
+        &self,
+        input: &HookInput,
+    ) -> Result<(CheckRequest, bool, Option<PathBuf>), Failure> {
         let mut request = self.request.clone();
-        if let Some(dir) = self.workspace.clone().or_else(|| input.workspace.clone()) {
-            request.workspace = dir;
+        let (session, counted) = match self.session.clone() {
+            Some(session) => (session, true),
+            None => session_of(input),
+        };
+        // Kept with the state, unless that lies where the agent works (then
+        // the hook counts in the user's own state directory too, see
+        // [`unjudged::misplaced`]).
+        let own = || user_dir("XDG_STATE_HOME", ".local/state");
+        let records = counted
+            .then(|| match (&self.request.state_dir, &input.workspace) {
+                (Some(state), Some(cwd)) if within(state, &crate::workspace::nearest_root(cwd)) => {
+                    own()
+                }
+                (Some(state), _) => Some(state.clone()),
+                (None, _) => own(),
+            })
+            .flatten()
+            .map(|state| project::Records::new(&state));
+        let named = self.workspace.as_deref();
+        let reported = self.reported_project.as_deref();
+        let recorded = records
+            .as_ref()
+            .and_then(|r| r.get(self.protocol.agent, &session));
+        let first = named.is_none() && reported.is_none() && recorded.is_none();
+        let sources = project::Sources {
+            named,
+            reported,
+            recorded,
+            cwd: input.workspace.as_deref(),
+        };
+        let mut elsewhere = None;
+        if let Some(found) = project::project(&sources) {
+            if let (true, Some(records)) = (first, &records) {
+                let root = crate::workspace::nearest_root(&found.dir);
+                if let Err(e) = records.set(self.protocol.agent, &session, &root) {
+                    tracing::warn!("cannot record the session's project: {e}");
+                }
+            }
+            request.workspace = found.dir;
+            elsewhere = found.elsewhere;
         }
         match (&self.events, &input.transcript) {
             (Some(events), _) => {
@@ -259,13 +310,9 @@ impl Hook {
             }
         }
         request.events_inline = None;
-        let (session, counted) = match self.session.clone() {
-            Some(session) => (session, true),
-            None => session_of(input),
-        };
         request.session = session;
         request.finish_message = input.final_message.clone();
-        Ok((request, counted))
+        Ok((request, counted, elsewhere))
     }
 
     /// Judge `request`, by `deadline`: by the server if one is named and

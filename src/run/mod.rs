@@ -4,6 +4,7 @@ pub mod client;
 pub mod hook;
 mod inputs;
 pub mod oneshot;
+pub mod project;
 mod request;
 pub mod server;
 pub mod service;

@@ -178,6 +178,51 @@ pub(crate) fn misplaced(
     )
 }
 
+/// The verdict on a finish whose agent's working directory `cwd` lies in
+/// another git repository, `other`, than the project `request` names (see
+/// [`crate::run::project`]): judging that tree would let an agent that made
+/// a clean repository of its own and `cd`'ed into it stop unchecked, so the
+/// finish is a rejection that says why, counted like [`or_error`]'s in the
+/// project's session.
+pub(crate) fn elsewhere(
+    request: &CheckRequest,
+    deadline: Option<Instant>,
+    cwd: &Path,
+    other: &Path,
+) -> Result<Verdict, Error> {
+    let skill = crate::skill::load(&request.skill)?;
+    let root = crate::workspace::nearest_root(&request.workspace);
+    let state = state_root(request, &root)?;
+    let problem = format!(
+        "the agent's working directory {} lies in another git repository ({}) than its \
+         project, {}",
+        cwd.display(),
+        other.display(),
+        root.display()
+    );
+    tracing::warn!("{}: {problem}; counted as a rejection", request.session);
+    unjudged_verdict(
+        Standing::from(&skill),
+        &StateStore::new(state),
+        request,
+        deadline,
+        &format!("unjudged@{}", root.display()),
+        Unjudged {
+            cause: "elsewhere",
+            problem: &problem,
+            followup: format!(
+                "The critic judges your project, {root}, but your shell is in {cwd}, inside \
+                 another git repository ({other}), so your work was not checked. Make your \
+                 changes in the project itself, not in a repository of your own inside or \
+                 beside it: `cd {root}`. Then finish again.",
+                root = root.display(),
+                cwd = cwd.display(),
+                other = other.display()
+            ),
+        },
+    )
+}
+
 /// The verdict on a finish whose session another check holds (`error`, the
 /// wait for its lock that ran out): a check the server gave up on, still
 /// running, say. Stopping here would let an agent whose code keeps checks

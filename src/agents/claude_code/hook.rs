@@ -11,6 +11,7 @@ pub(in crate::agents) static HOOK: HookProtocol = HookProtocol {
     agent: "claude-code",
     about: "Claude Code (`hooks.Stop` in .claude/settings.json)",
     read_input: claude_style_input,
+    project_env: &["CLAUDE_PROJECT_DIR"],
     locate_events: None,
     reply,
     config: HookConfig {

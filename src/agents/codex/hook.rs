@@ -13,6 +13,7 @@ pub(in crate::agents) static HOOK: HookProtocol = HookProtocol {
     agent: "codex",
     about: "Codex CLI (`hooks.Stop` in .codex/hooks.json)",
     read_input: claude_style_input,
+    project_env: &[],
     locate_events: None,
     reply,
     config: HookConfig {

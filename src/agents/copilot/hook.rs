@@ -15,6 +15,7 @@ pub(in crate::agents) static HOOK: HookProtocol = HookProtocol {
     agent: "copilot",
     about: "GitHub Copilot CLI (`agentStop` in .github/hooks/*.json or ~/.copilot/hooks/*.json)",
     read_input,
+    project_env: &["COPILOT_PROJECT_DIR", "CLAUDE_PROJECT_DIR"],
     locate_events: None,
     reply,
     config: HookConfig {

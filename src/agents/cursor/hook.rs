@@ -14,6 +14,7 @@ pub(in crate::agents) static HOOK: HookProtocol = HookProtocol {
     agent: "cursor",
     about: "Cursor (`stop` in .cursor/hooks.json)",
     read_input,
+    project_env: &["CURSOR_PROJECT_DIR", "CLAUDE_PROJECT_DIR"],
     locate_events: None,
     reply,
     config: HookConfig {

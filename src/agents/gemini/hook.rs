@@ -13,6 +13,7 @@ pub(in crate::agents) static HOOK: HookProtocol = HookProtocol {
     agent: "gemini",
     about: "Gemini CLI (`hooks.AfterAgent` in .gemini/settings.json)",
     read_input: claude_style_input,
+    project_env: &["GEMINI_PROJECT_DIR", "CLAUDE_PROJECT_DIR"],
     locate_events: None,
     reply,
     config: HookConfig {

@@ -17,6 +17,7 @@ pub(in crate::agents) static HOOK: HookProtocol = HookProtocol {
     agent: "openhands",
     about: "OpenHands SDK (`stop` in .openhands/hooks.json)",
     read_input,
+    project_env: &[],
     locate_events: Some(session_events),
     reply,
     config: HookConfig {

@@ -162,6 +162,13 @@ fn answer(protocol: &'static HookProtocol, args: RunArgs) -> u8 {
         protocol,
         request,
         workspace: args.workspace,
+        // An empty or relative value is no root.
+        reported_project: protocol
+            .project_env
+            .iter()
+            .filter_map(std::env::var_os)
+            .map(std::path::PathBuf::from)
+            .find(|dir| dir.is_absolute()),
         events: args.events,
         session: args.session,
         fail_closed: args.fail_closed,
