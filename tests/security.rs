@@ -1159,6 +1159,89 @@ fn a_run_cannot_drive_the_users_tmux_server() {
     assert!(escaped(3).exists());
 }
 
+// 9k. The user's homes are an allow-list: credential files under names no
+// list knows, in the home and in a moved XDG_CONFIG_HOME, are all out of
+// sight, while the toolchains and the virtual environment the user put on
+// PATH still work.
+#[test]
+fn runs_see_only_the_toolchains_of_the_users_homes() {
+    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let config = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let in_home = [
+        ".my.cnf",
+        ".kaggle/kaggle.json",
+        ".config/glab-cli/config.yml",
+        ".ngrok2/ngrok.yml",
+        ".heroku/credentials",
+        ".databrickscfg",
+        ".snowsql/config",
+        ".config/doctl/config.yaml",
+        ".oci/config",
+        ".wrangler/config/default.toml",
+        ".env",
+        "projects/app/.env.local",
+    ];
+    let in_config = ["sops/age/keys.txt", "some-tool/token.json"];
+    let mut planted = Vec::new();
+    for (dir, rels) in [(home.path(), &in_home[..]), (config.path(), &in_config[..])] {
+        for rel in rels {
+            let path = dir.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, format!("TOKEN-{}\n", planted.len())).unwrap();
+            planted.push(path);
+        }
+    }
+    // The user's interpreter: a virtual environment in the home, first on
+    // PATH.
+    let venv = home.path().join("venv");
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let script = r#"
+import os, sys
+for p in sys.argv[1:]:
+    try: print('read', p, open(p).read().strip())
+    except OSError as e: print('closed', p, e.errno)
+print('prefix', sys.prefix)
+"#;
+    let mut argv = vec!["python3".to_string(), "-c".into(), script.into()];
+    argv.extend(planted.iter().map(|p| p.display().to_string()));
+    let skill = skill_with(json!({"mode": "run", "requests": [{"argv": argv}]}), "");
+    let repo = Repo::demo();
+    let state = tempfile::tempdir().unwrap();
+    let mut cmd = check(skill.path(), repo.path(), &demo_events(3), state.path());
+    let path = format!(
+        "{}:{}",
+        venv.join("bin").display(),
+        std::env::var("PATH").unwrap()
+    );
+    cmd.env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", config.path())
+        .env("PATH", path);
+    let (code, v, err, _) = verdict_of(&mut cmd);
+    assert_eq!(code, 0, "{err}");
+    let r = &v["signals"][0]["metadata"]["results"][0];
+    let out = r["stdout"].as_str().unwrap();
+    assert!(!out.contains("TOKEN"), "{r:#}");
+    for p in &planted {
+        assert!(
+            out.contains(&format!("closed {} 2\n", p.display())),
+            "{}: {r:#}",
+            p.display()
+        );
+    }
+    assert!(
+        out.contains(&format!(
+            "prefix {}\n",
+            venv.canonicalize().unwrap().display()
+        )) || out.contains(&format!("prefix {}\n", venv.display())),
+        "the virtual environment on PATH runs: {r:#}"
+    );
+}
+
 // 9i. A run has its own empty /tmp, /var/tmp, /dev/shm and HOME and a
 // fresh /proc: it sees neither what the host's users keep in those places
 // nor the host's processes (whose command lines may hold secrets), and the

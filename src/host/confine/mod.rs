@@ -18,8 +18,10 @@
 //!   files. In it the command gets its own empty `/tmp`, `/var/tmp` and
 //!   `/dev/shm`, a `/dev` of harmless devices (no terminal of the user's to
 //!   read, no disk) and a fresh `/proc` showing only its own processes; the
-//!   user's service sockets and the usual places of credentials in the home
-//!   directory are hidden;
+//!   user's service sockets are hidden, and so are the user's home
+//!   directories, but for the toolchains a run needs, bound back read-only
+//!   (see [`homes`]), in which the usual places of credentials are hidden
+//!   again;
 //! - a new, empty **session keyring** (the keys of the user's login session
 //!   stay out of reach);
 //! - a **Landlock** domain: read and execute everywhere, write only to the
@@ -38,15 +40,16 @@
 //! refuses new mounts, and without `CAP_SYS_ADMIN` the read-only flags stay).
 //! The environment is built from scratch by the caller (see [`crate::host::scratch`]).
 //!
-//! What is *not* confined: reads. A run can read what the user can read
-//! (toolchains, the system, and also the user's files, but for the hidden
-//! credential places); it has no network to send them anywhere, but its
-//! output goes back to the detector.
+//! What is *not* confined: reads outside the home directories. A run can
+//! read what the user can read of the system (and of other places the user
+//! keeps files, outside every home); it has no network to send them
+//! anywhere, but its output goes back to the detector.
 //!
 //! The setup runs in the forked child before `exec`, where only
 //! async-signal-safe calls are allowed: everything that allocates (the
 //! Landlock ruleset, the id maps) is prepared in the parent.
 
+mod homes;
 mod seccomp;
 
 use std::ffi::CString;
@@ -568,11 +571,24 @@ pub fn report(support: &Support) -> serde_json::Value {
         "minimal_dev": support.namespaces.is_ok(),
         "unix_sockets": unix_sockets(support),
         "socket_families": socket_families(),
+        "homes": homes_seen(),
         "confined_runs": support.missing().map_or_else(
             || "available".to_string(),
             |m| format!("refused: this machine lacks {m}; --unconfined-runs opts out")
         ),
     })
+}
+
+/// What a confined command sees of the user's homes here (without the
+/// prefix of a program of its own, see [`homes`]).
+fn homes_seen() -> serde_json::Value {
+    let plan = homes::plan(
+        &homes(),
+        std::env::var_os("PATH").as_deref(),
+        None,
+        &|name| std::env::var_os(name).map(PathBuf::from),
+    );
+    serde_json::json!({"covered": plan.covered, "kept": plan.kept})
 }
 
 /// `critic doctor`'s report for a person.
@@ -597,6 +613,25 @@ pub fn report_text(support: &Support) -> String {
         )),
         Err(e) => out.push_str(&format!("{} namespaces: {e}\n", yes_no(false))),
     }
+    let seen = homes_seen();
+    let list = |key: &str| {
+        seen[key]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "none".into())
+    };
+    out.push_str(&format!(
+        "{} home directories covered ({}); only toolchains bound back, read-only: {}\n",
+        yes_no(support.namespaces.is_ok()),
+        list("covered"),
+        list("kept")
+    ));
     out.push_str(&format!(
         "{} socket families (seccomp): {}\n",
         yes_no(seccomp::WRITTEN_FOR_THIS_MACHINE),
@@ -646,6 +681,14 @@ struct Mounts {
     mountpoints: Vec<CString>,
     /// What to hide.
     hidden: Hidden,
+    /// The home directories (and a moved `XDG_CONFIG_HOME`), covered by an
+    /// empty file system.
+    homes: Vec<CString>,
+    /// The toolchain directories in them, bound back (see [`homes`]).
+    kept: Vec<CString>,
+    /// Directories to make in the covered homes, parents first, for `kept`
+    /// and the writable directories there to be mounted back at their paths.
+    home_mountpoints: Vec<CString>,
     /// The devices bound into the command's `/dev` (see [`DEVICES`]).
     devices: Vec<CString>,
     /// The Landlock rights the private mounts get (every handled one).
@@ -662,9 +705,10 @@ struct PathBeneathAttr {
 impl Confinement {
     /// A confinement letting the command write only under `writable` (the
     /// scratch copy and its private temporary directory) and its private
-    /// directories. Fails with what is missing when this machine cannot
-    /// confine.
-    pub fn new(writable: &[&Path]) -> Result<Confinement, String> {
+    /// directories, and see of the user's homes only the toolchains and the
+    /// prefix of `program` (the command's argv\[0\]). Fails with what is
+    /// missing when this machine cannot confine.
+    pub fn new(writable: &[&Path], program: Option<&Path>) -> Result<Confinement, String> {
         use landlock::{
             path_beneath_rules, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr,
             RulesetCreatedAttr, Scope, ABI,
@@ -723,25 +767,59 @@ impl Confinement {
             .filter(|p| !writable.iter().any(|w| p.starts_with(w)))
             .map(Path::to_path_buf)
             .collect();
-        // A writable directory the new `/dev` or a private directory covers
-        // is mounted back on directories made in the deepest cover.
+        let mut plan = homes::plan(
+            &homes(),
+            std::env::var_os("PATH").as_deref(),
+            program,
+            &|name| std::env::var_os(name).map(PathBuf::from),
+        );
+        // A home in a private or writable directory is covered with it.
+        plan.covered.retain(|h| {
+            !private.iter().chain(&writable).any(|p| h.starts_with(p)) && !h.starts_with("/dev")
+        });
+        plan.kept
+            .retain(|k| plan.covered.iter().any(|h| k.starts_with(h)));
+        // A directory put back under a cover (the new `/dev`, a private
+        // directory, a home) is mounted on directories made in the deepest
+        // cover.
         let covers: Vec<&Path> = std::iter::once(Path::new("/dev"))
             .chain(private.iter().map(PathBuf::as_path))
+            .chain(plan.covered.iter().map(PathBuf::as_path))
             .collect();
-        let mut mountpoints: Vec<PathBuf> = Vec::new();
-        for w in &writable {
+        // The directories from `dir`'s deepest cover down to it, and
+        // whether that cover is a home.
+        let chain_to = |dir: &Path| -> (Vec<PathBuf>, bool) {
             let deepest = covers
                 .iter()
-                .filter(|c| w.starts_with(c) && w != *c)
+                .filter(|c| dir.starts_with(c) && dir != **c)
                 .max_by_key(|c| c.components().count());
-            if let Some(cover) = deepest {
-                let mut chain: Vec<&Path> = w.ancestors().take_while(|a| a != cover).collect();
-                chain.reverse();
-                for dir in chain {
-                    if !mountpoints.iter().any(|m| m == dir) {
-                        mountpoints.push(dir.to_path_buf());
-                    }
+            let Some(cover) = deepest else {
+                return (Vec::new(), false);
+            };
+            let mut chain: Vec<PathBuf> = dir
+                .ancestors()
+                .take_while(|a| a != cover)
+                .map(Path::to_path_buf)
+                .collect();
+            chain.reverse();
+            (chain, plan.covered.iter().any(|h| h == cover))
+        };
+        let push_new = |list: &mut Vec<PathBuf>, chain: Vec<PathBuf>| {
+            for d in chain {
+                if !list.contains(&d) {
+                    list.push(d);
                 }
+            }
+        };
+        // One in a home needs its place there before the kept directories
+        // go back; the others are made once `/dev` and the private
+        // directories are mounted.
+        let mut mountpoints: Vec<PathBuf> = Vec::new();
+        let mut home_mountpoints: Vec<PathBuf> = Vec::new();
+        for dir in writable.iter().chain(&plan.kept) {
+            match chain_to(dir) {
+                (chain, true) => push_new(&mut home_mountpoints, chain),
+                (chain, false) => push_new(&mut mountpoints, chain),
             }
         }
         let hidden = Hidden::collect(&writable)?;
@@ -762,6 +840,9 @@ impl Confinement {
                 private: cs(&private)?,
                 mountpoints: cs(&mountpoints)?,
                 hidden,
+                homes: cs(&plan.covered)?,
+                kept: cs(&plan.kept)?,
+                home_mountpoints: cs(&home_mountpoints)?,
                 devices: cs(&devices)?,
                 private_access,
             },
@@ -985,6 +1066,10 @@ unsafe fn build_mounts(mounts: &Mounts, ruleset: libc::c_int) -> std::io::Result
     for (clone, device) in devices.iter_mut().zip(&mounts.devices) {
         *clone = clone_of(device)?;
     }
+    let mut kept = [-1 as libc::c_int; homes::MAX_KEPT];
+    for (clone, dir) in kept.iter_mut().zip(&mounts.kept) {
+        *clone = clone_of(dir)?;
+    }
     let put_back = |clone: libc::c_int, path: &std::ffi::CStr| {
         let moved = libc::syscall(
             libc::SYS_move_mount,
@@ -1003,6 +1088,33 @@ unsafe fn build_mounts(mounts: &Mounts, ruleset: libc::c_int) -> std::io::Result
     let hidden = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
     let absent =
         |e: &std::io::Error| matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR));
+    let make_dir = |dir: &std::ffi::CStr, mode| {
+        if libc::mkdir(dir.as_ptr(), mode) != 0 && errno() != libc::EEXIST {
+            return Err(os());
+        }
+        Ok(())
+    };
+    // The homes, emptied, with the toolchains put back; writable until the
+    // whole tree is made read-only below. Before the hidden places, which
+    // cover what of them is put back (cargo's credentials, say).
+    for home in &mounts.homes {
+        match mount(
+            Some(c"tmpfs"),
+            home,
+            Some(c"tmpfs"),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            Some(c"size=64k,mode=755"),
+        ) {
+            Err(e) if !absent(&e) => return Err(e),
+            _ => {}
+        }
+    }
+    for dir in &mounts.home_mountpoints {
+        make_dir(dir, 0o755)?;
+    }
+    for (&clone, dir) in kept.iter().zip(&mounts.kept) {
+        put_back(clone, dir)?;
+    }
     // One empty tmpfs, bound over the rest: a bind mount costs far less
     // than a new file system.
     let mut empty: Option<&CString> = None;
@@ -1029,12 +1141,6 @@ unsafe fn build_mounts(mounts: &Mounts, ruleset: libc::c_int) -> std::io::Result
             _ => {}
         }
     }
-    let make_dir = |dir: &std::ffi::CStr, mode| {
-        if libc::mkdir(dir.as_ptr(), mode) != 0 && errno() != libc::EEXIST {
-            return Err(os());
-        }
-        Ok(())
-    };
     // A `/dev` of the harmless devices, their links and the mount points
     // below.
     mount(

@@ -852,7 +852,8 @@ fn execute(slot: &Slot, request: &RunRequest, deadline: Instant, confined: bool)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     if confined {
-        match crate::host::confine::Confinement::new(&[&slot.dir, &slot.tmp]) {
+        let program = Path::new(cmd.get_program());
+        match crate::host::confine::Confinement::new(&[&slot.dir, &slot.tmp], Some(program)) {
             Ok(c) => c.apply(&mut cmd),
             Err(e) => return failed(format!("cannot confine the command: {e}")),
         }
