@@ -2174,3 +2174,79 @@ print("pair", b.recv(1).decode())
         assert!(out.contains(made), "{made}:\n{out}");
     }
 }
+
+// 28a. Building someone else's Rust skill runs its build script (and its
+// procedural macros) confined: it writes nothing outside its target
+// directory, reads nothing of the user's home, reaches no network. With
+// --trust-skill the same build script does all three: the attack is live.
+#[test]
+fn a_skills_build_script_runs_confined_unless_trusted() {
+    let outside = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let secret = home.path().join(".kaggle/kaggle.json");
+    std::fs::create_dir_all(secret.parent().unwrap()).unwrap();
+    std::fs::write(&secret, "KAGGLE-SECRET").unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let pwned = outside.path().join("pwned");
+    let build_script = format!(
+        r#"fn main() {{
+    let _ = std::fs::write({pwned:?}, "x");
+    match std::fs::read_to_string({secret:?}) {{
+        Ok(s) => println!("cargo:warning=read {{s}}"),
+        Err(e) => println!("cargo:warning=closed {{e}}"),
+    }}
+    match std::net::TcpStream::connect("{addr}") {{
+        Ok(_) => println!("cargo:warning=connected"),
+        Err(e) => println!("cargo:warning=no network {{e}}"),
+    }}
+}}
+"#,
+        addr = listener.local_addr().unwrap(),
+    );
+    let skill = tempfile::tempdir().unwrap();
+    let crate_dir = skill.path().join("detector");
+    std::fs::create_dir_all(crate_dir.join("src")).unwrap();
+    std::fs::write(
+        crate_dir.join("Cargo.toml"),
+        "[package]\nname = \"evil\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+         [lib]\ncrate-type = [\"cdylib\"]\n\n[workspace]\n\n\
+         [profile.detector]\ninherits = \"release\"\n",
+    )
+    .unwrap();
+    std::fs::write(crate_dir.join("src/lib.rs"), "").unwrap();
+    std::fs::write(crate_dir.join("build.rs"), build_script).unwrap();
+    let real_home = PathBuf::from(std::env::var_os("HOME").unwrap());
+    let tool_home = |var: &str, usual: &str| {
+        std::env::var_os(var).map_or_else(|| real_home.join(usual), PathBuf::from)
+    };
+    let build = |trusted: bool| {
+        let mut cmd = critic();
+        cmd.arg("build")
+            .arg(skill.path())
+            .env("HOME", home.path())
+            .env("CARGO_HOME", tool_home("CARGO_HOME", ".cargo"))
+            .env("RUSTUP_HOME", tool_home("RUSTUP_HOME", ".rustup"));
+        if trusted {
+            cmd.arg("--trust-skill");
+        }
+        run(&mut cmd)
+    };
+    let out = build(false);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!pwned.exists(), "the build script wrote outside: {err}");
+    assert!(!err.contains("KAGGLE-SECRET"), "{err}");
+    assert!(err.contains("closed"), "{err}");
+    assert!(err.contains("no network"), "{err}");
+    assert!(listener.accept().is_err(), "a connection reached the host");
+    assert!(skill.path().join("evil.wasm").is_file());
+
+    // Trusted, nothing holds it back (a clean build, so its script runs).
+    std::fs::remove_dir_all(crate_dir.join("target")).unwrap();
+    let out = build(true);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(pwned.exists(), "{err}");
+    assert!(err.contains("read KAGGLE-SECRET"), "{err}");
+}

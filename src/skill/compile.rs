@@ -5,7 +5,14 @@
 //! codegen unit, LTO, stripped), remapping the absolute paths that end up in
 //! panic messages (workspace root and cargo home) to fixed names, and clearing
 //! `RUSTFLAGS`, which would otherwise take precedence over the remapping.
+//!
+//! The compiler runs the skill's code (see [`super::confined_build`]), so
+//! cargo works from a directory of its own (the skill's `.cargo/config.toml`
+//! and `rust-toolchain.toml` would otherwise choose its compiler, linker or
+//! wrappers): the toolchain file's `channel` is read and passed on by name.
+//! Dependencies are fetched first, then the build runs offline, confined.
 
+use super::confined_build::{self, Trust};
 use crate::Error;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -62,11 +69,51 @@ struct Location {
     root: PathBuf,
 }
 
-fn cargo() -> Command {
+/// cargo, from a directory where no configuration of the skill's is
+/// read, with the caller's environment cleaned (see
+/// [`confined_build::clean_env`]) and the skill's toolchain, if it names one.
+fn cargo(toolchain: Option<&str>) -> Command {
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    cmd.env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS");
+    confined_build::clean_env(&mut cmd);
+    cmd.current_dir(std::env::temp_dir());
+    if let Some(channel) = toolchain {
+        cmd.env("RUSTUP_TOOLCHAIN", channel);
+    }
     cmd
+}
+
+/// The toolchain `root`'s `rust-toolchain.toml` (or `rust-toolchain`)
+/// names by its channel; one named otherwise (a `path` to a toolchain of
+/// the skill's own) is not used.
+fn toolchain_of(root: &Path) -> Option<String> {
+    use crate::sys::bounded_read::read_regular_file_nofollow;
+    #[derive(Deserialize)]
+    struct File {
+        toolchain: Toolchain,
+    }
+    #[derive(Deserialize)]
+    struct Toolchain {
+        channel: Option<String>,
+    }
+    let plain = |channel: &str| {
+        let channel = channel.trim();
+        (!channel.is_empty()
+            && channel
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')))
+        .then(|| channel.to_string())
+    };
+    if let Ok(text) = read_regular_file_nofollow(&root.join("rust-toolchain.toml"), 64 << 10) {
+        let file: File = toml::from_slice(&text).ok()?;
+        return file.toolchain.channel.as_deref().and_then(plain);
+    }
+    let text = read_regular_file_nofollow(&root.join("rust-toolchain"), 64 << 10).ok()?;
+    let text = String::from_utf8(text).ok()?;
+    if text.contains('[') {
+        let file: File = toml::from_str(&text).ok()?;
+        return file.toolchain.channel.as_deref().and_then(plain);
+    }
+    plain(&text)
 }
 
 fn cargo_home() -> Option<PathBuf> {
@@ -76,7 +123,7 @@ fn cargo_home() -> Option<PathBuf> {
 }
 
 fn workspace_root(manifest: &Path) -> Result<PathBuf, Error> {
-    let out = cargo()
+    let out = cargo(None)
         .args([
             "locate-project",
             "--workspace",
@@ -103,30 +150,81 @@ fn workspace_root(manifest: &Path) -> Result<PathBuf, Error> {
     Ok(loc.root.parent().map(Path::to_path_buf).unwrap_or_default())
 }
 
+/// Run the cargo step `cmd` (no code of the skill's runs in it) to its end.
+fn cargo_step(mut cmd: Command, manifest: &Path, what: &str) -> Result<(), Error> {
+    let status = cmd
+        .arg("--manifest-path")
+        .arg(manifest)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .status()
+        .map_err(|e| Error::Usage(format!("cannot run cargo: {e}")))?;
+    if !status.success() {
+        return Err(Error::Usage(format!(
+            "{}: cannot {what} (see cargo's output above)",
+            manifest.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Build one crate; returns the produced `.wasm` files.
-fn build_crate(dir: &Path) -> Result<Vec<PathBuf>, Error> {
-    let manifest = dir.join("Cargo.toml");
+fn build_crate(dir: &Path, trust: Trust) -> Result<Vec<PathBuf>, Error> {
+    // cargo runs elsewhere (see [`cargo`]).
+    let manifest = std::path::absolute(dir.join("Cargo.toml"))
+        .map_err(|e| Error::Usage(format!("{}: {e}", dir.display())))?;
     let root = workspace_root(&manifest)?;
+    let toolchain = toolchain_of(&root);
     let mut flags = vec![format!("--remap-path-prefix={}=/critic", root.display())];
     if let Some(home) = cargo_home() {
         flags.push(format!("--remap-path-prefix={}=/cargo", home.display()));
     }
-    let mut cmd = cargo();
-    cmd.args(["build", "--profile", PROFILE, "--target", TARGET]);
     // A committed lock file pins the dependencies; a new skill gets one on its
     // first build (commit it to make later builds reproducible).
-    if root.join("Cargo.lock").is_file() {
-        cmd.arg("--locked");
+    if !root.join("Cargo.lock").is_file() {
+        let mut lock = cargo(toolchain.as_deref());
+        lock.arg("generate-lockfile");
+        cargo_step(lock, &manifest, "resolve its dependencies")?;
     }
+    let mut fetch = cargo(toolchain.as_deref());
+    fetch.args(["fetch", "--locked"]);
+    cargo_step(fetch, &manifest, "fetch its dependencies")?;
+    // The build's only writable place: the target directory the user
+    // names (`CARGO_TARGET_DIR`), else the workspace's own, never through a
+    // link the skill put there.
+    let target_dir = match std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from) {
+        Some(dir) if dir.is_absolute() => dir,
+        _ => root.join("target"),
+    };
+    if std::fs::symlink_metadata(&target_dir).is_ok_and(|m| !m.is_dir()) {
+        return Err(Error::Usage(format!(
+            "{}: not a directory (a link?); the build writes only into a target directory of \
+             its own: remove it",
+            target_dir.display()
+        )));
+    }
+    std::fs::create_dir_all(&target_dir)
+        .map_err(|e| Error::Usage(format!("{}: {e}", target_dir.display())))?;
+    let mut cmd = cargo(toolchain.as_deref());
+    cmd.args([
+        "build",
+        "--offline",
+        "--locked",
+        "--profile",
+        PROFILE,
+        "--target",
+        TARGET,
+        "--message-format",
+        "json-render-diagnostics",
+        "--target-dir",
+    ])
+    .arg(&target_dir)
+    .arg("--manifest-path")
+    .arg(&manifest)
+    .env("CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS", flags.join(" "))
+    .stderr(Stdio::inherit());
+    confined_build::confine(&mut cmd, trust, &[&target_dir], &[&root])?;
     let out = cmd
-        .args([
-            "--message-format",
-            "json-render-diagnostics",
-            "--manifest-path",
-        ])
-        .arg(&manifest)
-        .env("CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS", flags.join(" "))
-        .stderr(Stdio::inherit())
         .output()
         .map_err(|e| Error::Usage(format!("cannot run cargo: {e}")))?;
     if !out.status.success() {
@@ -165,7 +263,8 @@ fn build_crate(dir: &Path) -> Result<Vec<PathBuf>, Error> {
 /// copy the components next to its `critic.yaml`; with `check`, compare
 /// instead of copying: bytes for a Rust detector, the recorded source digest
 /// for a Python one (see [`compile_python`](super::compile_python)).
-pub fn build_skill(skill: &Path, check: bool) -> Result<BuildReport, Error> {
+/// Their build tools run as `trust` says (see [`super::confined_build`]).
+pub fn build_skill(skill: &Path, check: bool, trust: Trust) -> Result<BuildReport, Error> {
     use super::compile_python;
     let crates = detector_crates(skill);
     let python = compile_python::python_detectors(skill);
@@ -177,7 +276,7 @@ pub fn build_skill(skill: &Path, check: bool) -> Result<BuildReport, Error> {
     }
     let mut report = BuildReport::default();
     for dir in crates {
-        for built in build_crate(&dir)? {
+        for built in build_crate(&dir, trust)? {
             let name = built.file_name().unwrap_or_default();
             let new = std::fs::read(&built)
                 .map_err(|e| Error::Usage(format!("{}: {e}", built.display())))?;
@@ -204,7 +303,7 @@ pub fn build_skill(skill: &Path, check: bool) -> Result<BuildReport, Error> {
             report.compared(&dest, same, &format!("sources {}", &digest[..16]));
         } else {
             let started = std::time::Instant::now();
-            let new = compile_python::build(&dir, &project)?;
+            let new = compile_python::build(&dir, &project, trust)?;
             report.write(&dest, &new)?;
             if let Some(line) = report.lines.last_mut() {
                 line.push_str(&format!(

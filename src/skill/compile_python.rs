@@ -361,7 +361,13 @@ fn check_tool(dir: &Path, project: &Project) -> Result<PathBuf, Error> {
 
 /// Build the detector in `dir`: its component's bytes, with the sources'
 /// digest in a custom section.
-pub fn build(dir: &Path, project: &Project) -> Result<Vec<u8>, Error> {
+/// componentize-py runs as `trust` says (see [`super::confined_build`]):
+/// confined, it writes only the staging directory.
+pub fn build(
+    dir: &Path,
+    project: &Project,
+    trust: super::confined_build::Trust,
+) -> Result<Vec<u8>, Error> {
     let tool = check_tool(dir, project)?;
     let staged = stage(dir, project)?;
     let out = staged.dir.path().join("detector.wasm");
@@ -369,8 +375,8 @@ pub fn build(dir: &Path, project: &Project) -> Result<Vec<u8>, Error> {
     let no_programs = staged.dir.path().join("no-programs");
     std::fs::create_dir_all(&no_programs)
         .map_err(|e| Error::Internal(format!("{}: {e}", no_programs.display())))?;
-    let status = Command::new(&tool)
-        .arg("-d")
+    let mut cmd = Command::new(&tool);
+    cmd.arg("-d")
         .arg(staged.dir.path().join("wit"))
         .args(["-w", "critic-detector", "-q", "componentize", "-p"])
         .arg(&app)
@@ -388,7 +394,9 @@ pub fn build(dir: &Path, project: &Project) -> Result<Vec<u8>, Error> {
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::inherit())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::inherit());
+    super::confined_build::confine(&mut cmd, trust, &[staged.dir.path()], &[&tool])?;
+    let status = cmd
         .status()
         .map_err(|e| Error::Usage(format!("cannot run componentize-py: {e}")))?;
     if !status.success() {

@@ -9,6 +9,7 @@
 
 pub mod compile;
 pub mod compile_python;
+pub mod confined_build;
 pub(crate) mod schema;
 pub(crate) mod yaml;
 

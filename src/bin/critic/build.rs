@@ -2,6 +2,7 @@
 
 use crate::{EXIT_ACCEPT, EXIT_REJECT};
 use pluggable_critic::skill::compile;
+use pluggable_critic::skill::confined_build::Trust;
 use std::path::PathBuf;
 
 /// `critic build`'s flags.
@@ -12,10 +13,20 @@ pub struct Args {
     /// Build, but only compare with the committed .wasm files; fail if they differ.
     #[arg(long)]
     check: bool,
+    /// Run the skill's build scripts, procedural macros and Python imports
+    /// with your full rights instead of confined (for a skill you trust, on
+    /// a machine that cannot confine).
+    #[arg(long)]
+    trust_skill: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let report = compile::build_skill(&args.skill, args.check)?;
+    let trust = if args.trust_skill {
+        Trust::Trusted
+    } else {
+        Trust::Confined
+    };
+    let report = compile::build_skill(&args.skill, args.check, trust)?;
     for line in &report.lines {
         println!("{line}");
     }

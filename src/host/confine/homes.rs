@@ -10,7 +10,8 @@
 //! - every directory on `PATH` that lies in a home, with its prefix (the
 //!   virtual environment above a `bin`), which is how the interpreter the
 //!   user named reaches a run;
-//! - the prefix of the program the run starts, when it lies in a home.
+//! - what the caller says the command needs: the prefix of the program it
+//!   starts, a directory it reads (a skill being built).
 //!
 //! A moved `XDG_CONFIG_HOME` outside every home is covered too. What is
 //! bound back may still hold a credential (cargo's, in `~/.cargo`): the
@@ -46,12 +47,13 @@ pub(super) struct Plan {
     pub kept: Vec<PathBuf>,
 }
 
-/// The plan for a run starting `program` (as its argv names it), given the
-/// user's `homes`, `PATH` and the variables `var` reads.
+/// The plan for a command that needs to see `seen` (its program, with that
+/// program's prefix; directories as they are), given the user's `homes`,
+/// `PATH` and the variables `var` reads.
 pub(super) fn plan(
     homes: &[PathBuf],
     path: Option<&std::ffi::OsStr>,
-    program: Option<&Path>,
+    seen: &[&Path],
     var: &dyn Fn(&str) -> Option<PathBuf>,
 ) -> Plan {
     let real = |p: &Path| std::fs::canonicalize(p).ok();
@@ -83,12 +85,11 @@ pub(super) fn plan(
         }
     }
     let on_path: Vec<PathBuf> = path.map_or_else(Vec::new, |p| std::env::split_paths(p).collect());
-    let program_dir = program
-        .filter(|p| p.is_absolute())
-        .and_then(Path::parent)
-        .map(Path::to_path_buf);
-    for dir in on_path.iter().chain(program_dir.iter()) {
+    for dir in &on_path {
         wanted.extend(with_prefix(dir, homes));
+    }
+    for s in seen {
+        wanted.extend(needed(s, homes));
     }
     let mut kept: Vec<PathBuf> = wanted
         .iter()
@@ -108,6 +109,18 @@ pub(super) fn plan(
         kept.truncate(MAX_KEPT);
     }
     Plan { covered, kept }
+}
+
+/// What a command that needs `seen` must see of it: a program's prefix (see
+/// [`with_prefix`]), a directory as it is; nothing for a relative path.
+pub(super) fn needed(seen: &Path, homes: &[PathBuf]) -> Vec<PathBuf> {
+    if !seen.is_absolute() {
+        return Vec::new();
+    }
+    match seen.parent() {
+        Some(parent) if !seen.is_dir() => with_prefix(parent, homes),
+        _ => vec![seen.to_path_buf()],
+    }
 }
 
 /// A directory on `PATH` and what a program there needs with it: a `bin`
@@ -185,7 +198,7 @@ mod tests {
         let p = plan(
             &homes,
             Some(&path),
-            Some(&home.join("venv/bin/python")),
+            &[&home.join("venv/bin/python"), &home.join("work")],
             &vars,
         );
         let real = |p: &Path| p.canonicalize().unwrap();
@@ -204,7 +217,8 @@ mod tests {
                 ".pyenv",
                 "bin",
                 "npm-prefix",
-                "venv"
+                "venv",
+                "work"
             ]
         );
     }

@@ -585,7 +585,7 @@ fn homes_seen() -> serde_json::Value {
     let plan = homes::plan(
         &homes(),
         std::env::var_os("PATH").as_deref(),
-        None,
+        &[],
         &|name| std::env::var_os(name).map(PathBuf::from),
     );
     serde_json::json!({"covered": plan.covered, "kept": plan.kept})
@@ -668,6 +668,10 @@ pub struct Confinement {
 /// into a fixed array in the forked child, which cannot allocate).
 const MAX_WRITABLE: usize = 4;
 
+/// Most directories in private places a command may need to see (cloned
+/// the same way).
+const MAX_PRIVATE_SEEN: usize = 4;
+
 /// What the command's mount namespace changes.
 #[derive(Debug)]
 struct Mounts {
@@ -689,6 +693,10 @@ struct Mounts {
     /// Directories to make in the covered homes, parents first, for `kept`
     /// and the writable directories there to be mounted back at their paths.
     home_mountpoints: Vec<CString>,
+    /// What the command must see that lies in a private directory (an
+    /// interpreter under `/tmp`, a skill being built there), bound back
+    /// read-only.
+    private_seen: Vec<CString>,
     /// The devices bound into the command's `/dev` (see [`DEVICES`]).
     devices: Vec<CString>,
     /// The Landlock rights the private mounts get (every handled one).
@@ -705,10 +713,11 @@ struct PathBeneathAttr {
 impl Confinement {
     /// A confinement letting the command write only under `writable` (the
     /// scratch copy and its private temporary directory) and its private
-    /// directories, and see of the user's homes only the toolchains and the
-    /// prefix of `program` (the command's argv\[0\]). Fails with what is
-    /// missing when this machine cannot confine.
-    pub fn new(writable: &[&Path], program: Option<&Path>) -> Result<Confinement, String> {
+    /// directories, and see of the user's homes only the toolchains and
+    /// `seen`: the prefix of a program in it (the command's argv\[0\]), a
+    /// directory as it is (see [`homes`]). Fails with what is missing when
+    /// this machine cannot confine.
+    pub fn new(writable: &[&Path], seen: &[&Path]) -> Result<Confinement, String> {
         use landlock::{
             path_beneath_rules, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr,
             RulesetCreatedAttr, Scope, ABI,
@@ -770,7 +779,7 @@ impl Confinement {
         let mut plan = homes::plan(
             &homes(),
             std::env::var_os("PATH").as_deref(),
-            program,
+            seen,
             &|name| std::env::var_os(name).map(PathBuf::from),
         );
         // A home in a private or writable directory is covered with it.
@@ -779,6 +788,23 @@ impl Confinement {
         });
         plan.kept
             .retain(|k| plan.covered.iter().any(|h| k.starts_with(h)));
+        let all_homes = homes();
+        let mut private_seen: Vec<PathBuf> = seen
+            .iter()
+            .flat_map(|s| homes::needed(s, &all_homes))
+            .filter_map(|d| std::fs::canonicalize(d).ok())
+            .filter(|d| d.is_dir())
+            .filter(|d| private.iter().any(|p| d.starts_with(p) && d != p))
+            .filter(|d| !writable.iter().any(|w| d.starts_with(w)))
+            .collect();
+        private_seen.sort();
+        private_seen.dedup();
+        if private_seen.len() > MAX_PRIVATE_SEEN {
+            return Err(format!(
+                "at most {MAX_PRIVATE_SEEN} directories in {} to see (internal error)",
+                PRIVATE_DIRS.join(", ")
+            ));
+        }
         // A directory put back under a cover (the new `/dev`, a private
         // directory, a home) is mounted on directories made in the deepest
         // cover.
@@ -816,7 +842,7 @@ impl Confinement {
         // directories are mounted.
         let mut mountpoints: Vec<PathBuf> = Vec::new();
         let mut home_mountpoints: Vec<PathBuf> = Vec::new();
-        for dir in writable.iter().chain(&plan.kept) {
+        for dir in writable.iter().chain(&plan.kept).chain(&private_seen) {
             match chain_to(dir) {
                 (chain, true) => push_new(&mut home_mountpoints, chain),
                 (chain, false) => push_new(&mut mountpoints, chain),
@@ -843,6 +869,7 @@ impl Confinement {
                 homes: cs(&plan.covered)?,
                 kept: cs(&plan.kept)?,
                 home_mountpoints: cs(&home_mountpoints)?,
+                private_seen: cs(&private_seen)?,
                 devices: cs(&devices)?,
                 private_access,
             },
@@ -1070,6 +1097,10 @@ unsafe fn build_mounts(mounts: &Mounts, ruleset: libc::c_int) -> std::io::Result
     for (clone, dir) in kept.iter_mut().zip(&mounts.kept) {
         *clone = clone_of(dir)?;
     }
+    let mut private_seen = [-1 as libc::c_int; MAX_PRIVATE_SEEN];
+    for (clone, dir) in private_seen.iter_mut().zip(&mounts.private_seen) {
+        *clone = clone_of(dir)?;
+    }
     let put_back = |clone: libc::c_int, path: &std::ffi::CStr| {
         let moved = libc::syscall(
             libc::SYS_move_mount,
@@ -1180,6 +1211,11 @@ unsafe fn build_mounts(mounts: &Mounts, ruleset: libc::c_int) -> std::io::Result
     for dir in &mounts.mountpoints {
         make_dir(dir, 0o700)?;
     }
+    // What is seen first: a writable directory may lie in it (a skill's
+    // target directory).
+    for (&clone, dir) in private_seen.iter().zip(&mounts.private_seen) {
+        put_back(clone, dir)?;
+    }
     for (&clone, dir) in clones.iter().zip(&mounts.writable) {
         put_back(clone, dir)?;
     }
@@ -1208,9 +1244,19 @@ unsafe fn build_mounts(mounts: &Mounts, ruleset: libc::c_int) -> std::io::Result
         propagation: 0,
         userns_fd: 0,
     };
-    for dir in mounts.private.iter().chain(&mounts.writable) {
-        if set_attr(dir, &read_write) != 0 {
-            return Err(os());
+    // Writable: the private directories; read-only again what is seen in
+    // them, whatever Landlock allows there; writable the writable ones, in
+    // it or not.
+    let passes = [
+        (&mounts.private, &read_write),
+        (&mounts.private_seen, &read_only),
+        (&mounts.writable, &read_write),
+    ];
+    for (dirs, attr) in passes {
+        for dir in dirs {
+            if set_attr(dir, attr) != 0 {
+                return Err(os());
+            }
         }
     }
     // The private mounts did not exist when the ruleset was made: their

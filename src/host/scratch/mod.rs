@@ -853,7 +853,7 @@ fn execute(slot: &Slot, request: &RunRequest, deadline: Instant, confined: bool)
         .stderr(Stdio::piped());
     if confined {
         let program = Path::new(cmd.get_program());
-        match crate::host::confine::Confinement::new(&[&slot.dir, &slot.tmp], Some(program)) {
+        match crate::host::confine::Confinement::new(&[&slot.dir, &slot.tmp], &[program]) {
             Ok(c) => c.apply(&mut cmd),
             Err(e) => return failed(format!("cannot confine the command: {e}")),
         }
