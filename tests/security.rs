@@ -2250,3 +2250,54 @@ fn a_skills_build_script_runs_confined_unless_trusted() {
     assert!(pwned.exists(), "{err}");
     assert!(err.contains("read KAGGLE-SECRET"), "{err}");
 }
+
+// 9k'. An interpreter the user keeps under /tmp is there for a run, read-only,
+// when it is on PATH; the rest of the host's /tmp is not.
+#[test]
+fn a_virtual_environment_under_tmp_on_path_is_seen_read_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    assert!(tmp.path().starts_with("/tmp"));
+    let venv = tmp.path().join("venv");
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    std::fs::write(tmp.path().join("beside.txt"), "host file").unwrap();
+    let script = format!(
+        r#"
+import os, sys
+print('prefix', sys.prefix)
+try:
+    open(os.path.join(sys.prefix, 'pwned'), 'w').write('x'); print('wrote venv')
+except OSError as e: print('venv read-only', e.errno)
+print('beside', os.path.exists({beside:?}))
+"#,
+        beside = tmp.path().join("beside.txt").display().to_string(),
+    );
+    let skill = skill_with(
+        json!({"mode": "run", "requests": [{"argv": ["python3", "-c", script]}]}),
+        "",
+    );
+    let repo = Repo::demo();
+    let state = tempfile::tempdir().unwrap();
+    let mut cmd = check(skill.path(), repo.path(), &demo_events(3), state.path());
+    let path = format!(
+        "{}:{}",
+        venv.join("bin").display(),
+        std::env::var("PATH").unwrap()
+    );
+    cmd.env("PATH", path);
+    let (code, v, err, _) = verdict_of(&mut cmd);
+    assert_eq!(code, 0, "{err}");
+    let r = &v["signals"][0]["metadata"]["results"][0];
+    let out = r["stdout"].as_str().unwrap();
+    assert!(
+        out.contains(&format!("prefix {}\n", venv.display())),
+        "{r:#}"
+    );
+    assert!(out.contains("venv read-only"), "{r:#}");
+    assert!(out.contains("beside False"), "{r:#}");
+    assert!(!venv.join("pwned").exists());
+}

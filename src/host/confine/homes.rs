@@ -127,7 +127,7 @@ pub(super) fn needed(seen: &Path, homes: &[PathBuf]) -> Vec<PathBuf> {
 /// brings its prefix (a virtual environment, a toolchain), except the
 /// home's own `~/bin`, and `~/.local/bin`, which brings the user base's
 /// `lib` only.
-fn with_prefix(dir: &Path, homes: &[PathBuf]) -> Vec<PathBuf> {
+pub(super) fn with_prefix(dir: &Path, homes: &[PathBuf]) -> Vec<PathBuf> {
     let Some(parent) = dir
         .parent()
         .filter(|_| dir.file_name() == Some("bin".as_ref()))

@@ -788,23 +788,42 @@ impl Confinement {
         });
         plan.kept
             .retain(|k| plan.covered.iter().any(|h| k.starts_with(h)));
+        // What the command needs that lies in a private directory: what it
+        // was told to see, then what is on its PATH there (an interpreter
+        // or virtual environment the user keeps under /tmp).
         let all_homes = homes();
-        let mut private_seen: Vec<PathBuf> = seen
+        let on_path: Vec<PathBuf> = std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).collect())
+            .unwrap_or_default();
+        let mut private_seen: Vec<PathBuf> = Vec::new();
+        let wanted = seen
             .iter()
             .flat_map(|s| homes::needed(s, &all_homes))
+            .chain(
+                on_path
+                    .iter()
+                    .flat_map(|d| homes::with_prefix(d, &all_homes)),
+            )
             .filter_map(|d| std::fs::canonicalize(d).ok())
             .filter(|d| d.is_dir())
             .filter(|d| private.iter().any(|p| d.starts_with(p) && d != p))
-            .filter(|d| !writable.iter().any(|w| d.starts_with(w)))
-            .collect();
-        private_seen.sort();
-        private_seen.dedup();
-        if private_seen.len() > MAX_PRIVATE_SEEN {
-            return Err(format!(
-                "at most {MAX_PRIVATE_SEEN} directories in {} to see (internal error)",
-                PRIVATE_DIRS.join(", ")
-            ));
+            .filter(|d| !writable.iter().any(|w| d.starts_with(w)));
+        for dir in wanted {
+            if !private_seen.contains(&dir) {
+                private_seen.push(dir);
+            }
         }
+        if private_seen.len() > MAX_PRIVATE_SEEN {
+            tracing::warn!(
+                "{} directories in {} to show a run; it sees the first {MAX_PRIVATE_SEEN}",
+                private_seen.len(),
+                PRIVATE_DIRS.join(", ")
+            );
+            private_seen.truncate(MAX_PRIVATE_SEEN);
+        }
+        // Nested ones would be bound twice.
+        let all = private_seen.clone();
+        private_seen.retain(|d| !all.iter().any(|o| o != d && d.starts_with(o)));
         // A directory put back under a cover (the new `/dev`, a private
         // directory, a home) is mounted on directories made in the deepest
         // cover.
