@@ -2225,6 +2225,7 @@ fn a_skills_build_script_runs_confined_unless_trusted() {
         cmd.arg("build")
             .arg(skill.path())
             .env("HOME", home.path())
+            .env("XDG_CACHE_HOME", home.path().join(".cache"))
             .env("CARGO_HOME", tool_home("CARGO_HOME", ".cargo"))
             .env("RUSTUP_HOME", tool_home("RUSTUP_HOME", ".rustup"));
         if trusted {
@@ -2241,9 +2242,13 @@ fn a_skills_build_script_runs_confined_unless_trusted() {
     assert!(err.contains("no network"), "{err}");
     assert!(listener.accept().is_err(), "a connection reached the host");
     assert!(skill.path().join("evil.wasm").is_file());
+    // Its target directory is a private one, not the skill's own.
+    assert!(!crate_dir.join("target").exists());
+    let builds = home.path().join(".cache/pluggable-critic/builds");
+    assert_eq!(listing(&builds).len(), 1, "{:?}", listing(&builds));
 
     // Trusted, nothing holds it back (a clean build, so its script runs).
-    std::fs::remove_dir_all(crate_dir.join("target")).unwrap();
+    std::fs::remove_dir_all(&builds).unwrap();
     let out = build(true);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");

@@ -855,6 +855,7 @@ fn spend_rejection(
 }
 
 /// What a verdict no signal gave needs of the skill it is given for.
+#[derive(Clone, Copy)]
 pub(crate) struct Standing<'a> {
     /// The skill's name, which keys its state.
     pub name: &'a str,

@@ -232,6 +232,33 @@ impl StateStore {
         lock_timeout: Duration,
         may_reset: bool,
     ) -> Result<Option<Session>, StateError> {
+        let skill_dir = self.root.join(skill);
+        // The critic made everything below the skill's directory and can
+        // use it: what it cannot (a mode the agent took away, a file in the
+        // way of a directory) is tampering too, never a reason to let the
+        // agent stop.
+        self.open_unchecked(skill, session, instance, lock_timeout, may_reset)
+            .map_err(|e| match e {
+                StateError::Io { path, source } if path.starts_with(&skill_dir) => {
+                    StateError::Tampered {
+                        path,
+                        found: format!("something the critic cannot use ({source})"),
+                        handled: "left as it is".into(),
+                    }
+                }
+                e => e,
+            })
+    }
+
+    /// [`StateStore::open_inner`], with the errors as they come.
+    fn open_unchecked(
+        &self,
+        skill: &str,
+        session: &str,
+        instance: Option<&str>,
+        lock_timeout: Duration,
+        may_reset: bool,
+    ) -> Result<Option<Session>, StateError> {
         let dir = self.session_dir(skill, session);
         let mut tampered = Vec::new();
         for place in [self.root.join(skill), dir.clone()] {
@@ -661,18 +688,20 @@ fn set_aside(path: &Path) -> Result<PathBuf, StateError> {
 
 /// Record `path` as tampered with (`found` says what it is), moving it
 /// aside so the next opening finds the place clear.
-fn tampered_with(path: &Path, found: String) -> Result<StateError, StateError> {
-    let aside = set_aside(path)?;
+fn tampered_with(path: &Path, found: String) -> StateError {
+    let handled = match set_aside(path) {
+        Ok(aside) => format!("moved it to {}", aside.display()),
+        Err(e) => format!("could not move it aside ({e})"),
+    };
     tracing::warn!(
-        "{}: {found} in the critic's state; moved it to {}",
-        path.display(),
-        aside.display()
+        "{}: {found} in the critic's state; {handled}",
+        path.display()
     );
-    Ok(StateError::Tampered {
+    StateError::Tampered {
         path: path.to_path_buf(),
         found,
-        handled: format!("moved it to {}", aside.display()),
-    })
+        handled,
+    }
 }
 
 /// Check that the skill or session directory `dir`, if it exists, is a
@@ -681,7 +710,7 @@ fn guard_dir(dir: &Path, tampered: &mut Vec<StateError>) -> Result<(), StateErro
     match std::fs::symlink_metadata(dir) {
         Ok(meta) if meta.file_type().is_dir() => Ok(()),
         Ok(meta) => {
-            tampered.push(tampered_with(dir, describe(&meta))?);
+            tampered.push(tampered_with(dir, describe(&meta)));
             Ok(())
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -716,13 +745,13 @@ fn guard_files(dir: &Path, tampered: &mut Vec<StateError>) -> Result<(), StateEr
             source,
         })?;
         if !made_by_the_critic(&meta) {
-            tampered.push(tampered_with(&path, describe(&meta))?);
+            tampered.push(tampered_with(&path, describe(&meta)));
         } else if meta.len() > cap {
             let found = format!(
                 "a file of {} bytes (a state file holds at most {cap})",
                 meta.len()
             );
-            tampered.push(tampered_with(&path, found)?);
+            tampered.push(tampered_with(&path, found));
         }
     }
     Ok(())

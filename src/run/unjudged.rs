@@ -97,8 +97,9 @@ pub(crate) fn or_error(
         "{}: the finish could not be judged ({problem}); counted as a rejection",
         request.session
     );
-    unjudged_verdict(
-        Standing::from(&*skill),
+    let standing = Standing::from(&*skill);
+    let counted = unjudged_verdict(
+        standing,
         &StateStore::new(state),
         request,
         deadline,
@@ -108,7 +109,52 @@ pub(crate) fn or_error(
             problem: &problem,
             followup: followup(cause, &problem),
         },
-    )
+    );
+    match counted {
+        // State the agent keeps replacing (or made unusable) cannot hold
+        // the count: the finish is still no free stop.
+        Err(Error::State(again @ StateError::Tampered { .. })) => {
+            let problem = format!("{problem}; then {again}");
+            tracing::warn!("{}: {problem}; rejected, uncounted", request.session);
+            Ok(uncounted(
+                standing,
+                request,
+                &problem,
+                followup(Cause::State, &problem),
+            ))
+        }
+        other => other,
+    }
+}
+
+/// A rejection of a finish that could not be counted: the session's state
+/// could not be opened. Nothing is recorded.
+fn uncounted(
+    skill: Standing<'_>,
+    request: &CheckRequest,
+    problem: &str,
+    followup: String,
+) -> Verdict {
+    Verdict {
+        accepted: false,
+        score: 0.0,
+        threshold: skill.threshold,
+        message: format!("rejected, uncounted: the finish could not be judged: {problem}"),
+        followup: Some(followup),
+        iteration: 0,
+        max_iterations: request
+            .max_rejections
+            .map_or(skill.max_iterations, |cap| cap.min(skill.max_iterations)),
+        budget_exhausted: false,
+        skill: critic_sdk::SkillInfo {
+            name: skill.name.to_string(),
+            version: skill.version.to_string(),
+        },
+        session: request.session.clone(),
+        signals: Vec::new(),
+        warnings: Vec::new(),
+        metadata: serde_json::json!({"unjudged": problem, "cause": Cause::State.name()}),
+    }
 }
 
 /// The state directory of `request`, whose work tree's root is (or would
@@ -245,12 +291,27 @@ pub(crate) fn locked(request: &CheckRequest, error: Error) -> Result<Verdict, Er
     // Read and counted without the lock, which another check holds: hooks
     // racing here may count past the cap by a few, which only ends the
     // loop sooner and never traps the agent.
-    let (recorded, locked) = state::peek(dir)?;
+    let tampered = |e: StateError| {
+        let problem = e.to_string();
+        Ok(uncounted(
+            skill,
+            request,
+            &problem,
+            followup(Cause::State, &problem),
+        ))
+    };
+    let (recorded, locked) = match state::peek(dir) {
+        Err(e @ StateError::Tampered { .. }) => return tampered(e),
+        other => other?,
+    };
     let spent = recorded.session_rejections.saturating_add(locked);
     let problem = "another check of this session was still running";
     let exhausted = spent >= cap;
     if !exhausted {
-        state::count_locked_rejection(dir)?;
+        match state::count_locked_rejection(dir) {
+            Err(e @ StateError::Tampered { .. }) => return tampered(e),
+            other => other?,
+        }
     }
     tracing::warn!(
         "{}: {problem} ({error}); {}",

@@ -7,10 +7,11 @@
 //! `RUSTFLAGS`, which would otherwise take precedence over the remapping.
 //!
 //! The compiler runs the skill's code (see [`super::confined_build`]), so
-//! cargo works from a directory of its own (the skill's `.cargo/config.toml`
+//! cargo works from `/` (the skill's `.cargo/config.toml`
 //! and `rust-toolchain.toml` would otherwise choose its compiler, linker or
 //! wrappers): the toolchain file's `channel` is read and passed on by name.
-//! Dependencies are fetched first, then the build runs offline, confined.
+//! Dependencies are fetched first, then the build runs offline, confined,
+//! into a private target directory (see [`target_dir_of`]).
 
 use super::confined_build::{self, Trust};
 use crate::Error;
@@ -75,7 +76,9 @@ struct Location {
 fn cargo(toolchain: Option<&str>) -> Command {
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     confined_build::clean_env(&mut cmd);
-    cmd.current_dir(std::env::temp_dir());
+    // The root: no one but the system's owner can plant a configuration
+    // or toolchain file there (the shared temp directory, say, anyone can).
+    cmd.current_dir("/");
     if let Some(channel) = toolchain {
         cmd.env("RUSTUP_TOOLCHAIN", channel);
     }
@@ -168,14 +171,55 @@ fn cargo_step(mut cmd: Command, manifest: &Path, what: &str) -> Result<(), Error
     Ok(())
 }
 
-/// Build one crate; returns the produced `.wasm` files.
-fn build_crate(dir: &Path, trust: Trust) -> Result<Vec<PathBuf>, Error> {
+/// The private target directory of the workspace at `root`: the one the
+/// user names (`CARGO_TARGET_DIR`), else one under the user's cache that
+/// no other build uses. Never the workspace's own `target/`, which the
+/// user's own, unconfined `cargo build` would run what a confined build
+/// left there from.
+fn target_dir_of(root: &Path) -> Result<PathBuf, Error> {
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from) {
+        if dir.is_absolute() {
+            return Ok(dir);
+        }
+    }
+    use sha2::{Digest, Sha256};
+    use std::os::unix::ffi::OsStrExt;
+    let cache = crate::sys::private_dir::user_dir("XDG_CACHE_HOME", ".cache").ok_or_else(|| {
+        Error::Usage(
+            "no place for the build's target directory: set XDG_CACHE_HOME or HOME, or \
+             CARGO_TARGET_DIR"
+                .into(),
+        )
+    })?;
+    let name = crate::sys::path_name::slug(
+        &root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    );
+    let hash = hex::encode(&Sha256::digest(root.as_os_str().as_bytes())[..8]);
+    let dir = cache.join("builds").join(format!("{name}-{hash}"));
+    crate::sys::private_dir::ensure(&dir).map_err(Error::Usage)?;
+    Ok(dir)
+}
+
+/// Build one crate; returns the produced components' names and bytes.
+fn build_crate(dir: &Path, trust: Trust) -> Result<Vec<(std::ffi::OsString, Vec<u8>)>, Error> {
     // cargo runs elsewhere (see [`cargo`]).
     let manifest = std::path::absolute(dir.join("Cargo.toml"))
         .map_err(|e| Error::Usage(format!("{}: {e}", dir.display())))?;
     let root = workspace_root(&manifest)?;
     let toolchain = toolchain_of(&root);
-    let mut flags = vec![format!("--remap-path-prefix={}=/critic", root.display())];
+    let target_dir = target_dir_of(&root)?;
+    // The target directory is where the workspace's own would be, to the
+    // compiler's output: the same bytes wherever it lies.
+    let mut flags = vec![
+        format!(
+            "--remap-path-prefix={}=/critic/target",
+            target_dir.display()
+        ),
+        format!("--remap-path-prefix={}=/critic", root.display()),
+    ];
     if let Some(home) = cargo_home() {
         flags.push(format!("--remap-path-prefix={}=/cargo", home.display()));
     }
@@ -189,20 +233,7 @@ fn build_crate(dir: &Path, trust: Trust) -> Result<Vec<PathBuf>, Error> {
     let mut fetch = cargo(toolchain.as_deref());
     fetch.args(["fetch", "--locked"]);
     cargo_step(fetch, &manifest, "fetch its dependencies")?;
-    // The build's only writable place: the target directory the user
-    // names (`CARGO_TARGET_DIR`), else the workspace's own, never through a
-    // link the skill put there.
-    let target_dir = match std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from) {
-        Some(dir) if dir.is_absolute() => dir,
-        _ => root.join("target"),
-    };
-    if std::fs::symlink_metadata(&target_dir).is_ok_and(|m| !m.is_dir()) {
-        return Err(Error::Usage(format!(
-            "{}: not a directory (a link?); the build writes only into a target directory of \
-             its own: remove it",
-            target_dir.display()
-        )));
-    }
+    // The build's only writable place.
     std::fs::create_dir_all(&target_dir)
         .map_err(|e| Error::Usage(format!("{}: {e}", target_dir.display())))?;
     let mut cmd = cargo(toolchain.as_deref());
@@ -256,7 +287,34 @@ fn build_crate(dir: &Path, trust: Trust) -> Result<Vec<PathBuf>, Error> {
             manifest.display()
         )));
     }
-    Ok(wasm)
+    // The build ran the skill's code, which may also have written to
+    // cargo's output: only regular files in the target directory are read.
+    let real_target = target_dir
+        .canonicalize()
+        .map_err(|e| Error::Usage(format!("{}: {e}", target_dir.display())))?;
+    let mut built = Vec::new();
+    for path in wasm {
+        let inside = path
+            .parent()
+            .and_then(|p| p.canonicalize().ok())
+            .is_some_and(|p| p.starts_with(&real_target));
+        let name = path.file_name().map(ToOwned::to_owned);
+        let bytes =
+            crate::sys::bounded_read::read_regular_file_nofollow(&path, MAX_COMPONENT_BYTES)
+                .map_err(|e| Error::Usage(format!("{}: {e}", path.display())));
+        match (inside, name, bytes) {
+            (true, Some(name), Ok(bytes)) => built.push((name, bytes)),
+            (_, _, Err(e)) => return Err(e),
+            _ => {
+                return Err(Error::Usage(format!(
+                    "{}: the build named a component outside its target directory {}",
+                    path.display(),
+                    target_dir.display()
+                )))
+            }
+        }
+    }
+    Ok(built)
 }
 
 /// Build every detector of `skill` (Rust crates and Python detectors) and
@@ -276,10 +334,7 @@ pub fn build_skill(skill: &Path, check: bool, trust: Trust) -> Result<BuildRepor
     }
     let mut report = BuildReport::default();
     for dir in crates {
-        for built in build_crate(&dir, trust)? {
-            let name = built.file_name().unwrap_or_default();
-            let new = std::fs::read(&built)
-                .map_err(|e| Error::Usage(format!("{}: {e}", built.display())))?;
+        for (name, new) in build_crate(&dir, trust)? {
             let dest = skill.join(name);
             if check {
                 let same = committed(&dest).is_some_and(|old| old == new);

@@ -405,8 +405,10 @@ pub fn build(
             dir.display()
         )));
     }
-    let mut bytes =
-        std::fs::read(&out).map_err(|e| Error::Internal(format!("{}: {e}", out.display())))?;
+    // Written by the tool that ran the detector's imports: a regular file,
+    // not a link it left in its place.
+    let mut bytes = crate::sys::bounded_read::read_regular_file_nofollow(&out, 256 << 20)
+        .map_err(|e| Error::Usage(format!("{}: {e}", out.display())))?;
     append_custom_section(&mut bytes, SOURCE_SECTION, staged.digest.as_bytes());
     Ok(bytes)
 }

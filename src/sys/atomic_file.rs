@@ -4,9 +4,10 @@
 //! Neither step goes through anything planted at the path: the temp file is
 //! made with exclusive creation (which follows no link), and the rename
 //! replaces the name, never what a link there points to. A target that has
-//! other hard links is refused, since it may be a file of someone else's
-//! that was linked there for the writer to overwrite; so is one for
-//! [`append`], which cannot rename.
+//! other hard links is refused all the same: nothing of the writer's made
+//! it, so someone linked a file there (of the user's, say, for a writer that
+//! would open it), and the caller should hear of it. [`append`], which
+//! cannot rename, would write through one, and refuses it too.
 
 use std::io::Write;
 use std::path::Path;

@@ -47,10 +47,11 @@ pub fn output_within(cmd: &mut Command, limit: Duration, cap: usize) -> std::io:
     let stderr = reader(child.stderr.take().map(|s| Box::new(s) as _));
     let group = child.id() as i32;
     let status = loop {
-        match child.try_wait()? {
-            Some(status) => break Some(status),
-            None if started.elapsed() >= limit => break None,
-            None => std::thread::sleep(Duration::from_millis(10)),
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if started.elapsed() < limit => std::thread::sleep(Duration::from_millis(10)),
+            // Out of time, or it cannot be waited for: it is killed below.
+            Ok(None) | Err(_) => break None,
         }
     };
     // Whatever it started goes with it, and so does the program itself

@@ -114,7 +114,11 @@ pub(super) fn plan(
 /// What a command that needs `seen` must see of it: a program's prefix (see
 /// [`with_prefix`]), a directory as it is; nothing for a relative path.
 pub(super) fn needed(seen: &Path, homes: &[PathBuf]) -> Vec<PathBuf> {
-    if !seen.is_absolute() {
+    // `..` would escape the prefix rules (`~/.local/lib/../bin`).
+    let plain = seen
+        .components()
+        .all(|c| !matches!(c, std::path::Component::ParentDir));
+    if !seen.is_absolute() || !plain {
         return Vec::new();
     }
     match seen.parent() {

@@ -776,6 +776,20 @@ impl Confinement {
             .filter(|p| !writable.iter().any(|w| p.starts_with(w)))
             .map(Path::to_path_buf)
             .collect();
+        // What lies in a writable directory (the scratch copy the run's own
+        // code shaped) says nothing of what to show: a `.venv` link there
+        // could point anywhere.
+        let seen: Vec<&Path> = seen
+            .iter()
+            .copied()
+            .filter(|s| {
+                let real = std::fs::canonicalize(s).unwrap_or_else(|_| s.to_path_buf());
+                !writable
+                    .iter()
+                    .any(|w| s.starts_with(w) || real.starts_with(w))
+            })
+            .collect();
+        let seen = seen.as_slice();
         let mut plan = homes::plan(
             &homes(),
             std::env::var_os("PATH").as_deref(),
@@ -813,6 +827,9 @@ impl Confinement {
                 private_seen.push(dir);
             }
         }
+        // Nested ones would be bound twice.
+        let all = private_seen.clone();
+        private_seen.retain(|d| !all.iter().any(|o| o != d && d.starts_with(o)));
         if private_seen.len() > MAX_PRIVATE_SEEN {
             tracing::warn!(
                 "{} directories in {} to show a run; it sees the first {MAX_PRIVATE_SEEN}",
@@ -821,9 +838,6 @@ impl Confinement {
             );
             private_seen.truncate(MAX_PRIVATE_SEEN);
         }
-        // Nested ones would be bound twice.
-        let all = private_seen.clone();
-        private_seen.retain(|d| !all.iter().any(|o| o != d && d.starts_with(o)));
         // A directory put back under a cover (the new `/dev`, a private
         // directory, a home) is mounted on directories made in the deepest
         // cover.
