@@ -297,21 +297,18 @@ fn a_check_that_fails_after_counting_the_finish_takes_the_count_back() {
     std::fs::copy(misbehave_wasm(), &detector).unwrap();
     assert_eq!(iteration(&checked()), 2, "the failed check was not counted");
 
-    // The signal's state cannot be read: the evaluation fails before any
-    // detector runs, and the count goes back too.
+    // Something else in place of the signal's state is no failure of the
+    // check: it is set aside, and the finish is a counted rejection that
+    // says so (the agent could have put it there); the next check goes on.
     let signal_state = state.path().join("t/default/signal-s.json");
     let _ = std::fs::remove_file(&signal_state);
     std::fs::create_dir(&signal_state).unwrap();
-    fails_with(
+    unjudged_with(
         &mut check(skill.path(), repo.path(), &demo_events(1), state.path()),
-        &["signal-s.json"],
+        &["signal-s.json", "a directory"],
     );
-    std::fs::remove_dir(&signal_state).unwrap();
-    assert_eq!(
-        iteration(&checked()),
-        3,
-        "the failed evaluation was not counted"
-    );
+    assert!(!signal_state.exists(), "set aside");
+    assert_eq!(iteration(&checked()), 4, "the rejection was counted");
 }
 
 /// A file named on the command line may be a secret rather than the input
@@ -391,10 +388,13 @@ fn errors_about_named_files_never_quote_them() {
             state.path(),
         ));
         quotes_nothing(&format!("harness.json -> {name}"), &out);
-        let warning = json_out(&out)["warnings"][0].as_str().unwrap().to_string();
+        // A link is not followed: it is tampering, set aside unread.
+        let v = json_out(&out);
+        let problem = v["metadata"]["unjudged"].as_str().unwrap_or_default();
         assert!(
-            names_line_and_column(&warning, "harness.json") && warning.contains("corrupt"),
-            "harness.json -> {name}: {warning}"
+            v["metadata"]["cause"] == "state"
+                && problem.contains("harness.json: a symbolic link"),
+            "harness.json -> {name}: {v:#}"
         );
     }
 }
