@@ -392,8 +392,7 @@ fn errors_about_named_files_never_quote_them() {
         let v = json_out(&out);
         let problem = v["metadata"]["unjudged"].as_str().unwrap_or_default();
         assert!(
-            v["metadata"]["cause"] == "state"
-                && problem.contains("harness.json: a symbolic link"),
+            v["metadata"]["cause"] == "state" && problem.contains("harness.json: a symbolic link"),
             "harness.json -> {name}: {v:#}"
         );
     }
