@@ -479,6 +479,14 @@ fn a_cwd_in_another_repository_is_a_rejection_not_a_clean_tree() {
     let (blocked, said, err) = ask("codex", "c", &inside, None);
     assert!(blocked, "{said} {err}");
     assert!(said.contains(elsewhere), "{said}");
+    // A --workspace that names no directory is the user's mistake: never a
+    // rejection counted against the agent.
+    let stdin = input("claude-code", "d", &inside, &transcript);
+    let mut wrong = args.to_vec();
+    wrong.extend(["--workspace", "/no/such/project"]);
+    let out = hook("claude-code", &wrong, &stdin, &inside);
+    assert!(!blocks("claude-code", &out), "{}", stderr(&out));
+    assert!(stderr(&out).contains("not a directory"), "{}", stderr(&out));
 }
 
 // A transcript the agent broke is a counted rejection too, while a skill

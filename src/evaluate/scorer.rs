@@ -867,6 +867,16 @@ pub(crate) struct Standing<'a> {
     pub max_iterations: u32,
 }
 
+impl Standing<'_> {
+    /// The skill as a verdict names it.
+    pub fn info(&self) -> SkillInfo {
+        SkillInfo {
+            name: self.name.to_string(),
+            version: self.version.to_string(),
+        }
+    }
+}
+
 impl<'a> From<&'a Skill> for Standing<'a> {
     fn from(skill: &'a Skill) -> Standing<'a> {
         let m = &skill.manifest;
@@ -952,10 +962,7 @@ pub(crate) fn unjudged_verdict(
         iteration,
         max_iterations,
         budget_exhausted,
-        skill: SkillInfo {
-            name: skill.name.to_string(),
-            version: skill.version.to_string(),
-        },
+        skill: skill.info(),
         session: request.session.clone(),
         signals: Vec::new(),
         warnings: std::mem::take(&mut session.warnings),

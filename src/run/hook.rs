@@ -264,6 +264,14 @@ impl Hook {
             })
             .flatten()
             .map(|state| project::Records::new(&state));
+        // The user's own flag: a wrong one is theirs to fix, never a
+        // rejection of the agent's work.
+        if let Some(dir) = self.workspace.as_deref().filter(|d| !d.is_dir()) {
+            return Err(Failure(format!(
+                "--workspace {}: not a directory; give the project's directory",
+                dir.display()
+            )));
+        }
         let named = self.workspace.as_deref();
         let reported = self.reported_project.as_deref();
         let recorded = records

@@ -146,10 +146,7 @@ fn uncounted(
             .max_rejections
             .map_or(skill.max_iterations, |cap| cap.min(skill.max_iterations)),
         budget_exhausted: false,
-        skill: critic_sdk::SkillInfo {
-            name: skill.name.to_string(),
-            version: skill.version.to_string(),
-        },
+        skill: skill.info(),
         session: request.session.clone(),
         signals: Vec::new(),
         warnings: Vec::new(),
@@ -344,10 +341,7 @@ pub(crate) fn locked(request: &CheckRequest, error: Error) -> Result<Verdict, Er
         iteration: recorded.iteration.saturating_add(1),
         max_iterations: cap,
         budget_exhausted: exhausted,
-        skill: critic_sdk::SkillInfo {
-            name: skill.name.to_string(),
-            version: skill.version.to_string(),
-        },
+        skill: skill.info(),
         session: request.session.clone(),
         signals: Vec::new(),
         warnings: Vec::new(),

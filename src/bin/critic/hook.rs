@@ -162,13 +162,14 @@ fn answer(protocol: &'static HookProtocol, args: RunArgs) -> u8 {
         protocol,
         request,
         workspace: args.workspace,
-        // An empty or relative value is no root.
+        // An empty or relative value, or one naming no directory, is no
+        // root: the project is then found as if none were given.
         reported_project: protocol
             .project_env
             .iter()
             .filter_map(std::env::var_os)
             .map(std::path::PathBuf::from)
-            .find(|dir| dir.is_absolute()),
+            .find(|dir| dir.is_absolute() && dir.is_dir()),
         events: args.events,
         session: args.session,
         fail_closed: args.fail_closed,
