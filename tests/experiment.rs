@@ -1586,15 +1586,17 @@ fn a_hostile_agent_cannot_pass_for_a_result_or_make_the_runner_write_through_lin
         // Its repository gone, nothing can be diffed.
         "stats": {"fix-only": {"1": {"write": {"stats/__init__.py": "x = 1\n"}, "sh": "rm -rf .git"}},
                   "brt-only": {"1": {"sh": format!(
-                      "ln -s {} \"$(dirname \"$CRITIC_EVENTS_FILE\")/final.patch\"", victim.display())}}},
+                      "ln -s {} \"$(dirname $(dirname \"$CRITIC_EVENTS_FILE\"))/final.patch\"", victim.display())}}},
         // The critic's count, reset in its state after the first rejection.
-        "bounds": {"fix-only": {"2": {"sh": "for f in $(find \"$(dirname \"$CRITIC_EVENTS_FILE\")/state\" -name harness.json); do python3 -c \"import json,sys; p=sys.argv[1]; d=json.load(open(p)); d['iteration']=0; json.dump(d, open(p,'w'))\" $f; done"}}},
+        "bounds": {"fix-only": {"2": {"sh": "for f in $(find \"$(dirname $(dirname \"$CRITIC_EVENTS_FILE\"))/state\" -name harness.json); do python3 -c \"import json,sys; p=sys.argv[1]; d=json.load(open(p)); d['iteration']=0; json.dump(d, open(p,'w'))\" $f; done"}}},
     });
     lab.write(&plan, "budget: {turns: 3}\n");
-    // A relative output directory works as an absolute one.
+    // A relative output directory works as an absolute one. Unconfined, the
+    // agent can reach the run's files; the runner's checks catch it.
     let out = common::run(
         critic()
             .args(["experiment", "run", "exp.yaml", "--output-dir", "out"])
+            .arg("--unconfined-agents")
             .current_dir(lab.dir.path()),
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -1633,6 +1635,7 @@ fn a_hostile_agent_cannot_pass_for_a_result_or_make_the_runner_write_through_lin
     let again = common::run(
         critic()
             .args(["experiment", "run", "exp.yaml", "--output-dir", "out"])
+            .arg("--unconfined-agents")
             .current_dir(lab.dir.path()),
     );
     assert!(
@@ -1645,21 +1648,22 @@ fn a_hostile_agent_cannot_pass_for_a_result_or_make_the_runner_write_through_lin
 // The critic's state and the run's files are the runner's: a FIFO put in
 // place of the critic's count neither hangs the experiment nor passes for
 // a result, and a hard link to a file of the user's is never written
-// through.
+// through (by an agent run unconfined, which can reach them).
 #[test]
 fn planted_fifos_and_hard_links_are_the_agents_failures_and_write_nothing() {
     let lab = Lab::new();
     let victim = lab.path("victim.txt");
     std::fs::write(&victim, "precious\n").unwrap();
     let plan = json!({
-        "bounds": {"fix-only": {"2": {"sh": "for f in $(find \"$(dirname \"$CRITIC_EVENTS_FILE\")/state\" -name harness.json); do rm $f; mkfifo $f; done"}}},
+        "bounds": {"fix-only": {"2": {"sh": "for f in $(find \"$(dirname $(dirname \"$CRITIC_EVENTS_FILE\"))/state\" -name harness.json); do rm $f; mkfifo $f; done"}}},
         "stats": {"brt-only": {"1": {"sh": format!(
-            "ln {} \"$(dirname \"$CRITIC_EVENTS_FILE\")/final.patch\"", victim.display())}}},
+            "ln {} \"$(dirname $(dirname \"$CRITIC_EVENTS_FILE\"))/final.patch\"", victim.display())}}},
     });
     lab.write(&plan, "budget: {turns: 3}\n");
     let out = common::run(
         critic()
             .args(["experiment", "run", "exp.yaml", "--output-dir", "out"])
+            .arg("--unconfined-agents")
             .current_dir(lab.dir.path()),
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -1810,7 +1814,7 @@ fn what_the_patch_or_the_agent_does_is_a_result_never_an_infra_error() {
         }}},
         // An empty first finish (sent back), and a file where the runner
         // makes its next round.
-        "stats": {"fix-only": {"1": {"sh": "touch \"$(dirname \"$CRITIC_EVENTS_FILE\")/round-2\""}}},
+        "stats": {"fix-only": {"1": {"sh": "touch \"$(dirname $(dirname \"$CRITIC_EVENTS_FILE\"))/round-2\""}}},
         // The fix, then every object of its own clone rewritten in place
         // and where its remote points written down.
         "bounds": {"fix-only": {"1": {
@@ -1833,7 +1837,8 @@ fn what_the_patch_or_the_agent_does_is_a_result_never_an_infra_error() {
         ),
     )
     .unwrap();
-    let out = lab.run(&file, "out", &["--control", "gold"]);
+    // Unconfined, so the agent can plant a round directory in the run's.
+    let out = lab.run(&file, "out", &["--control", "gold", "--unconfined-agents"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "no infrastructure error: {err}");
     let r = results(&lab.path("out"));
@@ -2006,4 +2011,110 @@ fn an_install_step_makes_a_package_that_needs_building_gradable() {
         .collect();
     assert_eq!(installs.len(), 1, "{installs:?}");
     assert!(installs[0].join("testbed/versioned/_version.py").is_file());
+}
+
+/// A TCP service on the host's loopback that counts the connections it
+/// gets and answers each with `answer`.
+fn loopback_service(answer: &'static str) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = count.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut stream = stream;
+            let mut buf = [0u8; 1024];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(
+                format!(
+                    "HTTP/1.0 200 OK\r\ncontent-length: {}\r\n\r\n{answer}",
+                    answer.len()
+                )
+                .as_bytes(),
+            );
+        }
+    });
+    (port, count)
+}
+
+// The agent's turn runs confined: it reads none of the experiment's own
+// files (the other runs, the user's clones, the instances with their
+// golden patches), writes nowhere but its workspace and its own
+// directory, reaches its model and no other service of the host, and
+// nothing it starts (in a session of its own, its environment cleared)
+// outlives its turn. The same agent still fixes its package.
+#[test]
+fn a_confined_agent_reaches_its_workspace_and_its_model_and_nothing_else() {
+    let lab = Lab::new();
+    let text = PACKAGES.iter().find(|p| p.name == "textutil").unwrap();
+    let (model_port, model_hits) = loopback_service("model ok");
+    let (service_port, service_hits) = loopback_service("service");
+    let outside = lab.path("outside.txt");
+    let probe = format!(
+        r#"p="$HOME/../probe.txt"
+a=$(cd "$HOME/.." && pwd)
+echo "out $(find {out} -type f -not -path "$a/*" -not -path "$CRITIC_WORKSPACE/*" 2>/dev/null | wc -l)" >> "$p"
+echo "instances $(cat {instances} 2>/dev/null | wc -c)" >> "$p"
+echo "repos $(ls -A {repos} 2>/dev/null | wc -l)" >> "$p"
+touch {outside} 2>/dev/null && echo "outside written" >> "$p"
+python3 -c "import os,urllib.request; print('model', urllib.request.urlopen(os.environ['CRITIC_MODEL_BASE_URL']).read().decode())" >> "$p" 2>&1
+python3 -c "import socket; socket.create_connection(('127.0.0.1', {service_port}), timeout=3); print('service reached')" >> "$p" 2>/dev/null || echo "service unreachable" >> "$p"
+setsid python3 -c "import os,sys,time; os.environ.clear(); time.sleep(3); open(sys.argv[1], 'w').write('escaped')" "$HOME/../late.txt" > /dev/null 2>&1 < /dev/null &
+"#,
+        out = lab.path("out").display(),
+        instances = lab.path("instances.jsonl").display(),
+        repos = lab.path("repos").display(),
+        outside = outside.display(),
+    );
+    let plan = json!({
+        "textutil": {"fix-only": {"1": {"write": {text.module: text.fixed()}, "sh": probe}}},
+    });
+    let file = lab.write(
+        &plan,
+        &format!(
+            "filter: {{ids: [acme__textutil-1]}}\nmodel: {{base_url: \"http://127.0.0.1:{model_port}\", model: m}}\n"
+        ),
+    );
+    let yaml = std::fs::read_to_string(&file).unwrap().replace(
+        &format!(
+            "\n  brt-only: {{skill: {}/brt-only, max_iterations: 1}}",
+            root().join("skills").display()
+        ),
+        "",
+    );
+    std::fs::write(&file, yaml).unwrap();
+    let out = lab.run(&file, "out", &["--control", "gold"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = results(&lab.path("out"));
+    let run = &r[&key("textutil", "fix-only")];
+    assert_eq!(
+        (run["status"].as_str(), run["resolved"].as_bool()),
+        (Some("ok"), Some(true)),
+        "{run}"
+    );
+    let agent_dir = lab.path("out/runs/acme__textutil-1/fix-only/0/agent");
+    let found = std::fs::read_to_string(agent_dir.join("probe.txt")).unwrap();
+    let lines: Vec<&str> = found.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "out 0",
+            "instances 0",
+            "repos 0",
+            "model model ok",
+            "service unreachable"
+        ],
+        "{found}"
+    );
+    assert!(!outside.exists());
+    assert_eq!(model_hits.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(service_hits.load(std::sync::atomic::Ordering::SeqCst), 0);
+    // The process it left behind would have written 3 s after its start.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    assert!(
+        !agent_dir.join("late.txt").exists(),
+        "a process of the turn outlived it"
+    );
 }

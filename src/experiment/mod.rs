@@ -55,6 +55,8 @@ pub struct Options {
     pub force_new_manifest: bool,
     /// Run the critic's and the grader's tests unconfined.
     pub unconfined_runs: bool,
+    /// Run the agent's turns unconfined (see [`adapters::confined`]).
+    pub unconfined_agents: bool,
     /// Control runs graded beside the arms.
     pub controls: Vec<Control>,
     /// Where grading tests run.
@@ -436,6 +438,9 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         ..opts.clone()
     };
     let exp = file::load(&opts.file)?;
+    if !opts.unconfined_agents {
+        confinable(&exp)?;
+    }
     let instances = instances(&exp, Some(&opts.output_dir), &opts.env)?;
     // Agents and workspaces must not outlive an interrupted experiment.
     crate::sys::interrupt::arm();
@@ -541,6 +546,7 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         check_flags: &check_flags,
         work_dir: &work_dir,
         out,
+        confine_agents: !opts.unconfined_agents,
     };
     let graders = Graders::new(
         &pending,
@@ -840,6 +846,21 @@ pub fn report(out: &Path, baseline: Option<&str>) -> Result<report::Summary, Exp
     let db = Db::open(&out.join("results.sqlite"))?;
     report::write(out, &manifest, &db.runs()?, &db.broken()?, baseline)
         .map_err(ExperimentError::Output)
+}
+
+/// Whether this machine can confine `exp`'s agent, before anything runs.
+fn confinable(exp: &Experiment) -> Result<(), ExperimentError> {
+    if let Some(missing) = crate::host::confine::support().missing() {
+        return Err(ExperimentError::Input(format!(
+            "agents' turns run confined, and this machine lacks {missing} (see `critic doctor`); \
+             pass --unconfined-agents to run them with your full privileges"
+        )));
+    }
+    if let Some(model) = &exp.model {
+        adapters::confined::check_model(model)
+            .map_err(|e| ExperimentError::Input(format!("{}: {e}", exp.path.display())))?;
+    }
+    Ok(())
 }
 
 /// `OUT/runs/<instance>/<arm>/<sample>` (an arm that is a model's name,

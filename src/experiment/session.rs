@@ -4,6 +4,7 @@
 //! outcome applied) and its grade. Everything the run saw is kept under its
 //! directory; its result is returned for the database.
 
+use crate::experiment::adapters::confined::Reach;
 use crate::experiment::adapters::{self, Turn, TurnEnd};
 use crate::experiment::arm;
 use crate::experiment::db::{Round, Run, RunKey, Status};
@@ -36,6 +37,35 @@ pub struct Context<'a> {
     pub work_dir: &'a Path,
     /// The output directory, which holds every run's directory.
     pub out: &'a Path,
+    /// Whether agents' turns run confined (see [`adapters::confined`]).
+    pub confine_agents: bool,
+}
+
+impl Context<'_> {
+    /// The confinement of `job`'s turns (`None`: unconfined), with the
+    /// judge at `judge_socket` for a hooked agent.
+    fn reach(&self, job: &Job, judge_socket: Option<&Path>) -> Result<Option<Reach>, Failed> {
+        if !self.confine_agents {
+            return Ok(None);
+        }
+        // What the agent must not read: every run's files (the gold
+        // control's patch among them), the user's clones and the instances
+        // with their golden patches.
+        let covered = vec![
+            self.out.to_path_buf(),
+            self.experiment.repos.clone(),
+            job.repo.clone(),
+            self.experiment.instances.clone(),
+        ];
+        Reach::new(
+            &job.dir,
+            covered,
+            self.experiment.model.as_ref(),
+            judge_socket,
+        )
+        .map(Some)
+        .map_err(|e| infra("confinement", e))
+    }
 }
 
 /// One run to make.
@@ -203,21 +233,27 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Path) -> Graded) -> 
     (run, turns.rounds)
 }
 
+/// Where a run's transcript may be, under its directory: kept there by
+/// the runner, or written by the agent in its own directory.
+const TRANSCRIPTS: [&str; 6] = [
+    "transcript.jsonl",
+    "transcript.json",
+    "agent/transcript.json",
+    "transcript",
+    "agent/transcript",
+    adapters::openhands::STATE_FILE,
+];
+
 /// Tokens and cost of the run so far, from the agent's transcript (the
 /// `claude-code`/`codex` adapters keep it as `transcript.jsonl`,
 /// `mini-swe-agent` as `transcript.json`; a `command` agent may write one to
 /// `transcript`): the cost reported, or
 /// priced by the model's `price`.
 fn spent(exp: &Experiment, dir: &Path) -> (Option<u64>, Option<f64>) {
-    let file = [
-        "transcript.jsonl",
-        "transcript.json",
-        "transcript",
-        adapters::openhands::STATE_FILE,
-    ]
-    .iter()
-    .map(|f| dir.join(f))
-    .find(|f| f.is_file());
+    let file = TRANSCRIPTS
+        .iter()
+        .map(|f| dir.join(f))
+        .find(|f| f.is_file());
     let Some(file) = file else {
         return (None, None);
     };
@@ -389,13 +425,11 @@ fn link_within(dir: &Path) -> Option<PathBuf> {
                         return Some(path);
                     }
                 }
-                // The critic's state and the agent's home are its to shape.
+                // The agent's own directory is its to shape, and so is the
+                // critic's state when the agent runs unconfined.
                 Ok(t) if t.is_dir() && depth < 4 => {
                     let name = entry.file_name();
-                    if !["home", "codex-home", "tmp", "state"]
-                        .iter()
-                        .any(|n| name == *n)
-                    {
+                    if !["agent", "state"].iter().any(|n| name == *n) {
                         stack.push((path, depth + 1));
                     }
                 }
@@ -474,8 +508,14 @@ fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Resul
     let exp = ctx.experiment;
     let session = format!("{}-{}-{}", job.key.arm, job.key.sample, job.attempt);
     let state = job.dir.join("state");
-    let events_file = job.dir.join("transcript");
+    let agent_dir = job.dir.join("agent");
+    let events_file = agent_dir.join("transcript");
     let record = job.dir.join("events.jsonl");
+    for d in [agent_dir.join("home"), agent_dir.join("tmp")] {
+        std::fs::create_dir_all(&d)
+            .map_err(|e| infra("output", format!("{}: {e}", d.display())))?;
+    }
+    let reach = ctx.reach(job, None)?;
     let mut prompt = job
         .arm
         .render(job.instance, workspace)
@@ -523,8 +563,14 @@ fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Resul
             }
             Err(e) => return Err(blocked(format!("{}: {e}", dir.display()))),
         }
-        let prompt_file = dir.join("prompt.md");
-        put(&prompt_file, &prompt).map_err(blocked)?;
+        put(&dir.join("prompt.md"), &prompt).map_err(blocked)?;
+        // The agent's copy, where it can read it.
+        let prompt_file = agent_dir.join("prompt.md");
+        put(&prompt_file, &prompt).map_err(|e| Failed {
+            status: Status::AgentFail,
+            class: "planted_files",
+            message: format!("{e}: the agent put something where the runner writes"),
+        })?;
         let mut timeout = exp.agent.timeout;
         if let Some(wall) = exp.budget.wall_time {
             let left = wall.saturating_sub(started.elapsed());
@@ -544,6 +590,15 @@ fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Resul
             env.push(("CRITIC_MODEL_BASE_URL".into(), m.base_url.clone()));
             env.push(("CRITIC_MODEL".into(), m.model.clone()));
         }
+        if reach.is_some() {
+            // The user's home is covered; the agent gets its own.
+            for (key, sub) in [("HOME", "home"), ("TMPDIR", "tmp")] {
+                env.push((
+                    key.into(),
+                    agent_dir.join(sub).to_string_lossy().into_owned(),
+                ));
+            }
+        }
         let turn = Turn {
             prompt_file: prompt_file.clone(),
             round,
@@ -555,6 +610,7 @@ fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Resul
             path_prefix: python_dir.iter().cloned().collect(),
             env,
             clean_env: false,
+            confine: reach.clone(),
         };
         let result = adapters::command::run(&exp.agent.command, &turn);
         let mut row = Round {
@@ -675,6 +731,23 @@ fn drive_hooked(
     std::fs::create_dir_all(&round1)
         .map_err(|e| infra("output", format!("{}: {e}", round1.display())))?;
     let _ = put(&round1.join("prompt.md"), &prompt);
+    let agent_dir = job.dir.join("agent");
+    std::fs::create_dir_all(&agent_dir)
+        .map_err(|e| infra("output", format!("{}: {e}", agent_dir.display())))?;
+    put(&agent_dir.join("prompt.md"), &prompt).map_err(|e| infra("output", e))?;
+    // The judge's socket, in a directory of the runner's own: a socket's
+    // path must be short, and the agent's /tmp is not this one.
+    let judge_dir = match ctx.confine_agents {
+        true => Some(
+            tempfile::Builder::new()
+                .prefix("critic-judge-")
+                .tempdir()
+                .map_err(|e| infra("confinement", format!("a directory for the judge: {e}")))?,
+        ),
+        false => None,
+    };
+    let judge_socket = judge_dir.as_ref().map(|d| d.path().join("s"));
+    let confine = ctx.reach(job, judge_socket.as_deref())?.zip(judge_socket);
     let api_key = model
         .api_key_env
         .as_ref()
@@ -710,6 +783,8 @@ fn drive_hooked(
             .map(Path::to_path_buf)
             .into_iter()
             .collect(),
+        agent_dir,
+        confine,
     };
     let params = adapters::claude_code::Params {
         program: exp.agent.program.as_deref(),
@@ -840,20 +915,15 @@ fn killed(code: Option<i32>) -> bool {
 /// Whether the agent got as far as a model's answer: its transcript (what
 /// its session wrote) records tokens the model used.
 fn agent_started(dir: &Path) -> bool {
-    [
-        "transcript.jsonl",
-        "transcript.json",
-        "transcript",
-        adapters::openhands::STATE_FILE,
-    ]
-    .iter()
-    .map(|f| dir.join(f))
-    .filter(|f| f.is_file())
-    .any(|f| {
-        crate::experiment::usage::of_file(&f)
-            .tokens()
-            .is_some_and(|t| t > 0)
-    })
+    TRANSCRIPTS
+        .iter()
+        .map(|f| dir.join(f))
+        .filter(|f| f.is_file())
+        .any(|f| {
+            crate::experiment::usage::of_file(&f)
+                .tokens()
+                .is_some_and(|t| t > 0)
+        })
 }
 
 /// What the critic found in place of its state, when `verdict` is a finish

@@ -4,11 +4,13 @@ pub mod client;
 pub mod hook;
 mod inputs;
 pub mod oneshot;
+pub mod pinned;
 pub mod project;
 mod request;
 pub mod server;
 pub mod service;
 mod unjudged;
+pub mod verdict_log;
 
 pub use request::{CheckRequest, EventsSource, HostSettings, DEFAULT_SESSION, MAX_TIME_LIMIT};
 pub use service::Service;

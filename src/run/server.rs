@@ -13,6 +13,9 @@
 //! of `CRITIC_SERVER_TOKEN` (`Authorization: Bearer ...`), since a check runs
 //! with the server's rights over the paths a request names.
 //!
+//! What a pinned server takes (`--pin-*`, see [`crate::run::pinned`]):
+//! only requests of its one session; others get 403.
+//!
 //! Who else is refused: a peer of the socket that is not in the server's own
 //! user and network namespaces (a confined run that found the socket, say),
 //! whatever its uid.
@@ -90,6 +93,8 @@ pub struct ServerConfig {
     pub queue: usize,
     /// The token TCP clients must present (required with `listen`).
     pub token: Option<String>,
+    /// The one session this server judges, if it is pinned to one.
+    pub pin: Option<crate::run::pinned::Pin>,
 }
 
 impl ServerConfig {
@@ -105,6 +110,7 @@ impl ServerConfig {
             concurrency: 2 * crate::sys::parallel::cores(),
             queue: 64,
             token: std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty()),
+            pin: None,
         }
     }
 }
@@ -489,6 +495,12 @@ async fn check(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Respo
     {
         return failure(StatusCode::BAD_REQUEST, e);
     }
+    let pin = shared.config.pin.clone();
+    if let Some(pin) = &pin {
+        if let Err(e) = pin.apply(&mut request) {
+            return failure(StatusCode::FORBIDDEN, e);
+        }
+    }
     // The check answers before the client gives up, and before the server's
     // own timeout would answer 504 for it (its wait for the session's lock
     // included).
@@ -504,6 +516,9 @@ async fn check(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Respo
             // ... and so does the check's time.
             request.time_limit = Some(limit.saturating_sub(arrived.elapsed()));
             let verdict = service.check(&request);
+            if let (Some(pin), Ok(verdict)) = (&pin, &verdict) {
+                pin.record(&request, verdict);
+            }
             drop((slot, admitted));
             verdict
         })

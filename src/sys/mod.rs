@@ -2,11 +2,12 @@
 //! and bounded file writes, tree removal that cannot be led astray, the
 //! registry of what an interrupted host undoes, the one work queue, JSON
 //! errors told without quoting their input, who is at the other end of
-//! a local connection, paths with their links resolved, and helper
-//! programs run to a time limit.
+//! a local connection, paths with their links resolved, helper programs
+//! run to a time limit, and connections forwarded to a fixed endpoint.
 
 pub mod atomic_file;
 pub mod bounded_read;
+pub mod forward;
 pub mod interrupt;
 pub mod json_error;
 pub mod output_within;

@@ -235,13 +235,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         None => oneshot::check(&request)?,
     };
     if let Some(log) = &args.verdict_log {
-        let judged = crate::verdict_log::Judged {
+        let judged = pluggable_critic::run::verdict_log::Judged {
             workspace: Some(&request.workspace),
             base: request.base.as_deref(),
             patch: request.patch.as_deref(),
         };
         // The verdict stands whether or not the record could be written.
-        if let Err(e) = crate::verdict_log::record(log, &verdict, &judged) {
+        if let Err(e) = pluggable_critic::run::verdict_log::record(log, &verdict, &judged) {
             eprintln!("critic check: --verdict-log {}: {e}", log.display());
         }
     }

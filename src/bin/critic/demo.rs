@@ -375,6 +375,7 @@ fn demo_experiment(examples: &Path, out: &mut dyn Write) -> Result<u8> {
         critic: std::env::current_exe()?,
         force_new_manifest: false,
         unconfined_runs: false,
+        unconfined_agents: false,
         controls: vec![pluggable_critic::experiment::Control::Gold],
         env: pluggable_critic::experiment::Environment::Local,
     };

@@ -162,6 +162,11 @@ struct RunArgs {
     /// privileges; only where the machine cannot confine and the tests are trusted.
     #[arg(long, env = "CRITIC_UNCONFINED_RUNS")]
     unconfined_runs: bool,
+    /// Run the agent's turns unconfined, with your full privileges (your
+    /// files, your network, the critic's state); only for agents you trust,
+    /// on machines that cannot confine (see `critic doctor`).
+    #[arg(long, env = "CRITIC_UNCONFINED_AGENTS")]
+    unconfined_agents: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -364,6 +369,7 @@ fn run_experiment(args: RunArgs) -> anyhow::Result<u8> {
         critic: std::env::current_exe()?,
         force_new_manifest: args.force_new_manifest,
         unconfined_runs: args.unconfined_runs,
+        unconfined_agents: args.unconfined_agents,
         env: match args.env {
             EnvArg::Local => experiment::Environment::Local,
             EnvArg::Container => {

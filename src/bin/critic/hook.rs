@@ -193,12 +193,12 @@ fn answer(protocol: &'static HookProtocol, args: RunArgs) -> u8 {
         let _ = writeln!(err, "{}", escape_terminal(notice, true));
     }
     if let (Some(log), Some(verdict)) = (&verdict_log, &outcome.verdict) {
-        let judged = crate::verdict_log::Judged {
+        let judged = pluggable_critic::run::verdict_log::Judged {
             workspace: outcome.workspace.as_deref(),
             base: base.as_deref(),
             patch: patch.as_deref(),
         };
-        let logged = crate::verdict_log::record(log, verdict, &judged);
+        let logged = pluggable_critic::run::verdict_log::record(log, verdict, &judged);
         if let Err(e) = logged {
             let _ = writeln!(err, "critic hook: --verdict-log {}: {e}", log.display());
         }

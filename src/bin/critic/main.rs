@@ -12,7 +12,6 @@ mod mpe;
 mod new;
 mod serve;
 mod validate;
-mod verdict_log;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::process::ExitCode;

@@ -21,8 +21,8 @@ pub struct Params<'a> {
 
 /// Run Claude Code for one session; see [`hooked::run`].
 pub fn run(p: &Params, base: hooked::Session) -> Result<Outcome, String> {
-    let home = base.dir.join("home");
-    let tmp = base.dir.join("tmp");
+    let home = base.agent_dir.join("home");
+    let tmp = base.agent_dir.join("tmp");
     for d in [&home, &tmp] {
         std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
     }

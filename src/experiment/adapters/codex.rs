@@ -8,8 +8,8 @@ use super::hooked::{self, Outcome};
 
 /// Run `codex exec` for one session; see [`hooked::run`].
 pub fn run(p: &Params, base: hooked::Session) -> Result<Outcome, String> {
-    let home = base.dir.join("home");
-    let codex_home = base.dir.join("codex-home");
+    let home = base.agent_dir.join("home");
+    let codex_home = base.agent_dir.join("codex-home");
     for d in [&home, &codex_home] {
         std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
     }

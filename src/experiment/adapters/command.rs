@@ -6,8 +6,10 @@
 //! whole when the turn ends; and every process that carries the turn's
 //! marker in its environment (`CRITIC_TURN`, which children inherit) is
 //! killed too, so a process that left the group (`setsid`) does not
-//! outlive the turn either. A process that both leaves its session and
-//! clears its environment can: docs/SECURITY.md says so.
+//! outlive the turn either. Confined (see [`super::confined`]), the turn
+//! has a PID namespace of its own, and nothing it started outlives it; with
+//! `--unconfined-agents`, a process that both leaves its session and clears
+//! its environment can: docs/SECURITY.md says so.
 
 use super::{Turn, TurnEnd, TurnResult};
 use std::io::{Read, Seek, SeekFrom};
@@ -90,8 +92,29 @@ pub fn run(argv: &[String], turn: &Turn) -> TurnResult {
         .env("CRITIC_WORKSPACE", &turn.workspace)
         .env("CRITIC_EVENTS_FILE", &turn.events_file)
         .env(MARKER, &marker)
-        .envs(turn.env.iter().map(|(k, v)| (k, v)))
-        .process_group(0);
+        .envs(turn.env.iter().map(|(k, v)| (k, v)));
+    let pending = match &turn.confine {
+        Some(reach) => {
+            let program = super::confined::locate(&argv[0], &turn.path_prefix);
+            let mut seen: Vec<&std::path::Path> = program.iter().map(|p| p.as_path()).collect();
+            seen.extend(turn.path_prefix.iter().map(|p| p.as_path()));
+            match reach.confine(&mut cmd, &turn.workspace, &seen) {
+                // The confinement makes the turn a session (and group) of its own.
+                Ok(pending) => Some(pending),
+                Err(e) => {
+                    return TurnResult {
+                        end: TurnEnd::NotStarted(format!("cannot confine the agent: {e}")),
+                        duration: started.elapsed(),
+                        output_tail: String::new(),
+                    }
+                }
+            }
+        }
+        None => {
+            cmd.process_group(0);
+            None
+        }
+    };
     let (reader, writer) = match std::io::pipe() {
         Ok(p) => p,
         Err(e) => {
@@ -129,6 +152,20 @@ pub fn run(argv: &[String], turn: &Turn) -> TurnResult {
     drop(cmd);
     let pgid = child.id() as i32;
     crate::sys::interrupt::remember_group(pgid);
+    // The model's endpoint and the judge, for as long as the turn runs.
+    let forwarders = match pending.map(super::confined::Pending::forward).transpose() {
+        Ok(f) => f,
+        Err(e) => {
+            kill_group(pgid);
+            let _ = child.wait();
+            crate::sys::interrupt::forget_group(pgid);
+            return TurnResult {
+                end: TurnEnd::NotStarted(e),
+                duration: started.elapsed(),
+                output_tail: String::new(),
+            };
+        }
+    };
     let (copied, copy_done) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         copy_capped(reader, log);
@@ -156,6 +193,7 @@ pub fn run(argv: &[String], turn: &Turn) -> TurnResult {
     // Whatever the agent left running (a server, a stuck test) goes with it.
     kill_group(pgid);
     kill_marked(&marker);
+    drop(forwarders);
     crate::sys::interrupt::forget_group(pgid);
     // The log is whole once every writer is gone; a process that escaped
     // both kills keeps the pipe open, and is not waited for.
@@ -269,6 +307,7 @@ mod tests {
             path_prefix: vec![],
             env: vec![],
             clean_env: false,
+            confine: None,
         }
     }
 

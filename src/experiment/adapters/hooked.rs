@@ -1,13 +1,21 @@
 //! An agent whose finish boundary is its own Stop hook: the runner installs
 //! `critic hook <agent>` in a home of the run's own (user scope, so nothing
 //! lands in the workspace), runs the agent once on the task prompt, and
-//! reads what the hook judged from its `--verdict-log`. The agent gets a
-//! clean environment: its model's address and key, and nothing else of the
+//! reads what was judged from the verdict log. The agent gets a clean
+//! environment: its model's address and key, and nothing else of the
 //! runner's.
+//!
+//! Confined (see [`super::confined`]), the hook cannot check in the agent's
+//! confinement: it asks the session's judge, a `critic serve` pinned to the
+//! session that the runner starts outside and stops after, which keeps the
+//! critic's state and writes the verdict log. Unconfined, the hook checks
+//! itself and writes both, within the agent's reach.
 
 use super::{command, Turn, TurnResult};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -44,6 +52,18 @@ pub struct Session<'a> {
     pub timeout: Duration,
     /// Directories put first on PATH.
     pub path_prefix: Vec<PathBuf>,
+    /// The agent's own directory (`<run>/agent`): its home, temporary
+    /// files, prompt and transcript.
+    pub agent_dir: PathBuf,
+    /// The session's confinement and its judge's socket; `None` unconfined.
+    pub confine: Option<(super::confined::Reach, PathBuf)>,
+}
+
+impl Session<'_> {
+    /// The address the agent's hook asks, when the session has a judge.
+    pub fn judge_address(&self) -> Option<String> {
+        self.confine.as_ref().and_then(|(r, _)| r.judge_address())
+    }
 }
 
 /// How a session went.
@@ -76,6 +96,10 @@ pub fn verdict_log(dir: &Path) -> PathBuf {
 /// could not be installed (an infrastructure error).
 pub fn run(s: &Session) -> Result<Outcome, String> {
     let log = verdict_log(s.dir);
+    let judge = match &s.confine {
+        Some((_, socket)) => Some(Judge::start(s, socket, &log)?),
+        None => None,
+    };
     let installed = match s.agent {
         Some(agent) => Some(install(s, agent, &log)?),
         None => None,
@@ -89,18 +113,23 @@ pub fn run(s: &Session) -> Result<Outcome, String> {
         ));
     }
     let turn = Turn {
-        prompt_file: s.dir.join("round-1/prompt.md"),
+        prompt_file: s.agent_dir.join("prompt.md"),
         round: 1,
         session: String::new(),
         workspace: s.workspace.to_path_buf(),
-        events_file: s.dir.join("transcript"),
+        events_file: s.agent_dir.join("transcript"),
         log_file: s.dir.join("round-1/agent.log"),
         timeout: s.timeout,
         path_prefix: s.path_prefix.clone(),
         env,
         clean_env: true,
+        confine: s.confine.as_ref().map(|(r, _)| r.clone()),
     };
     let result = command::run(&s.argv, &turn);
+    // Its checks in flight end first: their verdicts go to the log.
+    if let Some(judge) = judge {
+        judge.stop();
+    }
     // Where the agent could have put a FIFO or a link: read without
     // blocking or following; one that is not a file gives no verdicts.
     let log_bytes = crate::sys::bounded_read::read_regular_file_nofollow(&log, MAX_LOG_BYTES)
@@ -119,22 +148,31 @@ pub fn run(s: &Session) -> Result<Outcome, String> {
 /// Install `agent`'s Stop hook for the session; the digest of the file it
 /// wrote.
 fn install(s: &Session, agent: &str, log: &Path) -> Result<String, String> {
-    let state = s.dir.join("state");
     let mut install = Command::new(s.critic);
     install
         .args(["hook", "install", agent, "--scope", "user", "--skill"])
         .arg(s.skill)
         .arg("--timeout")
-        .arg(s.timeout.as_secs().clamp(60, 3600).to_string())
+        .arg(hook_timeout(s).as_secs().to_string())
         .arg("--")
-        .arg("--state-dir")
-        .arg(&state)
-        .arg("--verdict-log")
-        .arg(log)
         .arg("--max-rejections")
-        .arg(s.max_rejections.to_string())
+        .arg(s.max_rejections.to_string());
+    match s.judge_address() {
+        // The judge keeps the state and the log; the hook only asks it.
+        Some(judge) => install
+            .arg("--server")
+            .arg(judge)
+            .arg("--workspace")
+            .arg(s.workspace),
+        None => install
+            .arg("--state-dir")
+            .arg(s.dir.join("state"))
+            .arg("--verdict-log")
+            .arg(log)
+            .args(s.check_flags),
+    };
+    install
         .args(&s.hook_args)
-        .args(s.check_flags)
         .envs(s.install_env.iter().map(|(k, v)| (k, v)))
         .stdin(std::process::Stdio::null());
     let out = install
@@ -152,6 +190,98 @@ fn install(s: &Session, agent: &str, log: &Path) -> Result<String, String> {
             s.hook_file.display()
         )
     })
+}
+
+/// The time the agent gives its hook.
+fn hook_timeout(s: &Session) -> Duration {
+    Duration::from_secs(s.timeout.as_secs().clamp(60, 3600))
+}
+
+/// How long the judge's checks in flight get to end once the agent has.
+const JUDGE_STOP_WAIT: Duration = Duration::from_secs(30);
+
+/// The session's judge: `critic serve` pinned to it, on a Unix socket only
+/// the runner's forwarder connects to.
+struct Judge {
+    child: std::process::Child,
+}
+
+impl Judge {
+    fn start(s: &Session, socket: &Path, log: &Path) -> Result<Judge, String> {
+        let log_file = s.dir.join("judge.log");
+        let stderr = std::fs::File::options()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&log_file)
+            .map_err(|e| format!("{}: {e}", log_file.display()))?;
+        let mut serve = Command::new(s.critic);
+        serve
+            .arg("serve")
+            .arg("--socket")
+            .arg(socket)
+            .arg("--check-timeout")
+            .arg(hook_timeout(s).as_secs().to_string())
+            .arg("--pin-skill")
+            .arg(s.skill)
+            .arg("--pin-workspace")
+            .arg(s.workspace)
+            .arg("--pin-state-dir")
+            .arg(s.dir.join("state"))
+            .arg("--pin-max-rejections")
+            .arg(s.max_rejections.to_string())
+            .arg("--pin-events-under")
+            .arg(&s.agent_dir)
+            .arg("--verdict-log")
+            .arg(log)
+            .args(s.check_flags)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(stderr)
+            .process_group(0);
+        let mut child = serve
+            .spawn()
+            .map_err(|e| format!("cannot start {} serve: {e}", s.critic.display()))?;
+        crate::sys::interrupt::remember_group(child.id() as i32);
+        let started = std::time::Instant::now();
+        while !socket.exists() {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(format!(
+                    "the session's judge (critic serve) ended with {status}; see {}",
+                    s.dir.join("judge.log").display()
+                ));
+            }
+            if started.elapsed() > Duration::from_secs(30) {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err("the session's judge (critic serve) did not start in 30 s".into());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(Judge { child })
+    }
+
+    /// Stop accepting, let the checks in flight end (a second signal after
+    /// [`JUDGE_STOP_WAIT`] abandons them).
+    fn stop(mut self) {
+        let pid = self.child.id() as i32;
+        // SAFETY: kill(2) on our own child; no memory is involved.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        let started = std::time::Instant::now();
+        while matches!(self.child.try_wait(), Ok(None)) {
+            if started.elapsed() > JUDGE_STOP_WAIT {
+                // SAFETY: as above.
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+                std::thread::sleep(Duration::from_secs(5));
+                // SAFETY: as above; the whole group, its checks' processes too.
+                unsafe { libc::kill(-pid, libc::SIGKILL) };
+                let _ = self.child.wait();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        crate::sys::interrupt::forget_group(pid);
+    }
 }
 
 /// Copy the newest file under `dir` whose name ends with `suffix` to `to`

@@ -12,7 +12,7 @@ use super::hooked::{self, Outcome};
 
 /// Run `mini` for one session; see [`hooked::run`].
 pub fn run(p: &Params, base: hooked::Session) -> Result<Outcome, String> {
-    let home = base.dir.join("home");
+    let home = base.agent_dir.join("home");
     std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
     let program = p
         .program
@@ -34,20 +34,26 @@ pub fn run(p: &Params, base: hooked::Session) -> Result<Outcome, String> {
     argv.extend(set("agent.critic_skill", &base.skill.to_string_lossy()));
     argv.extend(set("agent.critic_bin", &base.critic.to_string_lossy()));
     argv.extend(set(
-        "agent.critic_state_dir",
-        &base.dir.join("state").to_string_lossy(),
-    ));
-    argv.extend(set(
         "agent.critic_max_rejections",
         &base.max_rejections.to_string(),
     ));
-    argv.extend(set(
-        "agent.critic_verdict_log",
-        &hooked::verdict_log(base.dir).to_string_lossy(),
-    ));
+    match base.judge_address() {
+        // The session's judge keeps the state and writes the log.
+        Some(judge) => argv.extend(set("agent.critic_server", &judge)),
+        None => {
+            argv.extend(set(
+                "agent.critic_state_dir",
+                &base.dir.join("state").to_string_lossy(),
+            ));
+            argv.extend(set(
+                "agent.critic_verdict_log",
+                &hooked::verdict_log(base.dir).to_string_lossy(),
+            ));
+        }
+    }
     argv.extend(["-t".into(), p.prompt.into(), "-o".into()]);
     argv.push(
-        base.dir
+        base.agent_dir
             .join("transcript.json")
             .to_string_lossy()
             .into_owned(),

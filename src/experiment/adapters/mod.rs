@@ -8,6 +8,7 @@
 pub mod claude_code;
 pub mod codex;
 pub mod command;
+pub mod confined;
 pub mod hooked;
 pub mod mini_swe_agent;
 pub mod openhands;
@@ -41,6 +42,8 @@ pub struct Turn {
     /// the runner's: real agents get exactly what they need, not the
     /// runner's secrets.
     pub clean_env: bool,
+    /// The turn's confinement; `None` with `--unconfined-agents`.
+    pub confine: Option<confined::Reach>,
 }
 
 /// How a turn ended.

@@ -11,9 +11,9 @@ use super::hooked::{self, Outcome};
 
 /// Run one conversation; see [`hooked::run`].
 pub fn run(p: &Params, base: hooked::Session) -> Result<Outcome, String> {
-    let home = base.dir.join("home");
+    let home = base.agent_dir.join("home");
     std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
-    let persist = base.dir.join("openhands");
+    let persist = base.agent_dir.join("openhands");
     let python = p
         .program
         .map_or("python3".to_string(), |p| p.to_string_lossy().into_owned());
@@ -24,8 +24,8 @@ pub fn run(p: &Params, base: hooked::Session) -> Result<Outcome, String> {
         "--workspace".into(),
         base.workspace.to_string_lossy().into_owned(),
         "--prompt-file".into(),
-        base.dir
-            .join("round-1/prompt.md")
+        base.agent_dir
+            .join("prompt.md")
             .to_string_lossy()
             .into_owned(),
         "--model".into(),

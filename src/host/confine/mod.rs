@@ -49,8 +49,11 @@
 //! async-signal-safe calls are allowed: everything that allocates (the
 //! Landlock ruleset, the id maps) is prepared in the parent.
 
+mod agent;
 mod homes;
 mod seccomp;
+
+pub use agent::{hosts_file, listenable, AgentReach, Listeners, MAX_LISTENERS};
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -662,6 +665,19 @@ pub struct Confinement {
     /// The seccomp filter, where Landlock does not keep the command from
     /// the host's Unix sockets.
     filter: Option<seccomp::Filter>,
+    /// The listeners an agent's turn opens in its network namespace.
+    listen: Option<agent::ChildListen>,
+}
+
+/// Which cover a directory put back lies under (see [`Confinement::new`]).
+#[derive(Clone, Copy)]
+enum Cover {
+    /// A home: its place is made before the toolchains go back.
+    Home,
+    /// `/dev`, a private directory, or none.
+    Early,
+    /// A place covered last.
+    Late,
 }
 
 /// Most writable directories a command may have (their mounts are cloned
@@ -699,6 +715,15 @@ struct Mounts {
     private_seen: Vec<CString>,
     /// The devices bound into the command's `/dev` (see [`DEVICES`]).
     devices: Vec<CString>,
+    /// A file bound over `/etc/hosts` (an agent's turn, see [`agent`]).
+    hosts: Option<CString>,
+    /// Directories covered by an empty file system after everything else
+    /// is put back but the writable directories (an agent's turn).
+    late_dirs: Vec<CString>,
+    /// Files covered by `/dev/null` then.
+    late_files: Vec<CString>,
+    /// Directories to make in those covers for the writable directories.
+    late_mountpoints: Vec<CString>,
     /// The Landlock rights the private mounts get (every handled one).
     private_access: u64,
 }
@@ -718,6 +743,27 @@ impl Confinement {
     /// directory as it is (see [`homes`]). Fails with what is missing when
     /// this machine cannot confine.
     pub fn new(writable: &[&Path], seen: &[&Path]) -> Result<Confinement, String> {
+        Self::build(writable, seen, None).map(|(c, _)| c)
+    }
+
+    /// The confinement of an agent's turn: a run's, with `reach`'s places
+    /// covered too, its `/etc/hosts` and its listeners (whose descriptors
+    /// the returned [`Listeners`] receives once the command has started).
+    pub fn for_agent(
+        writable: &[&Path],
+        seen: &[&Path],
+        reach: &AgentReach,
+    ) -> Result<(Confinement, Listeners), String> {
+        let (confinement, listeners) = Self::build(writable, seen, Some(reach))?;
+        let listeners = listeners.ok_or("a turn's listeners were not prepared (internal error)")?;
+        Ok((confinement, listeners))
+    }
+
+    fn build(
+        writable: &[&Path],
+        seen: &[&Path],
+        reach: Option<&AgentReach>,
+    ) -> Result<(Confinement, Option<Listeners>), String> {
         use landlock::{
             path_beneath_rules, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr,
             RulesetCreatedAttr, Scope, ABI,
@@ -802,6 +848,27 @@ impl Confinement {
         });
         plan.kept
             .retain(|k| plan.covered.iter().any(|h| k.starts_with(h)));
+        // An agent's turn: the experiment's places, covered last (a
+        // directory put back, the program's own, could hold one), a file
+        // by `/dev/null`; the writable directories in them go back after.
+        let mut late_dirs: Vec<PathBuf> = Vec::new();
+        let mut late_files: Vec<PathBuf> = Vec::new();
+        for place in reach.iter().flat_map(|r| &r.covered) {
+            let Ok(real) = std::fs::canonicalize(place) else {
+                continue;
+            };
+            if writable.iter().any(|w| real.starts_with(w)) {
+                continue;
+            }
+            if real.is_dir() {
+                late_dirs.push(real);
+            } else {
+                late_files.push(real);
+            }
+        }
+        let all = late_dirs.clone();
+        late_dirs.retain(|d| !all.iter().any(|o| o != d && d.starts_with(o)));
+        late_dirs.dedup();
         // What the command needs that lies in a private directory: what it
         // was told to see, then what is on its PATH there (an interpreter
         // or virtual environment the user keeps under /tmp).
@@ -839,21 +906,26 @@ impl Confinement {
             private_seen.truncate(MAX_PRIVATE_SEEN);
         }
         // A directory put back under a cover (the new `/dev`, a private
-        // directory, a home) is mounted on directories made in the deepest
-        // cover.
-        let covers: Vec<&Path> = std::iter::once(Path::new("/dev"))
+        // directory, a home, a place covered last) is mounted on
+        // directories made in the deepest cover.
+        let early: Vec<&Path> = std::iter::once(Path::new("/dev"))
             .chain(private.iter().map(PathBuf::as_path))
             .chain(plan.covered.iter().map(PathBuf::as_path))
             .collect();
-        // The directories from `dir`'s deepest cover down to it, and
-        // whether that cover is a home.
-        let chain_to = |dir: &Path| -> (Vec<PathBuf>, bool) {
+        let all_covers: Vec<&Path> = early
+            .iter()
+            .copied()
+            .chain(late_dirs.iter().map(PathBuf::as_path))
+            .collect();
+        // The directories from `dir`'s deepest cover of `covers` down to
+        // it, and which kind of cover that is.
+        let chain_to = |dir: &Path, covers: &[&Path]| -> (Vec<PathBuf>, Cover) {
             let deepest = covers
                 .iter()
                 .filter(|c| dir.starts_with(c) && dir != **c)
                 .max_by_key(|c| c.components().count());
             let Some(cover) = deepest else {
-                return (Vec::new(), false);
+                return (Vec::new(), Cover::Early);
             };
             let mut chain: Vec<PathBuf> = dir
                 .ancestors()
@@ -861,7 +933,14 @@ impl Confinement {
                 .map(Path::to_path_buf)
                 .collect();
             chain.reverse();
-            (chain, plan.covered.iter().any(|h| h == cover))
+            let kind = if plan.covered.iter().any(|h| h == cover) {
+                Cover::Home
+            } else if late_dirs.iter().any(|l| l == cover) {
+                Cover::Late
+            } else {
+                Cover::Early
+            };
+            (chain, kind)
         };
         let push_new = |list: &mut Vec<PathBuf>, chain: Vec<PathBuf>| {
             for d in chain {
@@ -873,14 +952,27 @@ impl Confinement {
         // One in a home needs its place there before the kept directories
         // go back; the others are made once `/dev` and the private
         // directories are mounted.
+        // The writable directories go back after the places covered last,
+        // so into them; the rest before.
         let mut mountpoints: Vec<PathBuf> = Vec::new();
         let mut home_mountpoints: Vec<PathBuf> = Vec::new();
-        for dir in writable.iter().chain(&plan.kept).chain(&private_seen) {
-            match chain_to(dir) {
-                (chain, true) => push_new(&mut home_mountpoints, chain),
-                (chain, false) => push_new(&mut mountpoints, chain),
+        let mut late_mountpoints: Vec<PathBuf> = Vec::new();
+        let placed = writable.iter().map(|w| chain_to(w, &all_covers)).chain(
+            plan.kept
+                .iter()
+                .chain(&private_seen)
+                .chain(&late_dirs)
+                .map(|d| chain_to(d, &early)),
+        );
+        for (chain, kind) in placed.collect::<Vec<_>>() {
+            match kind {
+                Cover::Home => push_new(&mut home_mountpoints, chain),
+                Cover::Early => push_new(&mut mountpoints, chain),
+                Cover::Late => push_new(&mut late_mountpoints, chain),
             }
         }
+        // A place covered last is made where it is not seen (its own
+        // directory is in its chain), and covered whether it is or not.
         let hidden = Hidden::collect(&writable)?;
         let devices: Vec<PathBuf> = DEVICES
             .iter()
@@ -891,7 +983,18 @@ impl Confinement {
         // pass it only where Landlock governs them.
         let filter = seccomp::Filter::sockets(support.unix_sockets() == UnixSockets::Landlock);
         let cs = |paths: &[PathBuf]| paths.iter().map(|p| c(p)).collect::<Result<Vec<_>, _>>();
-        Ok(Confinement {
+        let (listen, listeners) = match reach {
+            Some(reach) => {
+                let (child, runner) = agent::prepare(&reach.listen)?;
+                (Some(child), Some(runner))
+            }
+            None => (None, None),
+        };
+        let hosts = reach
+            .and_then(|r| r.hosts.as_deref())
+            .map(|h| c(h))
+            .transpose()?;
+        let confinement = Confinement {
             ruleset: ruleset.ok_or("Landlock is not enforced on this machine")?,
             maps: IdMaps::current()?,
             mounts: Mounts {
@@ -904,10 +1007,16 @@ impl Confinement {
                 home_mountpoints: cs(&home_mountpoints)?,
                 private_seen: cs(&private_seen)?,
                 devices: cs(&devices)?,
+                hosts,
+                late_dirs: cs(&late_dirs)?,
+                late_files: cs(&late_files)?,
+                late_mountpoints: cs(&late_mountpoints)?,
                 private_access,
             },
             filter,
-        })
+            listen,
+        };
+        Ok((confinement, listeners))
     }
 
     /// Make `cmd` start confined, as the leader of a new session (so the
@@ -918,6 +1027,7 @@ impl Confinement {
             maps,
             mounts,
             filter,
+            listen,
         } = self;
         let limits = [
             (libc::RLIMIT_CORE, 0),
@@ -935,6 +1045,7 @@ impl Confinement {
                     &maps,
                     &mounts,
                     filter.as_ref(),
+                    listen.as_ref(),
                     &limits,
                 )
             });
@@ -965,6 +1076,7 @@ fn enter(
     maps: &IdMaps,
     mounts: &Mounts,
     filter: Option<&seccomp::Filter>,
+    listen: Option<&agent::ChildListen>,
     limits: &[(libc::__rlimit_resource_t, u64)],
 ) -> std::io::Result<()> {
     let os = std::io::Error::last_os_error;
@@ -1006,6 +1118,9 @@ fn enter(
             return Err(os());
         }
         loopback_up();
+        if let Some(listen) = listen {
+            listen.open_and_send()?;
+        }
         build_mounts(mounts, ruleset)?;
         // This process is a copy of the host's memory (its environment, keys
         // read from it): the command must not read it through /proc. Not
@@ -1089,6 +1204,8 @@ unsafe fn mount_proc() -> std::io::Result<()> {
 const OPEN_TREE_CLONE: libc::c_uint = 1;
 /// `MOVE_MOUNT_F_EMPTY_PATH` of `<linux/mount.h>`.
 const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
+/// `MOVE_MOUNT_T_SYMLINKS` of `<linux/mount.h>`.
+const MOVE_MOUNT_T_SYMLINKS: libc::c_uint = 0x10;
 /// `LANDLOCK_RULE_PATH_BENEATH` of `<linux/landlock.h>`.
 const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
 
@@ -1134,6 +1251,10 @@ unsafe fn build_mounts(mounts: &Mounts, ruleset: libc::c_int) -> std::io::Result
     for (clone, dir) in private_seen.iter_mut().zip(&mounts.private_seen) {
         *clone = clone_of(dir)?;
     }
+    let hosts = match &mounts.hosts {
+        Some(file) => Some(clone_of(file)?),
+        None => None,
+    };
     let put_back = |clone: libc::c_int, path: &std::ffi::CStr| {
         let moved = libc::syscall(
             libc::SYS_move_mount,
@@ -1249,8 +1370,42 @@ unsafe fn build_mounts(mounts: &Mounts, ruleset: libc::c_int) -> std::io::Result
     for (&clone, dir) in private_seen.iter().zip(&mounts.private_seen) {
         put_back(clone, dir)?;
     }
+    // Each its own: the writable directories' places are made in them.
+    for dir in &mounts.late_dirs {
+        mount(
+            Some(c"tmpfs"),
+            dir,
+            Some(c"tmpfs"),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            Some(c"size=64k,mode=755"),
+        )?;
+    }
+    for file in &mounts.late_files {
+        match mount(Some(c"/dev/null"), file, None, libc::MS_BIND, None) {
+            Err(e) if !absent(&e) => return Err(e),
+            _ => {}
+        }
+    }
+    for dir in &mounts.late_mountpoints {
+        make_dir(dir, 0o700)?;
+    }
     for (&clone, dir) in clones.iter().zip(&mounts.writable) {
         put_back(clone, dir)?;
+    }
+    if let Some(clone) = hosts {
+        // Onto the file `/etc/hosts` names, when it is a link.
+        let moved = libc::syscall(
+            libc::SYS_move_mount,
+            clone,
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            c"/etc/hosts".as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_SYMLINKS,
+        );
+        libc::close(clone);
+        if moved != 0 {
+            return Err(os());
+        }
     }
     let set_attr = |path: &std::ffi::CStr, attr: &MountAttr| {
         libc::syscall(

@@ -26,18 +26,14 @@ impl Judged<'_> {
         let Some(workspace) = self.workspace else {
             return Ok(None);
         };
-        pluggable_critic::workspace::Workspace::open_with_diff(workspace, self.base)
+        crate::workspace::Workspace::open_with_diff(workspace, self.base)
             .map(|(_, raw)| Some(raw.raw))
             .map_err(std::io::Error::other)
     }
 }
 
 /// Append `verdict` to `log` and save the patch it judged.
-pub fn record(
-    log: &Path,
-    verdict: &pluggable_critic::Verdict,
-    judged: &Judged,
-) -> std::io::Result<()> {
+pub fn record(log: &Path, verdict: &crate::Verdict, judged: &Judged) -> std::io::Result<()> {
     append_verdict(log, verdict)?;
     save_patch(log, verdict, judged)
 }
@@ -46,11 +42,7 @@ pub fn record(
 /// `round-<iteration>/patch.diff` (the layout of `critic experiment`'s runs).
 /// Nothing is written through a link: the directory must be a real one (or
 /// is made), the file is opened without following one.
-fn save_patch(
-    log: &Path,
-    verdict: &pluggable_critic::Verdict,
-    judged: &Judged,
-) -> std::io::Result<()> {
+fn save_patch(log: &Path, verdict: &crate::Verdict, judged: &Judged) -> std::io::Result<()> {
     let Some(patch) = judged.text()? else {
         return Ok(());
     };
@@ -81,7 +73,7 @@ fn save_patch(
 
 /// Append `verdict` as one line to `log`, in one write: the hooks of one
 /// session run one at a time, and a line is never split.
-fn append_verdict(log: &Path, verdict: &pluggable_critic::Verdict) -> std::io::Result<()> {
+fn append_verdict(log: &Path, verdict: &crate::Verdict) -> std::io::Result<()> {
     let mut line = serde_json::to_vec(verdict)?;
     line.push(b'\n');
     regular(

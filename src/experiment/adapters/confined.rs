@@ -1,0 +1,229 @@
+//! How an agent's turns are confined in an experiment (unless the user
+//! passes `--unconfined-agents`): the confinement of the runs a skill asks
+//! for ([`crate::host::confine`]), with
+//!
+//! - the run's workspace and its agent directory (`<run>/agent`: the
+//!   agent's home, temporary files, prompt and transcript) the only places
+//!   it writes;
+//! - the output directory (every run's files, the workspaces of the others,
+//!   the grader's copies), the user's repositories and the instances file
+//!   (with the golden patches) covered, so not even readable;
+//! - a network namespace of its own, in which only the model's endpoint and
+//!   the session's judge answer (see [`crate::host::confine::AgentReach`]);
+//! - a PID namespace per turn: whatever the turn started ends with it.
+//!
+//! An agent whose finish boundary is its own Stop hook runs that hook
+//! inside its confinement, where a check cannot run (its test runs would
+//! need namespaces of their own, which Landlock refuses to nest): the hook
+//! asks the session's judge instead, a `critic serve` the runner starts
+//! outside, pinned to the session ([`crate::run::pinned`]), which keeps the
+//! critic's state and writes the verdict log where the agent cannot.
+
+use crate::experiment::file::Model;
+use crate::host::confine::{AgentReach, Confinement};
+use crate::sys::forward::{Forwarders, Target};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The judge's port in a turn's own network namespace (any port is free
+/// there; another is taken when the model's endpoint uses this one).
+const JUDGE_PORT: u16 = 47_100;
+
+/// What every turn of one run is given.
+#[derive(Debug, Clone)]
+pub struct Reach {
+    /// `<run>/agent`: writable by the agent, with the workspace.
+    pub agent_dir: PathBuf,
+    reach: AgentReach,
+    targets: Vec<Target>,
+    judge: Option<SocketAddr>,
+}
+
+/// One endpoint a turn reaches: where its listener goes in the turn's
+/// namespace, the name it is dialled by (if not an address), and where the
+/// runner forwards it.
+fn endpoint(url: &str) -> Result<(SocketAddr, Option<String>, Target), String> {
+    let uri: axum::http::Uri = url
+        .parse()
+        .map_err(|e| format!("model.base_url {url:?}: {e}"))?;
+    let host = uri
+        .host()
+        .ok_or_else(|| format!("model.base_url {url:?}: no host"))?
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    let port = uri.port_u16().unwrap_or(match uri.scheme_str() {
+        Some("https") => 443,
+        _ => 80,
+    });
+    let (listen, name) = match host.parse::<IpAddr>() {
+        Ok(ip) if crate::host::confine::listenable(ip) => (SocketAddr::new(ip, port), None),
+        Ok(ip) => {
+            return Err(format!(
+                "model.base_url {url:?}: an agent's confined turn reaches its model by host name \
+                 or on a loopback address, not at {ip}; name the host (or pass \
+                 --unconfined-agents)"
+            ))
+        }
+        Err(_) => (
+            SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port),
+            Some(host.clone()),
+        ),
+    };
+    Ok((listen, name, Target::Tcp { host, port }))
+}
+
+/// Whether a confined turn can reach `model` (checked before any run).
+pub fn check_model(model: &Model) -> Result<(), String> {
+    endpoint(&model.base_url).map(|_| ())
+}
+
+impl Reach {
+    /// The reach of the run in `run_dir`: the model's endpoint, the judge's
+    /// socket (for a hooked agent), and `covered` (the experiment's places).
+    pub fn new(
+        run_dir: &Path,
+        covered: Vec<PathBuf>,
+        model: Option<&Model>,
+        judge_socket: Option<&Path>,
+    ) -> Result<Reach, String> {
+        let agent_dir = run_dir.join("agent");
+        let mut listen = Vec::new();
+        let mut names = Vec::new();
+        let mut targets = Vec::new();
+        if let Some(model) = model {
+            let (addr, name, target) = endpoint(&model.base_url)?;
+            listen.push(addr);
+            names.extend(name);
+            targets.push(target);
+        }
+        let judge = judge_socket.map(|socket| {
+            let port = (JUDGE_PORT..)
+                .find(|p| listen.iter().all(|a: &SocketAddr| a.port() != *p))
+                .unwrap_or(JUDGE_PORT);
+            let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port);
+            listen.push(addr);
+            targets.push(Target::Unix(socket.to_path_buf()));
+            addr
+        });
+        let hosts = if names.is_empty() {
+            None
+        } else {
+            let file = run_dir.join("hosts");
+            crate::sys::atomic_file::write(
+                &file,
+                crate::host::confine::hosts_file(&names).as_bytes(),
+                false,
+            )
+            .map_err(|e| format!("{}: {e}", file.display()))?;
+            Some(file)
+        };
+        Ok(Reach {
+            agent_dir,
+            reach: AgentReach {
+                covered,
+                listen,
+                hosts,
+            },
+            targets,
+            judge,
+        })
+    }
+
+    /// The judge's address as the agent's hook dials it.
+    pub fn judge_address(&self) -> Option<String> {
+        self.judge.map(|a| format!("http://{a}"))
+    }
+
+    /// Make `cmd` start confined, writing only to `workspace` and the
+    /// agent directory, seeing `seen` (its program, its interpreter's
+    /// directory). Call [`Pending::forward`] once it has started.
+    pub fn confine(
+        &self,
+        cmd: &mut Command,
+        workspace: &Path,
+        seen: &[&Path],
+    ) -> Result<Pending, String> {
+        let (confinement, listeners) =
+            Confinement::for_agent(&[workspace, &self.agent_dir], seen, &self.reach)?;
+        confinement.apply(cmd);
+        Ok(Pending {
+            listeners,
+            targets: self.targets.clone(),
+        })
+    }
+}
+
+/// A confined turn's listeners, before it has started.
+pub struct Pending {
+    listeners: crate::host::confine::Listeners,
+    targets: Vec<Target>,
+}
+
+impl Pending {
+    /// Forward what the started turn's listeners accept; stopped when the
+    /// returned value is dropped.
+    pub fn forward(self) -> Result<Forwarders, String> {
+        let listeners = self
+            .listeners
+            .receive()
+            .map_err(|e| format!("the turn's network: {e}"))?;
+        Forwarders::start(listeners.into_iter().zip(self.targets).collect())
+            .map_err(|e| format!("the turn's network: {e}"))
+    }
+}
+
+/// `program` as `PATH` (with `prefix` first) finds it, when it is a bare
+/// name.
+pub fn locate(program: &str, prefix: &[PathBuf]) -> Option<PathBuf> {
+    if program.contains('/') {
+        return Some(PathBuf::from(program));
+    }
+    let path = super::command::path_with(prefix);
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_is_reached_by_loopback_address_or_by_name_only() {
+        let (addr, name, target) = endpoint("http://127.0.0.1:8123/v1").unwrap();
+        assert_eq!(addr, "127.0.0.1:8123".parse().unwrap());
+        assert_eq!(name, None);
+        assert_eq!(
+            target,
+            Target::Tcp {
+                host: "127.0.0.1".into(),
+                port: 8123
+            }
+        );
+        let (addr, name, _) = endpoint("https://api.example.com").unwrap();
+        assert_eq!(addr, "127.0.0.1:443".parse().unwrap());
+        assert_eq!(name.as_deref(), Some("api.example.com"));
+        let (addr, _, _) = endpoint("http://[::1]:9000").unwrap();
+        assert_eq!(addr, "[::1]:9000".parse().unwrap());
+        let e = endpoint("http://10.1.2.3:8000").unwrap_err();
+        assert!(e.contains("host name"), "{e}");
+    }
+
+    #[test]
+    fn the_judge_takes_a_port_the_model_does_not_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = Model {
+            base_url: format!("http://127.0.0.1:{JUDGE_PORT}"),
+            model: "m".into(),
+            api_key_env: None,
+            price: None,
+        };
+        let r = Reach::new(dir.path(), vec![], Some(&model), Some(Path::new("/s"))).unwrap();
+        assert_eq!(
+            r.judge_address().unwrap(),
+            format!("http://127.0.0.1:{}", JUDGE_PORT + 1)
+        );
+    }
+}
