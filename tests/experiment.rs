@@ -796,7 +796,7 @@ price: {{input_per_mtok: 3, output_per_mtok: 15}}}}\n",
     );
     // The agent's own transcript is kept and readable.
     // OpenHands keeps its events as a directory of its conversation.
-    let conversation = std::fs::read_dir(run.join("openhands"))
+    let conversation = std::fs::read_dir(run.join("agent/openhands"))
         .into_iter()
         .flatten()
         .flatten()
@@ -826,12 +826,14 @@ fn claude_code_runs_the_arms_with_the_critic_as_its_stop_hook() {
     let bash = |command: &str| json!({"tool_calls": [{"name": "Bash", "input": {"command": command, "description": "Edit"}}]});
     let standin = Standin::start("claude_code", &agent_script(bash));
     let (lab, _) = real_agent_experiment("claude-code", &npm_bin("claude"), &standin);
-    let settings = lab.path("out/runs/acme__textutil-1/fix-only/0/home/.claude/settings.json");
+    // A user-scope hook in the agent's own home, asking the session's
+    // judge (the agent runs confined, where a check cannot).
+    let settings =
+        lab.path("out/runs/acme__textutil-1/fix-only/0/agent/home/.claude/settings.json");
+    let settings = std::fs::read_to_string(settings).unwrap();
     assert!(
-        std::fs::read_to_string(settings)
-            .unwrap()
-            .contains("verdict-log"),
-        "user-scope hook"
+        settings.contains("--server http://127.0.0.1:") && !settings.contains("verdict-log"),
+        "{settings}"
     );
     let ws_files =
         std::fs::read_to_string(lab.path("out/runs/acme__textutil-1/fix-only/0/final.patch"))
@@ -851,10 +853,10 @@ fn codex_runs_the_arms_with_the_critic_as_its_stop_hook() {
     // 20 output tokens; Codex keeps the running total.
     assert_eq!(fix["tokens"], 360);
     assert!((fix["cost"].as_f64().unwrap() - (300.0 * 3e-6 + 60.0 * 15e-6)).abs() < 1e-12);
-    let hooks = lab.path("out/runs/acme__textutil-1/fix-only/0/codex-home/hooks.json");
+    let hooks = lab.path("out/runs/acme__textutil-1/fix-only/0/agent/codex-home/hooks.json");
     assert!(std::fs::read_to_string(hooks)
         .unwrap()
-        .contains("verdict-log"));
+        .contains("--server http://127.0.0.1:"));
 }
 
 #[test]
@@ -1722,7 +1724,7 @@ fn openhands_runs_the_arms_with_the_critic_as_its_stop_hook() {
         ]),
     );
     let (lab, _) = real_agent_experiment("openhands", &python_with_package(), &standin);
-    let hooks = lab.path("out/runs/acme__textutil-1/fix-only/0/home/.openhands/hooks.json");
+    let hooks = lab.path("out/runs/acme__textutil-1/fix-only/0/agent/home/.openhands/hooks.json");
     assert!(std::fs::read_to_string(hooks).unwrap().contains("--events"));
 }
 

@@ -235,10 +235,9 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Path) -> Graded) -> 
 
 /// Where a run's transcript may be, under its directory: kept there by
 /// the runner, or written by the agent in its own directory.
-const TRANSCRIPTS: [&str; 6] = [
+const TRANSCRIPTS: [&str; 5] = [
     "transcript.jsonl",
     "transcript.json",
-    "agent/transcript.json",
     "transcript",
     "agent/transcript",
     adapters::openhands::STATE_FILE,

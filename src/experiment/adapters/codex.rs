@@ -34,7 +34,13 @@ pub fn run(p: &Params, base: hooked::Session) -> Result<Outcome, String> {
         "--trust".into(),
         "--dangerously-bypass-hook-trust".into(),
         "-s".into(),
-        "workspace-write".into(),
+        // Its own sandbox (bubblewrap) cannot start inside the runner's
+        // confinement, where Landlock refuses new mounts: that
+        // confinement takes its place. Unconfined, its own holds.
+        match base.confine {
+            Some(_) => "danger-full-access".into(),
+            None => "workspace-write".into(),
+        },
         "-C".into(),
         base.workspace.to_string_lossy().into_owned(),
         p.prompt.into(),

@@ -235,6 +235,8 @@ impl Judge {
             .arg("--verdict-log")
             .arg(log)
             .args(s.check_flags)
+            // The checks find the experiment's interpreter as the agent does.
+            .env("PATH", command::path_with(&s.path_prefix))
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(stderr)

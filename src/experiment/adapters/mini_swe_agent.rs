@@ -81,10 +81,14 @@ pub fn run(p: &Params, base: hooked::Session) -> Result<Outcome, String> {
         env.push(("CRITIC_UNCONFINED_RUNS".into(), "1".into()));
     }
     env.extend(base.env.iter().cloned());
-    hooked::run(&hooked::Session {
+    let (agent_dir, dir) = (base.agent_dir.clone(), base.dir);
+    let outcome = hooked::run(&hooked::Session {
         agent: None,
         argv,
         env,
         ..base
-    })
+    })?;
+    // The trajectory it wrote in its own directory, kept as the run's.
+    hooked::keep_newest(&agent_dir, "transcript.json", &dir.join("transcript.json"));
+    Ok(outcome)
 }

@@ -7,9 +7,11 @@
 //!   files keep their owners) that owns the rest;
 //! - a new **network namespace** whose only interface is its own loopback:
 //!   no route anywhere, the host's `127.0.0.1` included, for TCP and UDP;
-//! - a new **PID namespace** whose first process is the command: when it
-//!   ends, or is killed at the deadline, the kernel kills everything it
-//!   started, `setsid` daemons included;
+//! - a new **PID namespace** whose first process waits for the command,
+//!   its child (so that signals the command's own processes send it are
+//!   not dropped, as they would be for the first one), and reaps what is
+//!   orphaned: when the command ends, or is killed at the deadline, the
+//!   kernel kills everything it started, `setsid` daemons included;
 //! - a new **IPC namespace** (no shared memory or queues with the host);
 //! - a new **mount namespace** in which every mount is read-only except
 //!   bind mounts of the scratch copy and its temporary directory: Landlock
@@ -717,6 +719,9 @@ struct Mounts {
     devices: Vec<CString>,
     /// A file bound over `/etc/hosts` (an agent's turn, see [`agent`]).
     hosts: Option<CString>,
+    /// Whether the command's `/dev` gets pseudo-terminals of its own (a
+    /// fresh `devpts`: an agent's tools run commands in one).
+    ptys: bool,
     /// Directories covered by an empty file system after everything else
     /// is put back but the writable directories (an agent's turn).
     late_dirs: Vec<CString>,
@@ -1008,6 +1013,7 @@ impl Confinement {
                 private_seen: cs(&private_seen)?,
                 devices: cs(&devices)?,
                 hosts,
+                ptys: reach.is_some(),
                 late_dirs: cs(&late_dirs)?,
                 late_files: cs(&late_files)?,
                 late_mountpoints: cs(&late_mountpoints)?,
@@ -1066,10 +1072,10 @@ pub fn apply_unconfined(cmd: &mut Command) {
 }
 
 /// In the forked child: enter the namespaces and build the command's mounts,
-/// then fork the command as the first process of the new PID namespace
-/// (which mounts its `/proc`, then takes on the Landlock domain and drops
-/// its capabilities) while this process stays behind, confined the same
-/// way, to wait for it and pass its status on.
+/// then fork the first process of the new PID namespace (which mounts its
+/// `/proc`, takes on the Landlock domain, drops its capabilities, and forks
+/// the command) while this process stays behind, confined the same way, to
+/// wait for it and pass the command's status on.
 fn enter(
     host: libc::pid_t,
     ruleset: libc::c_int,
@@ -1131,7 +1137,11 @@ fn enter(
         }
         // Tells the command whether this process is still alive.
         let mut alive = [0; 2];
-        if libc::pipe2(alive.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+        // How the command ended, from the namespace's init to the waiter.
+        let mut ended = [0; 2];
+        if libc::pipe2(alive.as_mut_ptr(), libc::O_CLOEXEC) != 0
+            || libc::pipe2(ended.as_mut_ptr(), libc::O_CLOEXEC) != 0
+        {
             return Err(os());
         }
         let pid = libc::fork();
@@ -1139,8 +1149,9 @@ fn enter(
             return Err(os());
         }
         if pid == 0 {
-            // The command: PID 1 of the namespace, killed with its waiter.
+            // PID 1 of the namespace, killed with its waiter.
             libc::close(alive[1]);
+            libc::close(ended[0]);
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
             let mut poll = libc::pollfd {
                 fd: alive[0],
@@ -1159,13 +1170,66 @@ fn enter(
             if let Some(filter) = filter {
                 filter.install()?;
             }
-            return Ok(());
+            // The kernel drops the signals a namespace's processes send its
+            // first one (unless it handles them), so the command is not it:
+            // `kill $PPID` from an agent's tool must reach the agent. The
+            // first process reaps what is orphaned and tells how the
+            // command ended.
+            let command = libc::fork();
+            if command < 0 {
+                return Err(os());
+            }
+            if command == 0 {
+                libc::close(ended[1]);
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                return Ok(());
+            }
+            reap_until(command, ended[1]);
         }
+        libc::close(ended[1]);
         if restrict(ruleset).is_err() {
             libc::kill(pid, libc::SIGKILL);
         }
-        wait_and_exit(pid, alive[1])
+        wait_and_exit(pid, alive[1], ended[0])
     }
+}
+
+/// The first process of the namespace: drop every descriptor but `report`,
+/// reap every child until `command` ends, and write its wait status to
+/// `report`.
+///
+/// # Safety
+/// Only in the first process of [`enter`]'s PID namespace.
+unsafe fn reap_until(command: libc::pid_t, report: libc::c_int) -> ! {
+    close_all_but(&[report]);
+    let mut status = 0;
+    loop {
+        let reaped = libc::waitpid(-1, &mut status, 0);
+        if reaped == command {
+            break;
+        }
+        if reaped < 0 && errno() != libc::EINTR {
+            libc::_exit(127);
+        }
+    }
+    let bytes = status.to_ne_bytes();
+    libc::write(report, bytes.as_ptr().cast(), bytes.len());
+    libc::_exit(0)
+}
+
+/// Close every descriptor but `keep` (ascending).
+///
+/// # Safety
+/// Async-signal-safe; for the forked children of [`enter`].
+unsafe fn close_all_but(keep: &[libc::c_int]) {
+    let mut from = 0u32;
+    for &fd in keep {
+        if fd as u32 > from {
+            libc::syscall(libc::SYS_close_range, from, fd as u32 - 1, 0u32);
+        }
+        from = fd as u32 + 1;
+    }
+    libc::syscall(libc::SYS_close_range, from, u32::MAX, 0u32);
 }
 
 /// Take on the Landlock domain for good: `no_new_privs`, the ruleset, and
@@ -1199,6 +1263,9 @@ unsafe fn mount_proc() -> std::io::Result<()> {
         None,
     )
 }
+
+/// Where an agent's turn gets its pseudo-terminals.
+const PTS: &std::ffi::CStr = c"/dev/pts";
 
 /// `OPEN_TREE_CLONE` of `<linux/mount.h>`.
 const OPEN_TREE_CLONE: libc::c_uint = 1;
@@ -1352,6 +1419,20 @@ unsafe fn build_mounts(mounts: &Mounts, ruleset: libc::c_int) -> std::io::Result
             return Err(os());
         }
     }
+    if mounts.ptys {
+        // A new instance: none of the host's terminals is in it.
+        make_dir(PTS, 0o755)?;
+        mount(
+            Some(c"devpts"),
+            PTS,
+            Some(c"devpts"),
+            libc::MS_NOSUID | libc::MS_NOEXEC,
+            Some(c"newinstance,ptmxmode=0666,mode=0620"),
+        )?;
+        if libc::symlink(c"pts/ptmx".as_ptr(), c"/dev/ptmx".as_ptr()) != 0 {
+            return Err(os());
+        }
+    }
     for dir in &mounts.private {
         make_dir(dir, 0o1777)?;
         mount(
@@ -1435,6 +1516,9 @@ unsafe fn build_mounts(mounts: &Mounts, ruleset: libc::c_int) -> std::io::Result
     // Writable: the private directories; read-only again what is seen in
     // them, whatever Landlock allows there; writable the writable ones, in
     // it or not.
+    if mounts.ptys && set_attr(PTS, &read_write) != 0 {
+        return Err(os());
+    }
     let passes = [
         (&mounts.private, &read_write),
         (&mounts.private_seen, &read_only),
@@ -1449,7 +1533,8 @@ unsafe fn build_mounts(mounts: &Mounts, ruleset: libc::c_int) -> std::io::Result
     }
     // The private mounts did not exist when the ruleset was made: their
     // roots get their rule now.
-    for dir in &mounts.private {
+    let pts = mounts.ptys.then_some(PTS);
+    for dir in mounts.private.iter().map(CString::as_c_str).chain(pts) {
         let fd = libc::open(
             dir.as_ptr(),
             libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
@@ -1533,25 +1618,30 @@ unsafe fn drop_capabilities() -> std::io::Result<()> {
     Ok(())
 }
 
-/// The waiter: drop every descriptor but the liveness pipe (the command's
-/// output pipes must close when the command's namespace dies, and the exec
-/// error pipe when the command execs), wait, and end the way the command did.
+/// The waiter: drop every descriptor but the liveness pipe and the pipe
+/// that tells how the command `ended` (the command's output pipes must close
+/// when the command's namespace dies, and the exec error pipe when the
+/// command execs), wait, and end the way the command did.
 ///
 /// # Safety
 /// Only in the forked child of [`enter`].
-unsafe fn wait_and_exit(pid: libc::pid_t, keep: libc::c_int) -> ! {
-    for fd in 0..3 {
-        libc::close(fd);
-    }
-    if keep > 3 {
-        libc::syscall(libc::SYS_close_range, 3u32, (keep - 1) as u32, 0u32);
-    }
-    libc::syscall(libc::SYS_close_range, (keep + 1) as u32, u32::MAX, 0u32);
+unsafe fn wait_and_exit(pid: libc::pid_t, alive: libc::c_int, ended: libc::c_int) -> ! {
+    let (a, b) = (alive.min(ended), alive.max(ended));
+    close_all_but(&[a, b]);
     let mut status = 0;
     while libc::waitpid(pid, &mut status, 0) < 0 {
         if errno() != libc::EINTR {
             libc::_exit(127);
         }
+    }
+    // The command's own end, as the namespace's first process saw it;
+    // that process's, if it died first.
+    let mut bytes = [0u8; 4];
+    if libc::WIFEXITED(status)
+        && libc::WEXITSTATUS(status) == 0
+        && libc::read(ended, bytes.as_mut_ptr().cast(), bytes.len()) == bytes.len() as isize
+    {
+        status = i32::from_ne_bytes(bytes);
     }
     if libc::WIFSIGNALED(status) {
         let sig = libc::WTERMSIG(status);
