@@ -603,6 +603,33 @@ fn bad_experiment_files_and_records_are_refused_with_their_place() {
     let err = stderr(&lab.run(&file, "out", &[]));
     assert!(err.contains("filter.ids: acme__nope-9 not in"), "{err}");
 
+    // Endpoints a confined agent could not reach: refused before any run.
+    let file = lab.write(
+        &plan(),
+        "model: {base_url: \"http://10.1.2.3:8000\", model: m}\n",
+    );
+    let out = lab.run(&file, "out", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("model.base_url \"http://10.1.2.3:8000\": an agent's confined turn reaches"),
+        "{err}"
+    );
+    assert!(err.contains("--unconfined-agents"), "{err}");
+    let file = lab.write(&plan(), "");
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        "  timeout: 60s\n",
+        "  timeout: 60s\n  network: [pypi.org]\n",
+    );
+    std::fs::write(&file, text).unwrap();
+    let err = stderr(&lab.run(&file, "out", &[]));
+    assert!(
+        err.contains("agent.network[0]") || err.contains("agent/network/0"),
+        "{err}"
+    );
+    assert!(err.contains("give a port"), "{err}");
+    assert!(!lab.path("out/runs").exists(), "nothing ran");
+
     // A record without its base commit, and one whose clone is missing.
     let mut records = jsonl(&lab.path("instances.jsonl"));
     records[1].as_object_mut().unwrap().remove("base_commit");
@@ -2053,6 +2080,7 @@ fn a_confined_agent_reaches_its_workspace_and_its_model_and_nothing_else() {
     let text = PACKAGES.iter().find(|p| p.name == "textutil").unwrap();
     let (model_port, model_hits) = loopback_service("model ok");
     let (service_port, service_hits) = loopback_service("service");
+    let (index_port, index_hits) = loopback_service("index ok");
     let outside = lab.path("outside.txt");
     let probe = format!(
         r#"p="$HOME/../probe.txt"
@@ -2063,6 +2091,7 @@ echo "repos $(ls -A {repos} 2>/dev/null | wc -l)" >> "$p"
 touch {outside} 2>/dev/null && echo "outside written" >> "$p"
 python3 -c "import os,urllib.request; print('model', urllib.request.urlopen(os.environ['CRITIC_MODEL_BASE_URL']).read().decode())" >> "$p" 2>&1
 python3 -c "import socket; socket.create_connection(('127.0.0.1', {service_port}), timeout=3); print('service reached')" >> "$p" 2>/dev/null || echo "service unreachable" >> "$p"
+python3 -c "import urllib.request; print('index', urllib.request.urlopen('http://localhost:{index_port}').read().decode())" >> "$p" 2>&1
 setsid python3 -c "import os,sys,time; os.environ.clear(); time.sleep(3); open(sys.argv[1], 'w').write('escaped')" "$HOME/../late.txt" > /dev/null 2>&1 < /dev/null &
 "#,
         out = lab.path("out").display(),
@@ -2076,16 +2105,23 @@ setsid python3 -c "import os,sys,time; os.environ.clear(); time.sleep(3); open(s
     let file = lab.write(
         &plan,
         &format!(
-            "filter: {{ids: [acme__textutil-1]}}\nmodel: {{base_url: \"http://127.0.0.1:{model_port}\", model: m}}\n"
+            "filter: {{ids: [acme__textutil-1]}}\nmodel: {{base_url: \"http://localhost:{model_port}\", model: m}}\n"
         ),
     );
-    let yaml = std::fs::read_to_string(&file).unwrap().replace(
-        &format!(
-            "\n  brt-only: {{skill: {}/brt-only, max_iterations: 1}}",
-            root().join("skills").display()
-        ),
-        "",
-    );
+    // One arm; a package index the agent may reach besides its model.
+    let yaml = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace(
+            &format!(
+                "\n  brt-only: {{skill: {}/brt-only, max_iterations: 1}}",
+                root().join("skills").display()
+            ),
+            "",
+        )
+        .replace(
+            "  timeout: 60s\n",
+            &format!("  timeout: 60s\n  network: [\"localhost:{index_port}\"]\n"),
+        );
     std::fs::write(&file, yaml).unwrap();
     let out = lab.run(&file, "out", &["--control", "gold"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -2106,13 +2142,19 @@ setsid python3 -c "import os,sys,time; os.environ.clear(); time.sleep(3); open(s
             "instances 0",
             "repos 0",
             "model model ok",
-            "service unreachable"
+            "service unreachable",
+            "index index ok"
         ],
         "{found}"
     );
     assert!(!outside.exists());
+    // The model, named by host, reached through the turn's own /etc/hosts.
+    assert!(std::fs::read_to_string(agent_dir.join("../hosts"))
+        .unwrap()
+        .contains("127.0.0.2\tlocalhost\n"));
     assert_eq!(model_hits.load(std::sync::atomic::Ordering::SeqCst), 1);
     assert_eq!(service_hits.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert_eq!(index_hits.load(std::sync::atomic::Ordering::SeqCst), 1);
     // The process it left behind would have written 3 s after its start.
     std::thread::sleep(std::time::Duration::from_secs(4));
     assert!(

@@ -1672,8 +1672,20 @@ fn doctor_reports_confinement_and_unconfined_runs_are_explicit() {
     assert_eq!(out.status.code(), Some(0), "{report:#}");
     assert!(report["landlock_abi"].as_u64().unwrap() >= 1);
     assert_eq!(report["confined_runs"], "available");
+    assert!(
+        report["agent_turns"]
+            .as_str()
+            .unwrap()
+            .starts_with("confined"),
+        "{report:#}"
+    );
     let text = run(critic().arg("doctor"));
-    assert!(String::from_utf8_lossy(&text.stdout).contains("run confined"));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("run confined"), "{text}");
+    assert!(
+        text.contains("yes experiment agents' turns: confined"),
+        "{text}"
+    );
     // Unconfined on request only: the same write then goes through.
     let repo = Repo::demo();
     let outside = tempfile::tempdir().unwrap();

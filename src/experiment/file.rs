@@ -148,6 +148,7 @@ impl Experiment {
                 command: Vec::new(),
                 timeout: DEFAULT_TURN_TIMEOUT,
                 env: BTreeMap::new(),
+                network: Vec::new(),
             },
             model: None,
             arms: Vec::new(),
@@ -220,6 +221,9 @@ pub struct Agent {
     pub timeout: Duration,
     /// Added to its environment.
     pub env: BTreeMap<String, String>,
+    /// More endpoints a confined agent may reach besides its model's (see
+    /// [`crate::experiment::adapters::confined`]).
+    pub network: Vec<String>,
 }
 
 /// The model adapters are pointed at.
@@ -414,6 +418,8 @@ struct RawAgent {
     timeout: Option<DurationSpec>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    #[serde(default)]
+    network: Vec<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -723,7 +729,13 @@ impl Checker<'_> {
             command,
             timeout: self.duration("/agent/timeout", raw.agent.timeout, DEFAULT_TURN_TIMEOUT),
             env: raw.agent.env,
+            network: raw.agent.network,
         };
+        for (i, entry) in agent.network.iter().enumerate() {
+            if let Err(e) = crate::experiment::adapters::confined::check_endpoint(entry) {
+                self.issue(&format!("/agent/network/{i}"), e);
+            }
+        }
         let mut arms = Vec::new();
         for (name, value) in raw.arms {
             let at = format!("/arms/{name}");

@@ -61,6 +61,7 @@ impl Context<'_> {
             &job.dir,
             covered,
             self.experiment.model.as_ref(),
+            &self.experiment.agent.network,
             judge_socket,
         )
         .map(Some)

@@ -44,28 +44,38 @@ pub struct Reach {
 /// namespace, the name it is dialled by (if not an address), and where the
 /// runner forwards it.
 fn endpoint(url: &str) -> Result<(SocketAddr, Option<String>, Target), String> {
-    let uri: axum::http::Uri = url
-        .parse()
-        .map_err(|e| format!("model.base_url {url:?}: {e}"))?;
+    // `host:port` as well as a URL.
+    let full = if url.contains("://") {
+        url.to_string()
+    } else {
+        format!("tcp://{url}")
+    };
+    let uri: axum::http::Uri = full.parse().map_err(|e| format!("{url:?}: {e}"))?;
     let host = uri
         .host()
-        .ok_or_else(|| format!("model.base_url {url:?}: no host"))?
+        .ok_or_else(|| format!("{url:?}: no host"))?
         .trim_start_matches('[')
         .trim_end_matches(']')
         .to_string();
-    let port = uri.port_u16().unwrap_or(match uri.scheme_str() {
-        Some("https") => 443,
-        _ => 80,
-    });
+    let port = match (uri.port_u16(), uri.scheme_str()) {
+        (Some(port), _) => port,
+        (None, Some("https")) => 443,
+        (None, Some("http")) => 80,
+        (None, _) => {
+            return Err(format!(
+                "{url:?}: give a port (host:port) or an http(s) URL"
+            ))
+        }
+    };
     let (listen, name) = match host.parse::<IpAddr>() {
         Ok(ip) if crate::host::confine::listenable(ip) => (SocketAddr::new(ip, port), None),
         Ok(ip) => {
             return Err(format!(
-                "model.base_url {url:?}: an agent's confined turn reaches its model by host name \
-                 or on a loopback address, not at {ip}; name the host (or pass \
-                 --unconfined-agents)"
+                "{url:?}: an agent's confined turn reaches an endpoint by host name or on a \
+                 loopback address, not at {ip}; name the host (or pass --unconfined-agents)"
             ))
         }
+        // Its address in the turn is chosen by [`Reach::new`].
         Err(_) => (
             SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port),
             Some(host.clone()),
@@ -76,26 +86,69 @@ fn endpoint(url: &str) -> Result<(SocketAddr, Option<String>, Target), String> {
 
 /// Whether a confined turn can reach `model` (checked before any run).
 pub fn check_model(model: &Model) -> Result<(), String> {
-    endpoint(&model.base_url).map(|_| ())
+    endpoint(&model.base_url)
+        .map(|_| ())
+        .map_err(|e| format!("model.base_url {e}"))
+}
+
+/// Whether `entry` of `agent.network` names an endpoint a confined turn can
+/// reach.
+pub fn check_endpoint(entry: &str) -> Result<(), String> {
+    endpoint(entry).map(|_| ())
 }
 
 impl Reach {
-    /// The reach of the run in `run_dir`: the model's endpoint, the judge's
-    /// socket (for a hooked agent), and `covered` (the experiment's places).
+    /// The reach of the run in `run_dir`: the model's endpoint and the
+    /// `network` ones, the judge's socket (for a hooked agent), and
+    /// `covered` (the experiment's places).
     pub fn new(
         run_dir: &Path,
         covered: Vec<PathBuf>,
         model: Option<&Model>,
+        network: &[String],
         judge_socket: Option<&Path>,
     ) -> Result<Reach, String> {
         let agent_dir = run_dir.join("agent");
-        let mut listen = Vec::new();
+        let mut listen: Vec<SocketAddr> = Vec::new();
         let mut names = Vec::new();
         let mut targets = Vec::new();
-        if let Some(model) = model {
-            let (addr, name, target) = endpoint(&model.base_url)?;
-            listen.push(addr);
-            names.extend(name);
+        let urls = model.map(|m| m.base_url.as_str()).into_iter();
+        let mut named = Vec::new();
+        for url in urls.chain(network.iter().map(String::as_str)) {
+            let (addr, name, target) = endpoint(url)?;
+            if targets.contains(&target) {
+                continue;
+            }
+            match name {
+                Some(name) => named.push((name, addr.port(), target)),
+                None if listen.contains(&addr) => {
+                    return Err(format!("{url:?}: {addr} is named twice"));
+                }
+                None => {
+                    listen.push(addr);
+                    targets.push(target);
+                }
+            }
+        }
+        // Each name gets a loopback address of its own (all of 127/8 is
+        // the turn's loopback), so that names on one port (443) do not share
+        // a listener.
+        let mut next = 2u8;
+        for (name, port, target) in named {
+            let ip = match names.iter().find(|(n, _)| *n == name) {
+                Some((_, ip)) => *ip,
+                None => loop {
+                    let ip = IpAddr::V4(Ipv4Addr::new(127, 0, 0, next));
+                    next = next
+                        .checked_add(1)
+                        .ok_or("too many endpoints for one turn")?;
+                    if listen.iter().all(|a| a.ip() != ip) {
+                        names.push((name.clone(), ip));
+                        break ip;
+                    }
+                },
+            };
+            listen.push(SocketAddr::new(ip, port));
             targets.push(target);
         }
         let judge = judge_socket.map(|socket| {
@@ -209,6 +262,50 @@ mod tests {
         assert_eq!(addr, "[::1]:9000".parse().unwrap());
         let e = endpoint("http://10.1.2.3:8000").unwrap_err();
         assert!(e.contains("host name"), "{e}");
+        let (addr, name, _) = endpoint("pypi.org:443").unwrap();
+        assert_eq!(
+            (addr, name.as_deref()),
+            ("127.0.0.1:443".parse().unwrap(), Some("pypi.org"))
+        );
+        assert!(endpoint("pypi.org").unwrap_err().contains("give a port"));
+    }
+
+    #[test]
+    fn names_on_one_port_get_addresses_of_their_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = Model {
+            base_url: "https://api.example.com".into(),
+            model: "m".into(),
+            api_key_env: None,
+            price: None,
+        };
+        let network = [
+            "pypi.org:443".into(),
+            "127.0.0.3:9000".into(),
+            "api.example.com:8443".into(),
+        ];
+        let r = Reach::new(dir.path(), vec![], Some(&model), &network, None).unwrap();
+        let listen: Vec<String> = r.reach.listen.iter().map(|a| a.to_string()).collect();
+        assert_eq!(
+            listen,
+            [
+                "127.0.0.3:9000",
+                "127.0.0.2:443",
+                "127.0.0.4:443",
+                "127.0.0.2:8443"
+            ]
+        );
+        let hosts = std::fs::read_to_string(dir.path().join("hosts")).unwrap();
+        assert!(hosts.contains("127.0.0.2\tapi.example.com\n"), "{hosts}");
+        assert!(hosts.contains("127.0.0.4\tpypi.org\n"), "{hosts}");
+        let e = Reach::new(
+            dir.path(),
+            vec![],
+            None,
+            &["127.0.0.1:80".into(), "http://127.0.0.1".into()],
+            None,
+        );
+        assert!(e.is_ok(), "the same endpoint twice is one");
     }
 
     #[test]
@@ -220,7 +317,7 @@ mod tests {
             api_key_env: None,
             price: None,
         };
-        let r = Reach::new(dir.path(), vec![], Some(&model), Some(Path::new("/s"))).unwrap();
+        let r = Reach::new(dir.path(), vec![], Some(&model), &[], Some(Path::new("/s"))).unwrap();
         assert_eq!(
             r.judge_address().unwrap(),
             format!("http://127.0.0.1:{}", JUDGE_PORT + 1)

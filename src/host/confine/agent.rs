@@ -265,16 +265,38 @@ impl Listeners {
     }
 }
 
-/// The `/etc/hosts` of a turn whose endpoints are `names` (each mapped to
-/// `127.0.0.1`, where its listener is), with `localhost` kept.
-pub fn hosts_file(names: &[String]) -> String {
-    let mut text = String::from("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost\n");
-    for name in names {
-        if name != "localhost" {
-            text.push_str(&format!("127.0.0.1\t{name}\n"));
-        }
+/// The `/etc/hosts` of a turn whose endpoints are `names`, each mapped to
+/// the loopback address of its listener only (a client that tried an IPv6
+/// address first might not fall back), with `localhost` kept on `127.0.0.1`
+/// unless it is one of them.
+pub fn hosts_file(names: &[(String, IpAddr)]) -> String {
+    let mut text = String::new();
+    if !names.iter().any(|(n, _)| n == "localhost") {
+        text.push_str("127.0.0.1\tlocalhost\n");
+    }
+    text.push_str("::1\tip6-localhost ip6-loopback\n");
+    for (name, ip) in names {
+        text.push_str(&format!("{ip}\t{name}\n"));
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_maps_to_its_listeners_address_only() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let text = hosts_file(&[
+            ("api.example.com".into(), ip("127.0.0.2")),
+            ("localhost".into(), ip("127.0.0.3")),
+        ]);
+        assert_eq!(
+            text,
+            "::1\tip6-localhost ip6-loopback\n127.0.0.2\tapi.example.com\n127.0.0.3\tlocalhost\n"
+        );
+    }
 }
 
 /// Whether `ip` is reachable from a turn through a listener at the same

@@ -581,7 +581,23 @@ pub fn report(support: &Support) -> serde_json::Value {
             || "available".to_string(),
             |m| format!("refused: this machine lacks {m}; --unconfined-runs opts out")
         ),
+        "agent_turns": agent_turns(support),
     })
+}
+
+/// How `critic experiment` runs an agent's turns here, in words.
+pub fn agent_turns(support: &Support) -> String {
+    match support.missing() {
+        None => "confined as runs are, writing only to the workspace and the agent's own \
+                 directory; the output directory, the user's repositories and the instances \
+                 covered; a network namespace in which only the model's endpoint and the \
+                 session's judge answer; a PID namespace per turn"
+            .to_string(),
+        Some(m) => format!(
+            "refused: this machine lacks {m}; `critic experiment run --unconfined-agents` \
+             runs them with your full privileges"
+        ),
+    }
 }
 
 /// What a confined command sees of the user's homes here (without the
@@ -646,6 +662,11 @@ pub fn report_text(support: &Support) -> String {
         "{} Unix sockets: {}\n",
         yes_no(support.unix_sockets() != UnixSockets::Unguarded),
         unix_sockets(support)
+    ));
+    out.push_str(&format!(
+        "{} experiment agents' turns: {}\n",
+        yes_no(support.missing().is_none()),
+        agent_turns(support)
     ));
     match support.missing() {
         None => out.push_str("run/run-matrix commands run confined.\n"),
