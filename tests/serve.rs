@@ -1152,3 +1152,80 @@ fn a_server_that_never_answers_costs_a_client_three_seconds() {
         "the body was sent: {received}"
     );
 }
+
+// A server pinned to one session (an experiment's judge, which a confined
+// agent can reach): what an agent would send to judge elsewhere, reset its
+// count or read another file is refused; the session's own finish is
+// judged in the pinned state and logged, with its patch, by the server.
+#[test]
+fn a_pinned_server_judges_its_session_only_and_logs_each_verdict() {
+    let ws = demo_workspace();
+    let other = demo_workspace();
+    let run = tempfile::tempdir().unwrap();
+    let agent_dir = run.path().join("agent");
+    std::fs::create_dir_all(&agent_dir).unwrap();
+    let events = agent_dir.join("events.jsonl");
+    // A finish that ran no tests: rejected.
+    std::fs::copy(demo_events(2), &events).unwrap();
+    let secret = run.path().join("secret.txt");
+    std::fs::write(&secret, "SECRET\n").unwrap();
+    std::os::unix::fs::symlink(&secret, agent_dir.join("link.jsonl")).unwrap();
+    let skill = root().join("examples/demo-skill");
+    let state = run.path().join("state");
+    let log = run.path().join("verdicts.jsonl");
+    let pin = |flag: &str, path: &Path| [flag.to_string(), path.display().to_string()];
+    let mut flags: Vec<String> = Vec::new();
+    flags.extend(pin("--pin-skill", &skill));
+    flags.extend(pin("--pin-workspace", ws.path()));
+    flags.extend(pin("--pin-state-dir", &state));
+    flags.extend(pin("--pin-events-under", &agent_dir));
+    flags.extend(pin("--verdict-log", &log));
+    flags.extend(["--pin-max-rejections".to_string(), "1".to_string()]);
+    let server = Server::start(&flags.iter().map(String::as_str).collect::<Vec<_>>());
+    let base = json!({"skill": skill, "workspace": ws.path(), "events": events});
+    let with = |key: &str, value: Value| {
+        let mut r = base.clone();
+        r[key] = value;
+        r
+    };
+    let elsewhere = tempfile::tempdir().unwrap();
+    for (what, request) in [
+        ("another workspace", with("workspace", json!(other.path()))),
+        (
+            "another skill",
+            with("skill", json!(root().join("skills/fix-only"))),
+        ),
+        ("another state", with("state_dir", json!(elsewhere.path()))),
+        ("a base", with("base", json!("HEAD"))),
+        ("a file of the user's", with("events", json!(secret))),
+        (
+            "a link to one",
+            with("events", json!(agent_dir.join("link.jsonl"))),
+        ),
+    ] {
+        let (status, v) = server.check(&request);
+        assert_eq!(status, 403, "{what}: {v}");
+        assert!(!v.to_string().contains("SECRET"), "{what}: {v}");
+    }
+    assert!(!log.exists(), "nothing was judged");
+    assert!(listing_is_empty(elsewhere.path()));
+    // The session's own finishes: judged in the pinned state, under the
+    // pinned cap whatever the request asks, and logged.
+    let mut asked = base.clone();
+    asked["max_rejections"] = json!(50);
+    let (status, first) = server.check(&asked);
+    assert_eq!(status, 200, "{first}");
+    let (_, second) = server.check(&asked);
+    assert!(state.is_dir());
+    let logged: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(logged.len(), 2);
+    assert_eq!(logged[0]["iteration"], 1);
+    assert_eq!(logged[1]["iteration"], 2);
+    assert_eq!(first["accepted"], false, "{first}");
+    assert_eq!(second["budget_exhausted"], true, "the pinned cap of 1: {second}");
+    assert!(run.path().join("round-1/patch.diff").is_file());
+}

@@ -737,14 +737,14 @@ fn drive_hooked(
     put(&agent_dir.join("prompt.md"), &prompt).map_err(|e| infra("output", e))?;
     // The judge's socket, in a directory of the runner's own: a socket's
     // path must be short, and the agent's /tmp is not this one.
-    let judge_dir = match ctx.confine_agents {
-        true => Some(
-            tempfile::Builder::new()
-                .prefix("critic-judge-")
-                .tempdir()
-                .map_err(|e| infra("confinement", format!("a directory for the judge: {e}")))?,
-        ),
-        false => None,
+    let judge_dir = if ctx.confine_agents {
+        let dir = tempfile::Builder::new()
+            .prefix("critic-judge-")
+            .tempdir()
+            .map_err(|e| infra("confinement", format!("a directory for the judge: {e}")))?;
+        Some(dir)
+    } else {
+        None
     };
     let judge_socket = judge_dir.as_ref().map(|d| d.path().join("s"));
     let confine = ctx.reach(job, judge_socket.as_deref())?.zip(judge_socket);

@@ -6,6 +6,7 @@
 
 use std::io::Read;
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -19,9 +20,6 @@ const MAX_CONNECTIONS: usize = 64;
 
 /// How long to wait for the endpoint to accept.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// How often the accept loop looks whether it should stop.
-const POLL: Duration = Duration::from_millis(20);
 
 /// Where connections go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,9 +44,11 @@ impl std::fmt::Display for Target {
     }
 }
 
-/// Forwarders running until [`Forwarders::stop`] (or drop).
+/// Forwarders running until dropped; then they stop accepting (connections
+/// open go on until either side closes).
 pub struct Forwarders {
     stop: Arc<AtomicBool>,
+    listeners: Vec<Arc<TcpListener>>,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -56,37 +56,39 @@ impl Forwarders {
     /// Forward every connection each listener accepts to its target.
     pub fn start(pairs: Vec<(TcpListener, Target)>) -> std::io::Result<Forwarders> {
         let stop = Arc::new(AtomicBool::new(false));
-        let mut threads = Vec::new();
+        let (mut listeners, mut threads) = (Vec::new(), Vec::new());
         for (listener, target) in pairs {
-            listener.set_nonblocking(true)?;
-            let stop = stop.clone();
+            listener.set_nonblocking(false)?;
+            let listener = Arc::new(listener);
+            let (accepting, stop) = (listener.clone(), stop.clone());
             threads.push(std::thread::spawn(move || {
-                accept_loop(listener, target, stop)
+                accept_loop(&accepting, target, &stop)
             }));
+            listeners.push(listener);
         }
-        Ok(Forwarders { stop, threads })
+        Ok(Forwarders {
+            stop,
+            listeners,
+            threads,
+        })
     }
+}
 
-    /// Stop accepting (connections open go on until either side closes).
-    pub fn stop(mut self) {
-        self.halt();
-    }
-
-    fn halt(&mut self) {
+impl Drop for Forwarders {
+    fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
+        // A listening socket shut down ends the accept blocked on it.
+        for listener in &self.listeners {
+            // SAFETY: shutdown(2) on a descriptor the listener owns.
+            unsafe { libc::shutdown(listener.as_raw_fd(), libc::SHUT_RDWR) };
+        }
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
     }
 }
 
-impl Drop for Forwarders {
-    fn drop(&mut self) {
-        self.halt();
-    }
-}
-
-fn accept_loop(listener: TcpListener, target: Target, stop: Arc<AtomicBool>) {
+fn accept_loop(listener: &TcpListener, target: Target, stop: &AtomicBool) {
     let open = Arc::new(AtomicUsize::new(0));
     while !stop.load(Ordering::SeqCst) {
         match listener.accept() {
@@ -104,10 +106,11 @@ fn accept_loop(listener: TcpListener, target: Target, stop: Arc<AtomicBool>) {
                     open.fetch_sub(1, Ordering::SeqCst);
                 });
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(POLL),
+            Err(e) if stop.load(Ordering::SeqCst) => tracing::trace!("{target}: stopped ({e})"),
             Err(e) => {
+                // A transient failure (out of descriptors): try again soon.
                 tracing::debug!("accepting for {target}: {e}");
-                std::thread::sleep(POLL);
+                std::thread::sleep(Duration::from_millis(50));
             }
         }
     }
@@ -204,7 +207,13 @@ mod tests {
         let mut got = String::new();
         c.read_to_string(&mut got).unwrap();
         assert_eq!(got, "abcabc");
-        fw.stop();
+        let stopped = std::time::Instant::now();
+        drop(fw);
+        assert!(stopped.elapsed() < Duration::from_millis(500));
+        assert!(
+            TcpStream::connect(front_addr).is_err(),
+            "no longer accepting"
+        );
     }
 
     #[test]

@@ -126,10 +126,8 @@ pub fn run(s: &Session) -> Result<Outcome, String> {
         confine: s.confine.as_ref().map(|(r, _)| r.clone()),
     };
     let result = command::run(&s.argv, &turn);
-    // Its checks in flight end first: their verdicts go to the log.
-    if let Some(judge) = judge {
-        judge.stop();
-    }
+    // The judge's checks in flight end first: their verdicts go to the log.
+    drop(judge);
     // Where the agent could have put a FIFO or a link: read without
     // blocking or following; one that is not a file gives no verdicts.
     let log_bytes = crate::sys::bounded_read::read_regular_file_nofollow(&log, MAX_LOG_BYTES)
@@ -262,10 +260,12 @@ impl Judge {
         }
         Ok(Judge { child })
     }
+}
 
+impl Drop for Judge {
     /// Stop accepting, let the checks in flight end (a second signal after
     /// [`JUDGE_STOP_WAIT`] abandons them).
-    fn stop(mut self) {
+    fn drop(&mut self) {
         let pid = self.child.id() as i32;
         // SAFETY: kill(2) on our own child; no memory is involved.
         unsafe { libc::kill(pid, libc::SIGTERM) };
