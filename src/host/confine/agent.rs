@@ -281,6 +281,12 @@ pub fn hosts_file(names: &[(String, IpAddr)]) -> String {
     text
 }
 
+/// Whether `ip` is reachable from a turn through a listener at the same
+/// address: only loopback addresses exist in its namespace.
+pub fn listenable(ip: IpAddr) -> bool {
+    ip.is_loopback()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,10 +303,4 @@ mod tests {
             "::1\tip6-localhost ip6-loopback\n127.0.0.2\tapi.example.com\n127.0.0.3\tlocalhost\n"
         );
     }
-}
-
-/// Whether `ip` is reachable from a turn through a listener at the same
-/// address: only loopback addresses exist in its namespace.
-pub fn listenable(ip: IpAddr) -> bool {
-    ip.is_loopback()
 }

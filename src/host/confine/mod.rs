@@ -1018,7 +1018,7 @@ impl Confinement {
         };
         let hosts = reach
             .and_then(|r| r.hosts.as_deref())
-            .map(|h| c(h))
+            .map(c)
             .transpose()?;
         let confinement = Confinement {
             ruleset: ruleset.ok_or("Landlock is not enforced on this machine")?,
