@@ -1226,6 +1226,9 @@ fn a_pinned_server_judges_its_session_only_and_logs_each_verdict() {
     assert_eq!(logged[0]["iteration"], 1);
     assert_eq!(logged[1]["iteration"], 2);
     assert_eq!(first["accepted"], false, "{first}");
-    assert_eq!(second["budget_exhausted"], true, "the pinned cap of 1: {second}");
+    assert_eq!(
+        second["budget_exhausted"], true,
+        "the pinned cap of 1: {second}"
+    );
     assert!(run.path().join("round-1/patch.diff").is_file());
 }

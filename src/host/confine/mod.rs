@@ -1016,10 +1016,7 @@ impl Confinement {
             }
             None => (None, None),
         };
-        let hosts = reach
-            .and_then(|r| r.hosts.as_deref())
-            .map(c)
-            .transpose()?;
+        let hosts = reach.and_then(|r| r.hosts.as_deref()).map(c).transpose()?;
         let confinement = Confinement {
             ruleset: ruleset.ok_or("Landlock is not enforced on this machine")?,
             maps: IdMaps::current()?,
