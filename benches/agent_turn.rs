@@ -32,7 +32,7 @@ fn main() {
         api_key_env: None,
         price: None,
     };
-    let reach = Reach::new(&run_dir, vec![out.clone()], Some(&model), &[], None).unwrap();
+    let reach = Reach::new(&run_dir, vec![out.clone()], vec![], Some(&model), &[], None).unwrap();
     let turn = |confined: bool| {
         let started = Instant::now();
         let mut cmd = Command::new("true");

@@ -1986,8 +1986,10 @@ fn an_install_step_makes_a_package_that_needs_building_gradable() {
     );
     let plan = json!({"versioned": {"fix-only": {"1": {
         "write": {"versioned/__init__.py": fixed},
-        // What the install made is there for the agent too.
-        "sh": "cp versioned/_version.py seen.txt",
+        // What the install made is there for the agent too, and so is the
+        // environment the runner built under the output directory, which
+        // the agent's confinement covers.
+        "sh": "cp versioned/_version.py seen.txt; python3 -c 'import sys, pytest; print(sys.prefix)' > prefix.txt",
     }}}});
     let lock: Vec<String> = std::fs::read_to_string(root().join("tests/arms/requirements.lock"))
         .unwrap()
@@ -2031,6 +2033,14 @@ fn an_install_step_makes_a_package_that_needs_building_gradable() {
     assert!(
         !patch.contains("_version.py"),
         "it is not part of the patch: {patch}"
+    );
+    let prefix = patch
+        .lines()
+        .find(|l| l.starts_with('+') && l.contains("/envs/"))
+        .unwrap_or_else(|| panic!("the agent ran the environment's python: {patch}"));
+    assert!(
+        prefix.contains(&lab.path("out/envs").display().to_string()),
+        "{prefix}"
     );
     // The install ran once, in a checkout of the base that stays.
     let installs: Vec<PathBuf> = std::fs::read_dir(lab.path("out/envs"))
@@ -2082,6 +2092,14 @@ fn a_confined_agent_reaches_its_workspace_and_its_model_and_nothing_else() {
     let (service_port, service_hits) = loopback_service("service");
     let (index_port, index_hits) = loopback_service("index ok");
     let outside = lab.path("outside.txt");
+    // A file the runner can read: its transcript, made a link to it, is not
+    // followed by the runner's check.
+    let secret = lab.path("secret.jsonl");
+    std::fs::write(
+        &secret,
+        "{\"index\": 0, \"kind\": \"message\", \"source\": \"user\", \"text\": \"SECRET-TRANSCRIPT\"}\n",
+    )
+    .unwrap();
     let probe = format!(
         r#"p="$HOME/../probe.txt"
 a=$(cd "$HOME/.." && pwd)
@@ -2093,7 +2111,9 @@ python3 -c "import os,urllib.request; print('model', urllib.request.urlopen(os.e
 python3 -c "import socket; socket.create_connection(('127.0.0.1', {service_port}), timeout=3); print('service reached')" >> "$p" 2>/dev/null || echo "service unreachable" >> "$p"
 python3 -c "import urllib.request; print('index', urllib.request.urlopen('http://localhost:{index_port}').read().decode())" >> "$p" 2>&1
 setsid python3 -c "import os,sys,time; os.environ.clear(); time.sleep(3); open(sys.argv[1], 'w').write('escaped')" "$HOME/../late.txt" > /dev/null 2>&1 < /dev/null &
+ln -sf {secret} "$CRITIC_EVENTS_FILE"
 "#,
+        secret = secret.display(),
         out = lab.path("out").display(),
         instances = lab.path("instances.jsonl").display(),
         repos = lab.path("repos").display(),
@@ -2155,6 +2175,10 @@ setsid python3 -c "import os,sys,time; os.environ.clear(); time.sleep(3); open(s
     assert_eq!(model_hits.load(std::sync::atomic::Ordering::SeqCst), 1);
     assert_eq!(service_hits.load(std::sync::atomic::Ordering::SeqCst), 0);
     assert_eq!(index_hits.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let run_dir = lab.path("out/runs/acme__textutil-1/fix-only/0");
+    assert!(!run_dir.join("transcript").exists());
+    let verdict = std::fs::read_to_string(run_dir.join("round-1/verdict.json")).unwrap();
+    assert!(!verdict.contains("SECRET"), "{verdict}");
     // The process it left behind would have written 3 s after its start.
     std::thread::sleep(std::time::Duration::from_secs(4));
     assert!(

@@ -49,17 +49,24 @@ impl Context<'_> {
             return Ok(None);
         }
         // What the agent must not read: every run's files (the gold
-        // control's patch among them), the user's clones and the instances
+        // control's patch among them), the user's clones, the instances
         // with their golden patches.
         let covered = vec![
             self.out.to_path_buf(),
             self.experiment.repos.clone(),
             job.repo.clone(),
             self.experiment.instances.clone(),
+            // Where grading's scratch copies are (a gold control's among them).
+            crate::host::scratch::scratch_root(),
+            std::env::temp_dir(),
         ];
+        // The interpreter (its environment may lie under the output
+        // directory) and `critic`, which a Stop hook runs.
+        let seen = vec![job.python.clone(), self.critic.to_path_buf()];
         Reach::new(
             &job.dir,
             covered,
+            seen,
             self.experiment.model.as_ref(),
             &self.experiment.agent.network,
             judge_socket,
@@ -234,15 +241,17 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Path) -> Graded) -> 
     (run, turns.rounds)
 }
 
-/// Where a run's transcript may be, under its directory: kept there by
-/// the runner, or written by the agent in its own directory.
-const TRANSCRIPTS: [&str; 5] = [
+/// Where a run's transcript may be, under its directory, as the runner
+/// kept it (copied from the agent's directory with no link followed).
+const TRANSCRIPTS: [&str; 4] = [
     "transcript.jsonl",
     "transcript.json",
     "transcript",
-    "agent/transcript",
     adapters::openhands::STATE_FILE,
 ];
+
+/// The most of a `command` agent's transcript the runner copies.
+const MAX_TRANSCRIPT_BYTES: u64 = 256 << 20;
 
 /// Tokens and cost of the run so far, from the agent's transcript (the
 /// `claude-code`/`codex` adapters keep it as `transcript.jsonl`,
@@ -643,11 +652,18 @@ fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Resul
                 message: format!("{e}: the agent put something where the runner writes"),
             }
         })?;
-        let events = if std::fs::metadata(&events_file).is_ok_and(|m| m.len() > 0) {
-            &events_file
-        } else {
-            &record
-        };
+        // The check reads the runner's copy of the agent's transcript, read
+        // with no link followed (the agent could point it at a file of
+        // the user's), else the runner's own record.
+        let transcript = job.dir.join("transcript");
+        let copied = crate::sys::bounded_read::read_regular_file_nofollow(
+            &events_file,
+            MAX_TRANSCRIPT_BYTES,
+        )
+        .ok()
+        .filter(|b| !b.is_empty())
+        .is_some_and(|bytes| put(&transcript, bytes).is_ok());
+        let events = if copied { &transcript } else { &record };
         let verdict = check(ctx, job, workspace, events, &session, &state, &dir);
         let verdict = match verdict {
             Ok(v) => v,

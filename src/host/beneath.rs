@@ -11,6 +11,7 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use std::ffi::OsStr;
 use std::io::{Error, ErrorKind, Read, Result, Write};
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path};
 
 /// A directory whose descendants are reached without following symlinks.
@@ -175,6 +176,35 @@ impl Beneath {
             Err(e) => Err(e.into()),
         }
     }
+
+    /// The directory `rel`, reached with no symlink followed (`rel` itself
+    /// included).
+    pub fn dir(&self, rel: &Path) -> Result<Beneath> {
+        let (dir, name) = self.parent(rel, false)?;
+        let root = rustix::fs::openat(&dir, name, DIR_FLAGS, Mode::empty())
+            .map_err(|e| symlink_refused(e, name))?;
+        Ok(Beneath { root })
+    }
+
+    /// The names in this directory (`.` and `..` left out), at most `max`.
+    pub fn names(&self, max: usize) -> Result<Vec<std::ffi::OsString>> {
+        let mut dir = rustix::fs::Dir::read_from(&self.root)?;
+        let mut names = Vec::new();
+        while let Some(entry) = dir.read() {
+            let name = std::ffi::OsStr::from_bytes(entry?.file_name().to_bytes()).to_os_string();
+            if name == "." || name == ".." {
+                continue;
+            }
+            if names.len() == max {
+                return Err(Error::new(
+                    ErrorKind::InvalidInput,
+                    format!("more than {max} entries"),
+                ));
+            }
+            names.push(name);
+        }
+        Ok(names)
+    }
 }
 
 #[cfg(test)]
@@ -190,6 +220,26 @@ mod tests {
         std::fs::create_dir_all(&outside).unwrap();
         std::fs::write(outside.join("victim"), "keep").unwrap();
         (t, root, outside)
+    }
+
+    #[test]
+    fn a_directory_is_reached_and_listed_through_no_link() {
+        let (_t, root, outside) = setup();
+        std::fs::write(root.join("sub/a.json"), "{}").unwrap();
+        symlink(&outside, root.join("linked")).unwrap();
+        symlink(outside.join("victim"), root.join("sub/b.json")).unwrap();
+        let b = Beneath::open(&root).unwrap();
+        let sub = b.dir(Path::new("sub")).unwrap();
+        let mut names = sub.names(10).unwrap();
+        names.sort();
+        assert_eq!(names, ["a.json", "b.json"]);
+        assert_eq!(sub.read(Path::new("a.json"), 10).unwrap(), b"{}");
+        assert!(
+            sub.read(Path::new("b.json"), 10).is_err(),
+            "a link is not read"
+        );
+        assert!(b.dir(Path::new("linked")).is_err());
+        assert!(sub.names(1).is_err());
     }
 
     #[test]

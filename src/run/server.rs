@@ -496,11 +496,14 @@ async fn check(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Respo
         return failure(StatusCode::BAD_REQUEST, e);
     }
     let pin = shared.config.pin.clone();
-    if let Some(pin) = &pin {
-        if let Err(e) = pin.apply(&mut request) {
-            return failure(StatusCode::FORBIDDEN, e);
-        }
-    }
+    // The events a pinned server copied, kept until its check has run.
+    let copied = match &pin {
+        Some(pin) => match pin.apply(&mut request) {
+            Ok(copied) => Some(copied),
+            Err(e) => return failure(StatusCode::FORBIDDEN, e),
+        },
+        None => None,
+    };
     // The check answers before the client gives up, and before the server's
     // own timeout would answer 504 for it (its wait for the session's lock
     // included).
@@ -519,7 +522,7 @@ async fn check(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Respo
             if let (Some(pin), Ok(verdict)) = (&pin, &verdict) {
                 pin.record(&request, verdict);
             }
-            drop((slot, admitted));
+            drop((slot, admitted, copied));
             verdict
         })
         .await

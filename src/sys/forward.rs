@@ -55,22 +55,24 @@ pub struct Forwarders {
 impl Forwarders {
     /// Forward every connection each listener accepts to its target.
     pub fn start(pairs: Vec<(TcpListener, Target)>) -> std::io::Result<Forwarders> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let (mut listeners, mut threads) = (Vec::new(), Vec::new());
+        // Made first, so that a failure midway stops what has started.
+        let mut forwarders = Forwarders {
+            stop: Arc::new(AtomicBool::new(false)),
+            listeners: Vec::new(),
+            threads: Vec::new(),
+        };
         for (listener, target) in pairs {
             listener.set_nonblocking(false)?;
             let listener = Arc::new(listener);
-            let (accepting, stop) = (listener.clone(), stop.clone());
-            threads.push(std::thread::spawn(move || {
-                accept_loop(&accepting, target, &stop)
-            }));
-            listeners.push(listener);
+            forwarders.listeners.push(listener.clone());
+            let stop = forwarders.stop.clone();
+            forwarders.threads.push(
+                std::thread::Builder::new()
+                    .name("forward-accept".into())
+                    .spawn(move || accept_loop(&listener, target, &stop))?,
+            );
         }
-        Ok(Forwarders {
-            stop,
-            listeners,
-            threads,
-        })
+        Ok(forwarders)
     }
 }
 
@@ -97,14 +99,21 @@ fn accept_loop(listener: &TcpListener, target: Target, stop: &AtomicBool) {
                     tracing::warn!("more than {MAX_CONNECTIONS} connections to {target}: closed");
                     continue;
                 }
-                open.fetch_add(1, Ordering::SeqCst);
-                let (target, open) = (target.clone(), open.clone());
-                std::thread::spawn(move || {
-                    if let Err(e) = relay(inbound, &target) {
-                        tracing::debug!("forwarding to {target}: {e}");
-                    }
-                    open.fetch_sub(1, Ordering::SeqCst);
-                });
+                let slot = Slot::take(&open);
+                let target = target.clone();
+                let relayed = std::thread::Builder::new()
+                    .name("forward".into())
+                    .spawn(move || {
+                        let _slot = slot;
+                        if let Err(e) = relay(inbound, &target) {
+                            tracing::debug!("forwarding to {target}: {e}");
+                        }
+                    });
+                // No thread to spare: the connection is closed (the slot
+                // given back with the closure).
+                if let Err(e) = relayed {
+                    tracing::warn!("forwarding: {e}");
+                }
             }
             Err(e) if stop.load(Ordering::SeqCst) => tracing::trace!("{target}: stopped ({e})"),
             Err(e) => {
@@ -113,6 +122,23 @@ fn accept_loop(listener: &TcpListener, target: Target, stop: &AtomicBool) {
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
+    }
+}
+
+/// One of a forwarder's open connections, given back however its thread
+/// ends.
+struct Slot(Arc<AtomicUsize>);
+
+impl Slot {
+    fn take(open: &Arc<AtomicUsize>) -> Slot {
+        open.fetch_add(1, Ordering::SeqCst);
+        Slot(open.clone())
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -165,10 +191,12 @@ fn relay(inbound: TcpStream, target: &Target) -> std::io::Result<()> {
     let _ = inbound.set_nodelay(true);
     let outbound = connect(target)?;
     let (mut in_read, mut out_write) = (inbound.try_clone()?, outbound.split()?);
-    let up = std::thread::spawn(move || {
-        let _ = std::io::copy(&mut in_read, &mut out_write);
-        out_write.close_write();
-    });
+    let up = std::thread::Builder::new()
+        .name("forward-up".into())
+        .spawn(move || {
+            let _ = std::io::copy(&mut in_read, &mut out_write);
+            out_write.close_write();
+        })?;
     let (mut out_read, mut in_write) = (outbound, inbound);
     let _ = std::io::copy(&mut out_read, &mut in_write);
     in_write.close_write();

@@ -96,8 +96,12 @@ pub fn run(argv: &[String], turn: &Turn) -> TurnResult {
     let pending = match &turn.confine {
         Some(reach) => {
             let program = super::confined::locate(&argv[0], &turn.path_prefix);
-            let mut seen: Vec<&std::path::Path> = program.iter().map(|p| p.as_path()).collect();
-            seen.extend(turn.path_prefix.iter().map(|p| p.as_path()));
+            let seen: Vec<&std::path::Path> = program
+                .iter()
+                .chain(&turn.path_prefix)
+                .chain(&reach.seen)
+                .map(|p| p.as_path())
+                .collect();
             match reach.confine(&mut cmd, &turn.workspace, &seen) {
                 // The confinement makes the turn a session (and group) of its own.
                 Ok(pending) => Some(pending),

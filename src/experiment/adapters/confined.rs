@@ -35,6 +35,10 @@ const JUDGE_PORT: u16 = 47_100;
 pub struct Reach {
     /// `<run>/agent`: writable by the agent, with the workspace.
     pub agent_dir: PathBuf,
+    /// Programs the turn runs besides the agent (the experiment's
+    /// interpreter, `critic` for a Stop hook): what they need is seen,
+    /// read-only, even inside a covered place.
+    pub seen: Vec<PathBuf>,
     reach: AgentReach,
     targets: Vec<Target>,
     judge: Option<SocketAddr>,
@@ -99,11 +103,12 @@ pub fn check_endpoint(entry: &str) -> Result<(), String> {
 
 impl Reach {
     /// The reach of the run in `run_dir`: the model's endpoint and the
-    /// `network` ones, the judge's socket (for a hooked agent), and
-    /// `covered` (the experiment's places).
+    /// `network` ones, the judge's socket (for a hooked agent), `covered`
+    /// (the experiment's places) and `seen` (see [`Reach::seen`]).
     pub fn new(
         run_dir: &Path,
         covered: Vec<PathBuf>,
+        seen: Vec<PathBuf>,
         model: Option<&Model>,
         network: &[String],
         judge_socket: Option<&Path>,
@@ -174,6 +179,7 @@ impl Reach {
         };
         Ok(Reach {
             agent_dir,
+            seen,
             reach: AgentReach {
                 covered,
                 listen,
@@ -284,7 +290,7 @@ mod tests {
             "127.0.0.3:9000".into(),
             "api.example.com:8443".into(),
         ];
-        let r = Reach::new(dir.path(), vec![], Some(&model), &network, None).unwrap();
+        let r = Reach::new(dir.path(), vec![], vec![], Some(&model), &network, None).unwrap();
         let listen: Vec<String> = r.reach.listen.iter().map(|a| a.to_string()).collect();
         assert_eq!(
             listen,
@@ -300,6 +306,7 @@ mod tests {
         assert!(hosts.contains("127.0.0.4\tpypi.org\n"), "{hosts}");
         let e = Reach::new(
             dir.path(),
+            vec![],
             vec![],
             None,
             &["127.0.0.1:80".into(), "http://127.0.0.1".into()],
@@ -317,7 +324,15 @@ mod tests {
             api_key_env: None,
             price: None,
         };
-        let r = Reach::new(dir.path(), vec![], Some(&model), &[], Some(Path::new("/s"))).unwrap();
+        let r = Reach::new(
+            dir.path(),
+            vec![],
+            vec![],
+            Some(&model),
+            &[],
+            Some(Path::new("/s")),
+        )
+        .unwrap();
         assert_eq!(
             r.judge_address().unwrap(),
             format!("http://127.0.0.1:{}", JUDGE_PORT + 1)

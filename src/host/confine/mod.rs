@@ -748,7 +748,11 @@ struct Mounts {
     late_dirs: Vec<CString>,
     /// Files covered by `/dev/null` then.
     late_files: Vec<CString>,
-    /// Directories to make in those covers for the writable directories.
+    /// Directories the command must see in those covers, put back
+    /// read-only after them.
+    late_shown: Vec<CString>,
+    /// Directories to make in those covers for the writable directories
+    /// and those seen there.
     late_mountpoints: Vec<CString>,
     /// The Landlock rights the private mounts get (every handled one).
     private_access: u64,
@@ -923,6 +927,22 @@ impl Confinement {
         // Nested ones would be bound twice.
         let all = private_seen.clone();
         private_seen.retain(|d| !all.iter().any(|o| o != d && d.starts_with(o)));
+        // What the command must see inside a place covered last (the
+        // experiment's own environment under its output directory), put
+        // back read-only after it.
+        let mut late_shown: Vec<PathBuf> = seen
+            .iter()
+            .flat_map(|s| homes::needed(s, &all_homes))
+            .filter_map(|d| std::fs::canonicalize(d).ok())
+            .filter(|d| d.is_dir())
+            .filter(|d| late_dirs.iter().any(|l| d.starts_with(l) && d != l))
+            .filter(|d| !writable.iter().any(|w| d.starts_with(w)))
+            .collect();
+        late_shown.sort();
+        late_shown.dedup();
+        let all = late_shown.clone();
+        late_shown.retain(|d| !all.iter().any(|o| o != d && d.starts_with(o)));
+        late_shown.truncate(MAX_PRIVATE_SEEN);
         if private_seen.len() > MAX_PRIVATE_SEEN {
             tracing::warn!(
                 "{} directories in {} to show a run; it sees the first {MAX_PRIVATE_SEEN}",
@@ -977,19 +997,23 @@ impl Confinement {
         };
         // One in a home needs its place there before the kept directories
         // go back; the others are made once `/dev` and the private
-        // directories are mounted.
-        // The writable directories go back after the places covered last,
-        // so into them; the rest before.
+        // directories are mounted. The writable directories and what the
+        // command must see inside a place covered last go back after it,
+        // so into it; the rest before.
         let mut mountpoints: Vec<PathBuf> = Vec::new();
         let mut home_mountpoints: Vec<PathBuf> = Vec::new();
         let mut late_mountpoints: Vec<PathBuf> = Vec::new();
-        let placed = writable.iter().map(|w| chain_to(w, &all_covers)).chain(
-            plan.kept
-                .iter()
-                .chain(&private_seen)
-                .chain(&late_dirs)
-                .map(|d| chain_to(d, &early)),
-        );
+        let placed = writable
+            .iter()
+            .chain(&late_shown)
+            .map(|w| chain_to(w, &all_covers))
+            .chain(
+                plan.kept
+                    .iter()
+                    .chain(&private_seen)
+                    .chain(&late_dirs)
+                    .map(|d| chain_to(d, &early)),
+            );
         for (chain, kind) in placed.collect::<Vec<_>>() {
             match kind {
                 Cover::Home => push_new(&mut home_mountpoints, chain),
@@ -1033,6 +1057,7 @@ impl Confinement {
                 hosts,
                 ptys: reach.is_some(),
                 late_dirs: cs(&late_dirs)?,
+                late_shown: cs(&late_shown)?,
                 late_files: cs(&late_files)?,
                 late_mountpoints: cs(&late_mountpoints)?,
                 private_access,
@@ -1336,6 +1361,10 @@ unsafe fn build_mounts(mounts: &Mounts, ruleset: libc::c_int) -> std::io::Result
     for (clone, dir) in private_seen.iter_mut().zip(&mounts.private_seen) {
         *clone = clone_of(dir)?;
     }
+    let mut late_shown = [-1 as libc::c_int; MAX_PRIVATE_SEEN];
+    for (clone, dir) in late_shown.iter_mut().zip(&mounts.late_shown) {
+        *clone = clone_of(dir)?;
+    }
     let hosts = match &mounts.hosts {
         Some(file) => Some(clone_of(file)?),
         None => None,
@@ -1479,14 +1508,17 @@ unsafe fn build_mounts(mounts: &Mounts, ruleset: libc::c_int) -> std::io::Result
             Some(c"size=64k,mode=755"),
         )?;
     }
+    for dir in &mounts.late_mountpoints {
+        make_dir(dir, 0o700)?;
+    }
+    for (&clone, dir) in late_shown.iter().zip(&mounts.late_shown) {
+        put_back(clone, dir)?;
+    }
     for file in &mounts.late_files {
         match mount(Some(c"/dev/null"), file, None, libc::MS_BIND, None) {
             Err(e) if !absent(&e) => return Err(e),
             _ => {}
         }
-    }
-    for dir in &mounts.late_mountpoints {
-        make_dir(dir, 0o700)?;
     }
     for (&clone, dir) in clones.iter().zip(&mounts.writable) {
         put_back(clone, dir)?;
@@ -1532,14 +1564,17 @@ unsafe fn build_mounts(mounts: &Mounts, ruleset: libc::c_int) -> std::io::Result
         userns_fd: 0,
     };
     // Writable: the private directories; read-only again what is seen in
-    // them, whatever Landlock allows there; writable the writable ones, in
-    // it or not.
+    // them and the places covered last (with what is seen in those),
+    // whatever Landlock allows there; writable the writable ones, in it or
+    // not.
     if mounts.ptys && set_attr(PTS, &read_write) != 0 {
         return Err(os());
     }
     let passes = [
         (&mounts.private, &read_write),
         (&mounts.private_seen, &read_only),
+        (&mounts.late_dirs, &read_only),
+        (&mounts.late_shown, &read_only),
         (&mounts.writable, &read_write),
     ];
     for (dirs, attr) in passes {
