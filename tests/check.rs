@@ -512,3 +512,106 @@ fn a_time_limit_stops_every_signal_and_slow_code_never_passes() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--time-limit"), "{}", stderr(&out));
 }
+
+// A mistake on the command line is the user's to fix: a workspace or events
+// path that names nothing, or a forced format that finds none of its events
+// in the file, is an error (exit 2) and counts no finish. `critic state`
+// lists what was counted and starts a session over.
+#[test]
+fn mistakes_on_the_command_line_cost_nothing_and_state_starts_a_session_over() {
+    let skill = gates(&format!(
+        "  - {{name: g, type: hard_gate, detector: {}, config: {{mode: fire}}}}\n",
+        misbehave_wasm().display()
+    ));
+    let repo = Repo::demo();
+    let state = tempfile::tempdir().unwrap();
+    let listed = || {
+        let out = run(critic()
+            .args(["state", "list", "--output", "json", "--state-dir"])
+            .arg(state.path()));
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        json_out(&out)
+    };
+    let nowhere = repo.path().join("no-such-dir");
+    let out = run(&mut check(
+        skill.path(),
+        &nowhere,
+        &demo_events(3),
+        state.path(),
+    ));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--workspace"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no such directory"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&mut check(
+        skill.path(),
+        repo.path(),
+        &repo.path().join("typo.jsonl"),
+        state.path(),
+    ));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--events"), "{}", stderr(&out));
+    let out = run(
+        check(skill.path(), repo.path(), &demo_events(3), state.path())
+            .args(["--events-format", "codex"]),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("holds no codex events"),
+        "{}",
+        stderr(&out)
+    );
+    let sessions = listed();
+    assert!(
+        sessions
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["finishes"] == 0),
+        "nothing was counted: {sessions}"
+    );
+
+    // A real rejection counts; a reset starts the session over.
+    let out = run(&mut check(
+        skill.path(),
+        repo.path(),
+        &demo_events(3),
+        state.path(),
+    ));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let sessions = listed();
+    assert_eq!(sessions[0]["session"], "default", "{sessions}");
+    assert_eq!(sessions[0]["finishes"], 1, "{sessions}");
+    let text = run(critic()
+        .args(["state", "list", "--state-dir"])
+        .arg(state.path()));
+    assert!(
+        String::from_utf8_lossy(&text.stdout)
+            .contains("t / default: 1 finishes judged, 1 rejected"),
+        "{}",
+        String::from_utf8_lossy(&text.stdout)
+    );
+    let show = run(critic()
+        .args(["state", "show", "default", "--state-dir"])
+        .arg(state.path()));
+    assert!(String::from_utf8_lossy(&show.stdout).contains("\"iteration\": 1"));
+    let missing = run(critic()
+        .args(["state", "reset", "nope", "--state-dir"])
+        .arg(state.path()));
+    assert_eq!(missing.status.code(), Some(2));
+    let reset = run(critic()
+        .args(["state", "reset", "default", "--state-dir"])
+        .arg(state.path()));
+    assert_eq!(reset.status.code(), Some(0), "{}", stderr(&reset));
+    assert_eq!(listed(), serde_json::json!([]));
+    let out = run(&mut check(
+        skill.path(),
+        repo.path(),
+        &demo_events(3),
+        state.path(),
+    ));
+    assert_eq!(json_out(&out)["iteration"], 1, "the count starts over");
+}

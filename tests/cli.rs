@@ -224,3 +224,30 @@ fn shipped_skills_validate() {
         .arg(root().join("examples/demo-skill")));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+// A demo whose tests cannot run would print rejections that look like the
+// critic's: without pytest (or coverage.py) it refuses to start, naming
+// what to install.
+#[test]
+fn demos_refuse_to_start_without_the_python_packages_their_runs_need() {
+    let bare = python_venv("no-pytest", None);
+    let path = format!(
+        "{}:{}",
+        bare.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for (demo, wanted) in [
+        ("arms", "pytest"),
+        ("elimination", "pytest coverage"),
+        ("experiment", "pytest"),
+    ] {
+        let out = run(critic().args(["demo", demo]).env("PATH", &path));
+        assert_eq!(out.status.code(), Some(2), "{demo}: {}", stderr(&out));
+        let e = stderr(&out);
+        assert!(e.contains(&format!("pip install {wanted}")), "{demo}: {e}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).is_empty(),
+            "{demo}: no table"
+        );
+    }
+}

@@ -707,6 +707,12 @@ fn a_run_interrupted_midway_starts_over_cleanly() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = child.wait().unwrap();
     assert!(!status.success());
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut said).unwrap();
+    assert!(
+        said.contains("experiment: interrupted") && said.contains("run the same command again"),
+        "Ctrl-C says what was kept and how to go on: {said}"
+    );
     assert!(
         t.elapsed().as_secs() < 15,
         "the interrupt ended the sleeping agent too"
@@ -1119,7 +1125,14 @@ fn the_demo_experiment_runs_offline_and_opens_with_the_report_table() {
         std::iter::once(venv_bin).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
     )
     .unwrap();
-    let out = common::run(critic().args(["demo", "experiment"]).env("PATH", path));
+    let kept = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let example = kept.path().join("example");
+    let out = common::run(
+        critic()
+            .args(["demo", "experiment", "--keep"])
+            .arg(&example)
+            .env("PATH", &path),
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
@@ -1140,7 +1153,52 @@ fn the_demo_experiment_runs_offline_and_opens_with_the_report_table() {
         .find_map(|l| l.strip_prefix("Report: "))
         .expect("the report's path");
     assert!(Path::new(report).is_file());
-    let _ = std::fs::remove_dir_all(Path::new(report).parent().unwrap().parent().unwrap());
+    assert!(
+        report.starts_with(&example.display().to_string()),
+        "{report}"
+    );
+    // The kept example is a whole experiment: edited and run again, it runs.
+    let file = example.join("experiment/experiment.yaml");
+    assert!(
+        text.contains(&format!("critic experiment run {}", file.display())),
+        "{text}"
+    );
+    let yaml = std::fs::read_to_string(&file).unwrap();
+    assert!(yaml.contains("budget: {turns: 4}"), "{yaml}");
+    std::fs::write(
+        &file,
+        yaml.replace("budget: {turns: 4}", "budget: {turns: 4}\nsamples: 2"),
+    )
+    .unwrap();
+    let again = common::run(
+        critic()
+            .args(["experiment", "run"])
+            .arg(&file)
+            .arg("--output-dir")
+            .arg(example.join("out2"))
+            .env("PATH", &path),
+    );
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert!(stderr(&again).contains("report.html"), "{}", stderr(&again));
+    let results = std::fs::read_to_string(example.join("out2/results.jsonl")).unwrap();
+    assert_eq!(
+        results.lines().count(),
+        8,
+        "two samples of two arms on two packages"
+    );
+    // And it is kept only where asked: an example directory in use is refused.
+    let refused = common::run(
+        critic()
+            .args(["demo", "experiment", "--keep"])
+            .arg(&example)
+            .env("PATH", &path),
+    );
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("not empty"),
+        "{}",
+        stderr(&refused)
+    );
 }
 
 #[test]

@@ -10,7 +10,7 @@ use common::{critic, run, skill, stderr, Repo};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::Path;
-use std::process::{Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 const AGENTS: &[&str] = &[
@@ -1573,5 +1573,56 @@ fn a_host_without_git_lets_the_agent_stop_and_counts_nothing() {
             (Some(0), Some(0)),
             "{h}"
         );
+    }
+}
+
+// A project-scope install's own configuration file is not part of the
+// agent's work: it is kept out of the judged patch, and uninstall removes
+// what install made (the file, its directory, the exclude line) when
+// nothing else is in it.
+#[test]
+fn a_project_install_stays_out_of_the_patch_and_uninstall_leaves_nothing_behind() {
+    let ran_tests = skill("ran-tests");
+    for agent in AGENTS {
+        let repo = Repo::demo();
+        let exclude = repo.path().join(".git/info/exclude");
+        let before = std::fs::read_to_string(&exclude).unwrap_or_default();
+        let out = run(critic()
+            .args(["hook", "install", agent, "--project"])
+            .arg(repo.path())
+            .arg("--skill")
+            .arg(&ran_tests));
+        assert!(out.status.success(), "{agent}: {}", stderr(&out));
+        let untracked = Command::new("git")
+            .args(["ls-files", "--others", "--exclude-standard"])
+            .current_dir(repo.path())
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&untracked.stdout),
+            "",
+            "{agent}: the install's file is not in the patch"
+        );
+        let out = run(critic()
+            .args(["hook", "uninstall", agent, "--project"])
+            .arg(repo.path()));
+        assert!(out.status.success(), "{agent}: {}", stderr(&out));
+        let left = Command::new("git")
+            .args(["status", "--porcelain", "--ignored"])
+            .current_dir(repo.path())
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&left.stdout), "", "{agent}");
+        assert_eq!(
+            std::fs::read_to_string(&exclude).unwrap_or_default(),
+            before
+        );
+    }
+    // The help names how a hook is answered, for every agent.
+    let help = run(critic().args(["hook", "--help"]));
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("critic hook <AGENT>"), "{help}");
+    for agent in AGENTS {
+        assert!(help.contains(agent), "{agent}: {help}");
     }
 }

@@ -248,6 +248,22 @@ impl Bench {
             .args(more);
         cmd
     }
+
+    /// [`Bench::mpe`] as a user in the bench's directory types it: every
+    /// path relative.
+    fn mpe_relative(&self, out: &str, more: &[&str]) -> Command {
+        let mut cmd = critic();
+        cmd.env_remove("CRITIC_LLM_BASE_URL")
+            .env_remove("CRITIC_LLM_CACHE")
+            .current_dir(self.dir.path())
+            .args(["mpe", "--instances", "instances.jsonl"])
+            .args(["--predictions", "predictions.jsonl", "--repos", "repos"])
+            .arg("--python")
+            .arg(python())
+            .args(["--output-dir", out, "--test-timeout", "60"])
+            .args(more);
+        cmd
+    }
 }
 
 fn read(path: &Path) -> String {
@@ -303,11 +319,19 @@ fn each_class_is_reached_with_a_pool_from_a_directory_and_the_report_renders() {
         ("never-passes-gen", NEVER_PASSES),
         ("no-import-gen", DOES_NOT_IMPORT),
     ]);
+    // A prediction that adds no test at all: a class of its own.
+    let mut records = jsonl(&bench.path("predictions.jsonl"));
+    records.push(json!({
+        "instance_id": INSTANCE,
+        "model_name_or_path": "no-test-gen",
+        "model_patch": bench.diff_of(&[("NOTES.txt", "nothing to test\n")]),
+    }));
+    write_jsonl(&bench.path("predictions.jsonl"), &records);
     let pool = bench.write_pool();
     let run = ok(run_cmd(bench.mpe("out", &["--pool"]).arg(&pool)));
     let out = bench.path("out");
     let r = results(&out);
-    assert_eq!(r.len(), 6, "{r:#?}");
+    assert_eq!(r.len(), 7, "{r:#?}");
 
     let rigorous = &r["rigorous-gen"];
     assert_eq!(rigorous["class"], "rigorous", "{rigorous:#}");
@@ -350,6 +374,11 @@ fn each_class_is_reached_with_a_pool_from_a_directory_and_the_report_renders() {
         assert_eq!(r[generator]["misaligned_reason"], reason, "{generator}");
         assert!(r[generator]["matrix"].is_null(), "no pool for misaligned");
     }
+    assert_eq!(
+        r["no-test-gen"]["class"], "no_test",
+        "{:#}",
+        r["no-test-gen"]
+    );
     let broken = &r["no-import-gen"];
     assert_eq!(broken["class"], "harness_error", "{broken:#}");
     assert!(
@@ -388,9 +417,10 @@ fn each_class_is_reached_with_a_pool_from_a_directory_and_the_report_renders() {
             &counts["rigorous"],
             &counts["lax"],
             &counts["misaligned"],
+            &counts["no_test"],
             &counts["harness_error"]
         ),
-        (&json!(1), &json!(1), &json!(3), &json!(1)),
+        (&json!(1), &json!(1), &json!(3), &json!(1), &json!(1)),
         "{counts:#}"
     );
     let sweep = summary["sweep"].as_array().unwrap();
@@ -403,7 +433,12 @@ fn each_class_is_reached_with_a_pool_from_a_directory_and_the_report_renders() {
             "{row}"
         );
     }
-    assert!(stderr(&run).contains("1 rigorous, 1 lax, 3 misaligned, 1 harness errors"));
+    assert!(
+        stderr(&run)
+            .contains("1 rigorous, 1 lax, 3 misaligned, 1 without a test, 1 harness errors"),
+        "{}",
+        stderr(&run)
+    );
 
     // A fixed tau reclasses without running anything again.
     let again = ok(run_cmd(
@@ -662,7 +697,8 @@ fn the_deterministic_path_needs_no_model_and_says_so() {
         ("lax-gen", LAX),
         ("forger-gen", FORGER),
     ]);
-    ok(run_cmd(&mut bench.mpe(
+    // Relative paths, as typed in the bench's directory, work as absolute.
+    ok(run_cmd(&mut bench.mpe_relative(
         "out",
         &[
             "--operators",
@@ -869,6 +905,20 @@ fn bad_inputs_name_the_record_and_field_and_lose_nothing() {
         std::slice::from_ref(&good),
         Some(&[no_generator]),
         &["predictions.jsonl:1", "`model_name_or_path`"],
+    );
+    // An interpreter without pytest (the record's own `python`): refused
+    // before any pair runs, naming what to install.
+    let bare = common::python_venv("no-pytest", None);
+    let mut no_pytest = good.clone();
+    no_pytest["python"] = json!(bare);
+    refused(
+        &[no_pytest],
+        Some(&[bench.prediction("never-fails-gen", NEVER_FAILS)]),
+        &[
+            "instances.jsonl:1",
+            "cannot import pytest",
+            "-m pip install pytest",
+        ],
     );
 
     // A golden patch that does not apply: that instance's pairs are errors

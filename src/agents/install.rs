@@ -11,6 +11,7 @@
 //! nothing and installing another skill swaps the skill.
 
 mod document;
+pub mod git_exclude;
 
 use document::{Document, List, Node};
 use serde_json::{json, Map, Value};
@@ -363,6 +364,50 @@ pub fn uninstall(config: &HookConfig, file: &Path, agent: &str) -> Result<Change
             config.remove(&mut doc.root, agent, true)?.0,
         ))
     })
+}
+
+/// After an uninstall of `agent`'s hook from the project's file (`rel` in
+/// the project): remove it when it holds no more than what an install into
+/// a project without one leaves after its uninstall (an empty object, an
+/// empty hook list, a version), then the directories on the way to it that
+/// are left empty. What is removed, in order.
+pub fn remove_if_empty(
+    config: &HookConfig,
+    agent: &str,
+    project: &Path,
+    rel: &Path,
+) -> Vec<PathBuf> {
+    let file = project.join(rel);
+    let mut removed = Vec::new();
+    let residue = Document::parse("").ok().and_then(|mut doc| {
+        let skill = ["--skill".to_string(), "skill".to_string()];
+        let command = command_line(Path::new("critic"), agent, &skill);
+        config.add(&mut doc, agent, &command, 60).ok()?;
+        config.remove(&mut doc.root, agent, true).ok()?;
+        serde_json::from_str::<Value>(&doc.print()).ok()
+    });
+    let found = crate::sys::bounded_read::read_regular_file_nofollow(&file, 1 << 20)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
+    let nothing_else = match (&found, &residue) {
+        (Some(found), Some(residue)) => found == residue,
+        _ => false,
+    } || found
+        .as_ref()
+        .is_some_and(|v| v.as_object().is_some_and(Map::is_empty));
+    if !nothing_else || std::fs::remove_file(&file).is_err() {
+        return removed;
+    }
+    removed.push(file);
+    let mut dir = rel.parent();
+    while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
+        if std::fs::remove_dir(project.join(d)).is_err() {
+            break;
+        }
+        removed.push(project.join(d));
+        dir = d.parent();
+    }
+    removed
 }
 
 /// Read `file` (a JSON object; missing is empty), apply `change`, and write

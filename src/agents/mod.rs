@@ -18,6 +18,7 @@ mod lenient;
 mod mini_swe_agent;
 mod openhands;
 mod records;
+pub mod session_id;
 mod swe_agent;
 
 use critic_sdk::{Event, EventKind, RawSpan};

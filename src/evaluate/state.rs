@@ -105,6 +105,15 @@ pub struct HarnessState {
     pub session_rejections: u32,
 }
 
+/// A session as its record on disk says.
+#[derive(Debug, Clone)]
+pub struct SessionRecord {
+    /// Its directory.
+    pub dir: PathBuf,
+    /// Its harness record: skill, session id, count, rejections.
+    pub harness: HarnessState,
+}
+
 /// One signal's persisted state.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -219,6 +228,81 @@ impl StateStore {
     /// The directory of (`skill`, `session`).
     pub fn session_dir(&self, skill: &str, session: &str) -> PathBuf {
         self.root.join(skill).join(dir_name(session))
+    }
+
+    /// Every session recorded under the root, by skill then session (what
+    /// `critic state list` shows); a record that cannot be read is left
+    /// out with a warning, never moved or changed.
+    pub fn sessions(&self) -> Vec<SessionRecord> {
+        let mut found = Vec::new();
+        let dirs = |dir: &Path| -> Vec<PathBuf> {
+            let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path())
+                .collect();
+            entries.sort();
+            entries
+        };
+        for skill_dir in dirs(&self.root) {
+            for dir in dirs(&skill_dir) {
+                let path = dir.join("harness.json");
+                match crate::sys::bounded_read::read_regular_file_nofollow(&path, MAX_HARNESS_BYTES)
+                    .map_err(|e| e.to_string())
+                    .and_then(|b| {
+                        serde_json::from_slice::<HarnessState>(&b).map_err(|e| e.to_string())
+                    }) {
+                    Ok(harness) => found.push(SessionRecord { dir, harness }),
+                    Err(e) if !path.exists() => tracing::debug!("{}: {e}", path.display()),
+                    Err(e) => tracing::warn!("{}: {e}; left as it is", path.display()),
+                }
+            }
+        }
+        found
+    }
+
+    /// Forget (`skill`, `session`): its count and every signal's state go,
+    /// with the session's lock held (waiting up to `lock_timeout` for a
+    /// check that holds it). Whether there was anything to forget.
+    pub fn reset(
+        &self,
+        skill: &str,
+        session: &str,
+        lock_timeout: Duration,
+    ) -> Result<bool, StateError> {
+        let dir = self.session_dir(skill, session);
+        let mut tampered = Vec::new();
+        for place in [self.root.join(skill), dir.clone()] {
+            guard_dir(&place, &mut tampered)?;
+        }
+        if let Some(first) = tampered.into_iter().next() {
+            return Err(first);
+        }
+        if !dir.is_dir() {
+            return Ok(false);
+        }
+        let _lock = lock(&dir.join(".lock"), session, lock_timeout)?;
+        let io = |path: &Path, source| StateError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut forgot = false;
+        for entry in std::fs::read_dir(&dir).map_err(|e| io(&dir, e))? {
+            let entry = entry.map_err(|e| io(&dir, e))?;
+            if entry.file_name() == ".lock" {
+                continue;
+            }
+            let path = entry.path();
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => crate::sys::remove_tree::remove_tree(&path),
+                _ => std::fs::remove_file(&path),
+            }
+            .map_err(|e| io(&path, e))?;
+            forgot = true;
+        }
+        Ok(forgot)
     }
 
     /// Open (`skill`, `session`) for `instance`, resetting state recorded

@@ -286,7 +286,7 @@ pub fn instances(
     let start = start.unwrap_or(0).min(end);
     let mut problems = Vec::new();
     let mut ready = Vec::new();
-    let mut checked = BTreeMap::new();
+    let mut checked = crate::grading::interpreter::Checked::default();
     let mut copies = std::collections::BTreeSet::new();
     for inst in all.drain(start..end) {
         let inst = exp.with_environment(inst);
@@ -320,7 +320,7 @@ fn one_instance(
     inst: Instance,
     out: Option<&Path>,
     env: &Environment,
-    checked: &mut BTreeMap<PathBuf, Result<(), String>>,
+    checked: &mut crate::grading::interpreter::Checked,
 ) -> Result<Ready, String> {
     use crate::grading::{environment, private_copy};
     let repo = crate::grading::clone_dir(&exp.repos, &inst.repo);
@@ -379,7 +379,9 @@ fn one_instance(
         .and_then(crate::grading::log_parsers::LogFormat::of_name)
         .unwrap_or_else(|| crate::grading::log_parsers::LogFormat::for_repo(&inst.repo));
     if *env == Environment::Local && format.is_pytest() && !(spec.builds() && out.is_none()) {
-        has_pytest(&python, checked).map_err(|e| format!("{}: {e}", inst.place))?;
+        checked
+            .pytest(&python)
+            .map_err(|e| format!("{}: {e}", inst.place))?;
     }
     // In a container, tests run with the image's own interpreter.
     let grading_python = match env {
@@ -402,31 +404,6 @@ fn one_instance(
     })
 }
 
-/// Whether `python` can import pytest (asked once per interpreter).
-fn has_pytest(
-    python: &Path,
-    checked: &mut BTreeMap<PathBuf, Result<(), String>>,
-) -> Result<(), String> {
-    checked
-        .entry(python.to_path_buf())
-        .or_insert_with(|| {
-            let out = std::process::Command::new(python)
-                .args(["-c", "import pytest"])
-                .stdin(std::process::Stdio::null())
-                .output();
-            match out {
-                Ok(o) if o.status.success() => Ok(()),
-                Ok(_) => Err(format!(
-                    "{} cannot import pytest, which grading runs (`python -m pytest`): \
-                     install it there, or give another `python`",
-                    python.display()
-                )),
-                Err(e) => Err(format!("cannot run {}: {e}", python.display())),
-            }
-        })
-        .clone()
-}
-
 /// Run the experiment of `opts`; runs already finished (`ok`,
 /// `agent_fail`) are kept, missing and `infra_error` ones are made.
 pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, ExperimentError> {
@@ -444,6 +421,11 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
     let instances = instances(&exp, Some(&opts.output_dir), &opts.env)?;
     // Agents and workspaces must not outlive an interrupted experiment.
     crate::sys::interrupt::arm();
+    crate::sys::interrupt::on_interrupt_say(format!(
+        "experiment: interrupted; every run that finished is kept in {} (results.sqlite, runs/); \
+         run the same command again to go on: runs cut short start over",
+        opts.output_dir.display()
+    ));
     let out = &opts.output_dir;
     std::fs::create_dir_all(out)
         .map_err(|e| ExperimentError::Output(format!("{}: {e}", out.display())))?;

@@ -9,8 +9,9 @@
 //! test command and its log format (`test_command.rs`, the ported SWE-bench
 //! parsers in `log_parsers.rs`), pytest's own report of a run
 //! (`pytest_report.rs`), a run's output read into a status per test id and
-//! judged (`record.rs`), and SWE-bench's rules for those statuses
-//! (`status.rs`).
+//! judged (`record.rs`), SWE-bench's rules for those statuses
+//! (`status.rs`), and whether an interpreter can grade at all
+//! (`interpreter.rs`).
 
 pub mod container;
 pub mod dataset;
@@ -18,6 +19,7 @@ pub mod diff_files;
 pub mod environment;
 pub mod grade;
 pub mod instance;
+pub mod interpreter;
 pub mod log_parsers;
 pub mod private_copy;
 pub mod pytest_report;

@@ -152,6 +152,7 @@ fn validate(
     predictions: &[Prediction],
 ) -> Result<(), MpeError> {
     let mut errors = Vec::new();
+    let mut checked = crate::grading::interpreter::Checked::default();
     if !opts.repos.is_dir() {
         errors.push(format!(
             "--repos {}: not a directory (it holds clones named <owner>__<name>)",
@@ -205,7 +206,13 @@ fn validate(
                     " (--python)"
                 }
             )),
-            Some(_) => {}
+            // Every pair's runs start pytest: without it, a wrong diagnosis
+            // per pair, after the pool was drawn.
+            Some(p) => {
+                if let Err(e) = checked.pytest(p) {
+                    errors.push(format!("{}: {e}", inst.place));
+                }
+            }
         }
     }
     if source(opts) == Source::Model && opts.llm.is_none() {

@@ -12,10 +12,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Colours of the classes, in [`Class::ALL`] order.
-const COLOURS: [RGBColor; 6] = [
+const COLOURS: [RGBColor; 7] = [
     RGBColor(46, 125, 50),
     RGBColor(239, 108, 0),
     RGBColor(198, 40, 40),
+    RGBColor(142, 36, 170),
     RGBColor(120, 144, 156),
     RGBColor(176, 190, 197),
     RGBColor(66, 66, 66),
@@ -348,7 +349,7 @@ tau = {tau:.3} ({choice}); median laxity of F-&gt;P tests: {median}.</p>
 <figure id="sweep">{sweep_svg}</figure>
 <h2>Cutoff sweep</h2>
 {sweep}
-<p>Rigorous: F-&gt;P and laxity &lt; tau. Lax: F-&gt;P and laxity ≥ tau. Misaligned: not F-&gt;P.
+<p>Rigorous: F-&gt;P and laxity &lt; tau. Lax: F-&gt;P and laxity ≥ tau. Misaligned: not F-&gt;P. No test: the prediction adds no test to run.
 harness_error: a run of the generated test said nothing (excluded). no_pool: no admissible variant.
 error: not evaluated (see results.jsonl).</p>
 </body></html>

@@ -126,6 +126,8 @@ pub enum Class {
     Lax,
     /// Not F->P.
     Misaligned,
+    /// No test at all: the prediction adds no test module to run.
+    NoTest,
     /// Excluded: a run said nothing.
     HarnessError,
     /// F->P without a pool.
@@ -136,10 +138,11 @@ pub enum Class {
 
 impl Class {
     /// Every class, in report order.
-    pub const ALL: [Class; 6] = [
+    pub const ALL: [Class; 7] = [
         Class::Rigorous,
         Class::Lax,
         Class::Misaligned,
+        Class::NoTest,
         Class::HarnessError,
         Class::NoPool,
         Class::Error,
@@ -151,6 +154,7 @@ impl Class {
             Class::Rigorous => "rigorous",
             Class::Lax => "lax",
             Class::Misaligned => "misaligned",
+            Class::NoTest => "no_test",
             Class::HarnessError => "harness_error",
             Class::NoPool => "no_pool",
             Class::Error => "error",
@@ -203,6 +207,10 @@ impl Pair {
                 Some(_) => Class::Lax,
                 None => Class::NoPool,
             },
+            // Nothing was run: a class of its own, not a test that missed.
+            Status::Misaligned if self.misaligned_reason.as_deref() == Some("no_test") => {
+                Class::NoTest
+            }
             Status::Misaligned => Class::Misaligned,
             Status::HarnessError => Class::HarnessError,
             Status::NoPool => Class::NoPool,

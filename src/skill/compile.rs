@@ -119,6 +119,38 @@ fn toolchain_of(root: &Path) -> Option<String> {
     plain(&text)
 }
 
+/// What is missing when `toolchain` (the default one when `None`) has no
+/// standard library for [`TARGET`], with the command that installs it;
+/// `None` when it has one, or when that cannot be told (cargo's own error
+/// then says).
+pub fn missing_target(toolchain: Option<&str>) -> Option<String> {
+    missing_target_of(Path::new("rustc"), toolchain)
+}
+
+/// [`missing_target`], asking `rustc` where its sysroot is.
+fn missing_target_of(rustc: &Path, toolchain: Option<&str>) -> Option<String> {
+    let mut rustc = Command::new(rustc);
+    confined_build::clean_env(&mut rustc);
+    rustc.current_dir("/").args(["--print", "sysroot"]);
+    if let Some(channel) = toolchain {
+        rustc.env("RUSTUP_TOOLCHAIN", channel);
+    }
+    let out = rustc.stderr(std::process::Stdio::null()).output().ok()?;
+    let sysroot = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
+    if !out.status.success() || sysroot.as_os_str().is_empty() {
+        return None;
+    }
+    if sysroot.join("lib/rustlib").join(TARGET).is_dir() {
+        return None;
+    }
+    let which = toolchain.map_or_else(String::new, |t| format!(" --toolchain {t}"));
+    Some(format!(
+        "the {TARGET} target is not installed for the Rust toolchain at {}; detectors compile \
+         to it: `rustup target add {TARGET}{which}`",
+        sysroot.display()
+    ))
+}
+
 fn cargo_home() -> Option<PathBuf> {
     std::env::var_os("CARGO_HOME")
         .map(PathBuf::from)
@@ -210,6 +242,10 @@ fn build_crate(dir: &Path, trust: Trust) -> Result<Vec<(std::ffi::OsString, Vec<
         .map_err(|e| Error::Usage(format!("{}: {e}", dir.display())))?;
     let root = workspace_root(&manifest)?;
     let toolchain = toolchain_of(&root);
+    // Found now rather than after a minute of compiling dependencies.
+    if let Some(missing) = missing_target(toolchain.as_deref()) {
+        return Err(Error::Usage(missing));
+    }
     let target_dir = target_dir_of(&root)?;
     // The target directory is where the workspace's own would be, to the
     // compiler's output: the same bytes wherever it lies.
@@ -437,6 +473,33 @@ fn sha(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_toolchain_without_the_wasm_target_is_found_before_any_compiling() {
+        use std::os::unix::fs::PermissionsExt;
+        // A rustc whose sysroot has no standard library for the target.
+        let t = tempfile::tempdir().unwrap();
+        let sysroot = t.path().join("sysroot");
+        std::fs::create_dir_all(sysroot.join("lib/rustlib/x86_64-unknown-linux-gnu")).unwrap();
+        let bin = t.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let rustc = bin.join("rustc");
+        std::fs::write(&rustc, format!("#!/bin/sh\necho {}\n", sysroot.display())).unwrap();
+        std::fs::set_permissions(&rustc, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let missing = missing_target_of(&rustc, Some("1.95.0")).expect("the target is missing");
+        assert!(
+            missing.contains(&format!("rustup target add {TARGET} --toolchain 1.95.0")),
+            "{missing}"
+        );
+        assert!(
+            missing.contains(&sysroot.display().to_string()),
+            "{missing}"
+        );
+        std::fs::create_dir_all(sysroot.join("lib/rustlib").join(TARGET)).unwrap();
+        assert_eq!(missing_target_of(&rustc, None), None);
+        // A rustc that cannot say leaves it to cargo's own error.
+        assert_eq!(missing_target_of(&t.path().join("none"), None), None);
+    }
 
     #[test]
     fn a_component_is_never_written_or_read_through_what_a_skill_planted() {

@@ -32,6 +32,14 @@ static LIVE: Mutex<Live> = Mutex::new(Live {
 
 static WANTED: AtomicBool = AtomicBool::new(false);
 
+/// What to tell the user when interrupted (what was kept, how to go on).
+static FAREWELL: Mutex<Option<String>> = Mutex::new(None);
+
+/// Say `message` on stderr if this process is interrupted from now on.
+pub fn on_interrupt_say(message: String) {
+    *FAREWELL.lock().unwrap_or_else(|p| p.into_inner()) = Some(message);
+}
+
 fn live() -> MutexGuard<'static, Live> {
     LIVE.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -85,6 +93,9 @@ fn undo_and_exit(code: i32) -> ! {
     }
     for dir in &live.dirs {
         let _ = crate::sys::remove_tree::remove_tree(dir);
+    }
+    if let Some(message) = FAREWELL.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+        eprintln!("{message}");
     }
     std::process::exit(code);
 }

@@ -21,9 +21,9 @@ pub struct CheckArgs {
     /// The agent's event stream: a transcript file, or an OpenHands events/ directory.
     #[arg(long)]
     events: PathBuf,
-    /// Session id; state and the rejection count are kept per session.
-    #[arg(long, default_value = DEFAULT_SESSION)]
-    session: String,
+    /// Session id; state and the rejection count are kept per session (default: the id the transcript records, else "default").
+    #[arg(long)]
+    session: Option<String>,
     #[command(flatten)]
     skill: SkillArgs,
 }
@@ -185,8 +185,20 @@ impl HostArgs {
 impl CheckArgs {
     /// The request these flags describe.
     pub fn request(self) -> CheckRequest {
+        let session = self.session.unwrap_or_else(|| {
+            match pluggable_critic::agents::session_id::of_file(&self.events) {
+                Some(id) => {
+                    eprintln!(
+                        "critic: session {} (the transcript's; --session names another)",
+                        escape_terminal(&id, false)
+                    );
+                    id
+                }
+                None => DEFAULT_SESSION.to_string(),
+            }
+        });
         self.skill
-            .request(self.workspace, Some(self.events), self.session)
+            .request(self.workspace, Some(self.events), session)
     }
 }
 
@@ -211,6 +223,20 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let request = args.check.request();
+    // The paths on the command line are the user's: one that names nothing
+    // is a mistake to fix, not an agent's finish to count.
+    if !request.workspace.is_dir() {
+        anyhow::bail!(
+            "--workspace {}: no such directory; give the agent's work tree",
+            request.workspace.display()
+        );
+    }
+    if let Some(events) = request.events.as_ref().filter(|e| !e.exists()) {
+        anyhow::bail!(
+            "--events {}: no such file or directory; give the agent's transcript",
+            events.display()
+        );
+    }
     let h = &request.host;
     if args.server.is_some()
         && (h.allow_native || h.unconfined_runs || h.jobs.is_some() || h.llm.is_some())

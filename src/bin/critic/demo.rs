@@ -318,13 +318,26 @@ struct DemoPackage {
 /// `critic demo experiment`: set up `examples/experiment` in a new
 /// temporary directory (a git repository per package, the instances file,
 /// a link to the shipped skills), run it, and print the report's table.
-fn demo_experiment(examples: &Path, out: &mut dyn Write) -> Result<u8> {
+fn demo_experiment(examples: &Path, keep: Option<&Path>, out: &mut dyn Write) -> Result<u8> {
     let src = examples.join("experiment");
-    let dir = tempfile::Builder::new()
-        .prefix("critic-demo-experiment-")
-        .tempdir()
-        .map_err(|e| io_err(&std::env::temp_dir(), e))?
-        .keep();
+    let dir = match keep {
+        // The user's own copy, to edit and run again.
+        Some(dir) => {
+            if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
+                anyhow::bail!(
+                    "--keep {}: not empty; name a new directory for the example",
+                    dir.display()
+                );
+            }
+            std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
+            std::path::absolute(dir)?
+        }
+        None => tempfile::Builder::new()
+            .prefix("critic-demo-experiment-")
+            .tempdir()
+            .map_err(|e| io_err(&std::env::temp_dir(), e))?
+            .keep(),
+    };
     let exp = dir.join("experiment");
     copy_tree(&src, &exp)?;
     let skills = examples
@@ -400,6 +413,19 @@ fn demo_experiment(examples: &Path, out: &mut dyn Write) -> Result<u8> {
             output_dir.join("runs").display()
         ),
     )?;
+    w(
+        out,
+        format!(
+            "The experiment (file, instances, repositories, agent) is in {exp}: edit \
+             experiment.yaml and run it again with
+  critic experiment run {file} \
+             --output-dir {out_dir} --control gold
+",
+            exp = exp.display(),
+            file = exp.join("experiment.yaml").display(),
+            out_dir = output_dir.display(),
+        ),
+    )?;
     Ok(if finished.errors().is_empty() {
         crate::EXIT_ACCEPT
     } else {
@@ -419,6 +445,36 @@ pub struct Args {
     /// The examples directory (default: the one this binary was built from).
     #[arg(long)]
     examples: Option<PathBuf>,
+    /// `experiment` only: make the example experiment in this (new or
+    /// empty) directory and keep it, to edit and run again.
+    #[arg(long, value_name = "DIR")]
+    keep: Option<PathBuf>,
+}
+
+/// Refuse to start unless `python3` on `PATH` (the interpreter the demo's
+/// confined runs use) imports `modules`, naming what to install.
+fn require_python(modules: &[&str], packages: &str) -> Result<()> {
+    let import = format!("import {}", modules.join(", "));
+    let out = std::process::Command::new("python3")
+        .args(["-c", &import])
+        .stdin(std::process::Stdio::null())
+        .output();
+    match out {
+        Ok(out) if out.status.success() => Ok(()),
+        Ok(out) => {
+            let why = String::from_utf8_lossy(&out.stderr);
+            let last = why.lines().last().unwrap_or("").trim().to_string();
+            Err(anyhow!(
+                "this demo runs the agent's tests, and `python3` on PATH cannot `{import}` \
+                 ({last}); install them (`python3 -m pip install {packages}`, or put a virtual \
+                 environment that has them first on PATH) and run it again"
+            ))
+        }
+        Err(e) => Err(anyhow!(
+            "this demo runs the agent's tests with `python3`, which cannot start ({e}); \
+             install Python 3 with {packages}"
+        )),
+    }
 }
 
 pub fn run(args: Args) -> Result<u8> {
@@ -429,10 +485,20 @@ pub fn run(args: Args) -> Result<u8> {
         ..HostSettings::default()
     })?;
     let out = &mut std::io::stdout();
+    // A demo whose runs cannot start would print a table of rejections
+    // that look like the critic's judgement: refused first instead.
+    if args.keep.is_some() && args.name.as_deref() != Some("experiment") {
+        anyhow::bail!("--keep is for `critic demo experiment`");
+    }
+    match args.name.as_deref() {
+        Some("arms" | "experiment") => require_python(&["pytest"], "pytest")?,
+        Some("elimination") => require_python(&["pytest", "coverage"], "pytest coverage")?,
+        _ => {}
+    }
     if args.name.as_deref() == Some("arms") {
         replay_arms(&examples, &service, out)?;
     } else if args.name.as_deref() == Some("experiment") {
-        return demo_experiment(&examples, out);
+        return demo_experiment(&examples, args.keep.as_deref(), out);
     } else {
         let dir = run_dir(&examples, args.name.as_deref())?;
         replay(&examples, &dir, &service, out)?;

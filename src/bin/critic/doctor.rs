@@ -1,7 +1,9 @@
-//! `critic doctor`: what this machine offers to confine `run` commands.
+//! `critic doctor`: what this machine offers to confine `run` commands
+//! and agents' turns, and whether it can build Rust detectors.
 
 use crate::Output;
 use pluggable_critic::host::confine;
+use pluggable_critic::skill::compile;
 
 /// `critic doctor`'s flags.
 #[derive(clap::Args)]
@@ -13,12 +15,27 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let support = confine::support();
+    // The toolchain of the current directory (its rust-toolchain.toml), as
+    // `critic build` of a skill there would use it.
+    let wasm = compile::missing_target(None);
     match args.output {
-        Output::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&confine::report(support))?
-        ),
-        Output::Text => print!("{}", confine::report_text(support)),
+        Output::Json => {
+            let mut report = confine::report(support);
+            report["rust_detectors"] = serde_json::json!(wasm
+                .as_deref()
+                .unwrap_or(&format!("{} target installed", compile::TARGET)));
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        }
+        Output::Text => {
+            print!("{}", confine::report_text(support));
+            match &wasm {
+                None => println!(
+                    "yes Rust detectors: the {} target is installed",
+                    compile::TARGET
+                ),
+                Some(missing) => println!("NO  Rust detectors (critic build): {missing}"),
+            }
+        }
     }
     Ok(if support.missing().is_none() { 0 } else { 1 })
 }

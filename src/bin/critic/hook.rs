@@ -17,6 +17,12 @@ use std::time::Duration;
 
 /// `critic hook`'s flags: an agent to answer, or an action.
 #[derive(clap::Args)]
+#[command(
+    after_help = "Answering a hook (what `hook install` writes into the agent's configuration):\n  \
+                  critic hook <AGENT> --skill DIR [--fail-closed] [--max-rejections N] ...\n\
+                  AGENT: claude-code, codex, copilot, gemini, cursor, openhands; \
+                  `critic hook <AGENT> --help` lists every flag."
+)]
 pub struct Args {
     #[command(subcommand)]
     command: HookCommand,
@@ -301,6 +307,21 @@ fn install(args: InstallArgs) -> anyhow::Result<u8> {
     };
     println!("{what} {}", file.display());
     println!("  {command}");
+    // The install's own file is not part of the agent's work.
+    if let ScopeArg::Project = args.scope {
+        let rel = Path::new(protocol.config.project_file);
+        match install::git_exclude::add(&project, rel) {
+            Ok(true) => println!(
+                "kept {} out of the judged patch (.git/info/exclude)",
+                rel.display()
+            ),
+            Ok(false) => {}
+            Err(e) => eprintln!(
+                "critic hook install: cannot keep {} out of the judged patch: {e}",
+                rel.display()
+            ),
+        }
+    }
     if let Some(note) = protocol.config.note {
         println!("note: {note}");
     }
@@ -359,6 +380,16 @@ fn uninstall(args: UninstallArgs) -> anyhow::Result<u8> {
             file.display()
         ),
         _ => {}
+    }
+    if let ScopeArg::Project = args.scope {
+        let project = std::path::absolute(&args.project)?;
+        let rel = Path::new(protocol.config.project_file);
+        for gone in install::remove_if_empty(&protocol.config, protocol.agent, &project, rel) {
+            println!("removed {} (nothing else was in it)", gone.display());
+        }
+        if install::git_exclude::remove(&project, rel)? {
+            println!("removed {} from .git/info/exclude", rel.display());
+        }
     }
     Ok(crate::EXIT_ACCEPT)
 }

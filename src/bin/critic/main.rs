@@ -11,6 +11,7 @@ mod hook;
 mod mpe;
 mod new;
 mod serve;
+mod state;
 mod validate;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -54,7 +55,7 @@ enum Command {
     Validate(validate::Args),
     /// Rebuild a skill's detectors from source (reproducibly) into the skill directory.
     Build(build::Args),
-    /// Scaffold a new skill: manifest, detector crate, README and a test.
+    /// Scaffold a new skill: manifest, a detector (a Rust crate, or Python with --lang python), README and a test.
     New(new::Args),
     /// Replay a recorded agent run on the bundled demo repository, offline.
     Demo(demo::Args),
@@ -64,6 +65,8 @@ enum Command {
     Hook(Box<hook::Args>),
     /// Print an agent transcript's events as detectors see them.
     Events(events::Args),
+    /// List, show or reset the sessions (finish counts, round state) kept for a workspace.
+    State(state::Args),
     /// Reduce a Python function to what its uncovered lines need (covered-code elimination).
     Eliminate(eliminate::Args),
     /// Class generated tests Rigorous, Lax or Misaligned against a pool of wrong fixes (MPE).
@@ -92,6 +95,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(*args),
         Command::Hook(args) => hook::run(*args),
         Command::Events(args) => events::run(args),
+        Command::State(args) => state::run(args),
         Command::Eliminate(args) => eliminate::run(args),
         Command::Mpe(args) => mpe::run(*args),
         Command::Experiment(args) => experiment::run(args),

@@ -123,13 +123,23 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
+    // Runs happen elsewhere (scratch copies, a confined working
+    // directory): every path is taken as the user meant it, from here.
+    let absolute = |p: PathBuf| std::path::absolute(&p).unwrap_or(p);
     let opts = Options {
-        instances: args.instances,
-        predictions: args.predictions,
-        repos: args.repos,
-        python: args.python,
-        pool_dir: args.pool,
-        output_dir: args.output_dir,
+        instances: absolute(args.instances),
+        predictions: absolute(args.predictions),
+        repos: absolute(args.repos),
+        python: args.python.map(|p| {
+            // A bare name is looked up on PATH, not taken from here.
+            if p.components().count() > 1 {
+                absolute(p)
+            } else {
+                p
+            }
+        }),
+        pool_dir: args.pool.map(absolute),
+        output_dir: absolute(args.output_dir),
         operators: args.operators,
         samples_per_operator: args.samples_per_operator,
         max_attempts: args
@@ -164,7 +174,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     let counts = &finished.summary["counts"];
     eprintln!(
-        "mpe: {} pairs ({} evaluated now, {} test runs); tau {}: {} rigorous, {} lax, {} misaligned, {} harness errors, {} without a pool, {} errors",
+        "mpe: {} pairs ({} evaluated now, {} test runs); tau {}: {} rigorous, {} lax, {} misaligned, {} without a test, {} harness errors, {} without a pool, {} errors",
         finished.pairs,
         finished.evaluated,
         finished.runs,
@@ -174,6 +184,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         counts["rigorous"],
         counts["lax"],
         counts["misaligned"],
+        counts["no_test"],
         counts["harness_error"],
         counts["no_pool"],
         counts["error"],

@@ -1011,6 +1011,8 @@ impl Confinement {
                 plan.kept
                     .iter()
                     .chain(&private_seen)
+                    // A place covered last is made where it is not seen
+                    // (its own directory ends its chain).
                     .chain(&late_dirs)
                     .map(|d| chain_to(d, &early)),
             );
@@ -1021,8 +1023,6 @@ impl Confinement {
                 Cover::Late => push_new(&mut late_mountpoints, chain),
             }
         }
-        // A place covered last is made where it is not seen (its own
-        // directory is in its chain), and covered whether it is or not.
         let hidden = Hidden::collect(&writable)?;
         let devices: Vec<PathBuf> = DEVICES
             .iter()

@@ -65,8 +65,15 @@ pub fn unfit(config: &TestRuns, patch: &Patch, parts: &Parts) -> Option<Detector
         );
     }
     if parts.runnable_tests(config).is_empty() {
+        let skipped = skipped_tests(config, parts);
         let have = if parts.tests.is_empty() {
             "Your patch has no test.".to_string()
+        } else if !skipped.is_empty() {
+            format!(
+                "Your patch's only tests are {}, which the test command leaves out: a scratch \
+                 script such as `reproduction.py` is not one of the project's tests.",
+                skipped.join(", ")
+            )
         } else {
             format!(
                 "Your patch has no test file to run: the test command runs test files ending \
@@ -84,6 +91,22 @@ pub fn unfit(config: &TestRuns, patch: &Patch, parts: &Parts) -> Option<Detector
         );
     }
     None
+}
+
+/// The patch's test files that have a test file's name but that the test
+/// command leaves out (`skip_files`: scratch scripts), as `` `path` ``.
+fn skipped_tests(config: &TestRuns, parts: &Parts) -> Vec<String> {
+    let runnable = parts.runnable_tests(config);
+    parts
+        .tests
+        .iter()
+        .filter(|p| !runnable.contains(p))
+        .filter(|p| {
+            let suffixes = &config.test_file_suffixes;
+            suffixes.is_empty() || suffixes.iter().any(|s| p.ends_with(s.as_str()))
+        })
+        .map(|p| format!("`{p}`"))
+        .collect()
 }
 
 /// The answer once the tests ran on the base: accepted when they detect
@@ -184,6 +207,25 @@ mod tests {
         assert!(text.contains("ending with .py only"), "{text}");
         let (patch, parts) = split(&format!("{TEST}{DATA}"));
         assert!(unfit(&TestRuns::default(), &patch, &parts).is_none());
+    }
+
+    #[test]
+    fn a_scratch_script_alone_is_named_as_what_the_tests_leave_out() {
+        let scratch = "diff --git a/reproduction.py b/reproduction.py\nnew file mode 100644\n\
+                       --- /dev/null\n+++ b/reproduction.py\n@@ -0,0 +1 @@\n+assert False\n";
+        // The skill's test_patterns make it a test file.
+        let mut patch = TestInput::new().diff(scratch).build().patch;
+        patch.files[0].is_test = true;
+        let parts = Parts::of(&patch).unwrap();
+        let text = unfit(&TestRuns::default(), &patch, &parts)
+            .unwrap()
+            .followup_text
+            .unwrap();
+        assert!(
+            text.contains("`reproduction.py`, which the test command leaves out"),
+            "{text}"
+        );
+        assert!(!text.contains("ending with"), "{text}");
     }
 
     #[test]

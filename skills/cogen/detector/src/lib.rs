@@ -52,6 +52,23 @@ pub fn detect(input: &DetectorInput) -> Result<DetectorOutput, String> {
     )
 }
 
+/// The patch's test files that have a test file's name but that the test
+/// command leaves out (`skip_files`: scratch scripts), as `` `a`, `b` ``.
+fn skipped_tests(config: &TestRuns, parts: &Parts) -> Option<String> {
+    let runnable = parts.runnable_tests(config);
+    let skipped: Vec<String> = parts
+        .tests
+        .iter()
+        .filter(|p| !runnable.contains(p))
+        .filter(|p| {
+            let suffixes = &config.test_file_suffixes;
+            suffixes.is_empty() || suffixes.iter().any(|s| p.ends_with(s.as_str()))
+        })
+        .map(|p| format!("`{p}`"))
+        .collect();
+    (!skipped.is_empty()).then(|| skipped.join(", "))
+}
+
 /// The answer to a patch that is not a fix and a test: one without a test
 /// to run, or without a change to any other file. `None` when it is both.
 pub fn unfit(config: &TestRuns, patch: &Patch, parts: &Parts) -> Option<DetectorOutput> {
@@ -65,6 +82,12 @@ pub fn unfit(config: &TestRuns, patch: &Patch, parts: &Parts) -> Option<Detector
                  framework, next to the fix, and call `finish` again.",
                 if parts.tests.is_empty() {
                     String::new()
+                } else if let Some(skipped) = skipped_tests(config, parts) {
+                    format!(
+                        " in the project's test suite ({skipped} is left out by the test \
+                         command: a scratch script such as `reproduction.py` is not one of the \
+                         project's tests)"
+                    )
                 } else {
                     format!(
                         " file to run (the test command runs test files ending with {} only)",
@@ -155,6 +178,25 @@ critic_sdk::export_detector!(detect);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scratch_script_alone_is_named_as_what_the_tests_leave_out() {
+        let scratch = "diff --git a/reproduction.py b/reproduction.py\nnew file mode 100644\n\
+                       --- /dev/null\n+++ b/reproduction.py\n@@ -0,0 +1 @@\n+assert False\n";
+        // The skill's test_patterns make it a test file.
+        let mut patch = critic_sdk::TestInput::new().diff(scratch).build().patch;
+        patch.files[0].is_test = true;
+        let parts = Parts::of(&patch).unwrap();
+        let text = unfit(&TestRuns::default(), &patch, &parts)
+            .unwrap()
+            .followup_text
+            .unwrap();
+        assert!(
+            text.contains("(`reproduction.py` is left out by the test command"),
+            "{text}"
+        );
+        assert!(!text.contains("ending with"), "{text}");
+    }
     use critic_sdk::{RunResult, TestInput};
 
     const SOURCE: &str = "diff --git a/intervals/merge.py b/intervals/merge.py\n\
