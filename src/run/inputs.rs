@@ -25,36 +25,10 @@ pub(crate) fn load_events(request: &CheckRequest) -> Result<agents::Transcript, 
             request.events_format,
         )?),
     };
-    if let Some(format) = request.events_format {
-        forced_format_found(format, &transcript.events, request)?;
-    }
     if let Some(message) = &request.finish_message {
         add_finish(&mut transcript.events, message);
     }
     Ok(transcript)
-}
-
-/// A format the user forced must find its events: a stream it reads as
-/// nothing but unknown records is another format's (another agent's
-/// transcript), which would be judged as if the agent had done nothing.
-fn forced_format_found(
-    format: agents::EventsFormat,
-    events: &[critic_sdk::Event],
-    request: &CheckRequest,
-) -> Result<(), Error> {
-    if events.iter().any(|e| e.kind != EventKind::Other) {
-        return Ok(());
-    }
-    let source = match &request.events {
-        Some(path) => path.display().to_string(),
-        None => "events_inline".to_string(),
-    };
-    Err(Error::Usage(format!(
-        "--events-format {format}: {source} holds no {format} events ({} records, none of them \
-         known to it); is it another agent's transcript? Without --events-format the format is \
-         detected",
-        events.len()
-    )))
 }
 
 /// Add `message` as the stream's finish, unless the stream's last finish
@@ -148,24 +122,6 @@ mod tests {
         let mut e = critic_sdk::Event::new(0, EventKind::Finish);
         e.text = Some(text.into());
         e
-    }
-
-    #[test]
-    fn a_forced_format_that_finds_none_of_its_events_is_the_users_error() {
-        let request: CheckRequest = serde_json::from_value(serde_json::json!({
-            "skill": "/s", "events": "/t.jsonl", "events_format": "codex"
-        }))
-        .unwrap();
-        let format = request.events_format.unwrap();
-        let other = critic_sdk::Event::new(0, EventKind::Other);
-        let e = forced_format_found(format, &[other.clone(), other], &request).unwrap_err();
-        assert!(matches!(e, Error::Usage(_)), "{e}");
-        assert!(
-            e.to_string().contains("/t.jsonl holds no codex events"),
-            "{e}"
-        );
-        assert!(forced_format_found(format, &[], &request).is_err());
-        assert!(forced_format_found(format, &[finish("done")], &request).is_ok());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `critic check`: judge one finish and print the verdict.
 
 use crate::{Output, EXIT_ACCEPT, EXIT_REJECT};
+use critic_sdk::EventKind;
 use pluggable_critic::agents::EventsFormat;
 use pluggable_critic::detector::wasm::cache;
 use pluggable_critic::evaluate::state::DEFAULT_LOCK_TIMEOUT;
@@ -236,6 +237,23 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             "--events {}: no such file or directory; give the agent's transcript",
             events.display()
         );
+    }
+    // A format forced on another agent's transcript reads nothing but
+    // unknown records, which would be judged as a session that did nothing.
+    // (Only here, on the user's command line: a hook's transcript is the
+    // agent's, and what it makes of it is judged.)
+    if let (Some(format), Some(events)) = (request.events_format, &request.events) {
+        if let Ok(read) = pluggable_critic::agents::load_transcript(events, Some(format)) {
+            if read.events.iter().all(|e| e.kind == EventKind::Other) {
+                anyhow::bail!(
+                    "--events-format {format}: {} holds no {format} events ({} records, none \
+                     of them known to it); is it another agent's transcript? Without \
+                     --events-format the format is detected",
+                    events.display(),
+                    read.events.len()
+                );
+            }
+        }
     }
     let h = &request.host;
     if args.server.is_some()
