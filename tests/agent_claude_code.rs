@@ -109,9 +109,9 @@ fn the_cap_ends_a_loop_the_skill_would_never_end() {
         &state,
         &["--max-rejections", "2"],
     );
-    // The hook's settings are part of the project, not a change the agent made.
-    repo.git(&["add", "-A"]);
-    repo.git(&["commit", "-q", "-m", "hook"]);
+    // The hook's settings are not a change the agent made: the install
+    // keeps them out of the work tree's changes.
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
     let standin = Standin::start("claude_code", &json!([{"text": "Nothing to change."}]));
     let out = claude(repo.path(), "Look around", &standin, dir.path());
     assert!(out.status.success(), "{}", common::stderr(&out));
@@ -154,8 +154,8 @@ fn breaking_its_own_repository_does_not_let_the_agent_stop() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     install(repo.path(), &skill("empty-patch"), &state, &[]);
-    repo.git(&["add", "-A"]);
-    repo.git(&["commit", "-q", "-m", "hook"]);
+    // The install keeps its settings out of the work tree's changes.
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
     let bash = |command: &str| {
         json!({"tool_calls": [{"name": "Bash", "input": {
             "command": command, "description": "Run a command"}}]})
