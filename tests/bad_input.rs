@@ -100,10 +100,20 @@ fn events_missing_empty_or_malformed() {
     let repo = Repo::demo();
     let state = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
+    // A path on the user's command line that names nothing is their
+    // mistake: an error, no finish counted.
     let missing = dir.path().join("nope.jsonl");
-    unjudged_with(
-        &mut check(skill.path(), repo.path(), &missing, state.path()),
-        &["nope.jsonl: cannot read events"],
+    let out = run(&mut check(
+        skill.path(),
+        repo.path(),
+        &missing,
+        state.path(),
+    ));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("nope.jsonl: no such file or directory"),
+        "{}",
+        stderr(&out)
     );
     let empty = dir.path().join("empty.jsonl");
     std::fs::write(&empty, "\n\n").unwrap();

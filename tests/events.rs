@@ -77,7 +77,12 @@ fn ill_typed_fields_are_dropped_not_fatal() {
 
 #[test]
 fn forced_format_and_unknown_shapes() {
+    // A format forced on another agent's transcript finds nothing of its
+    // own: refused, never judged as a session that did nothing.
     let (code, _, err) = echo(&demo_events(1), Some("openhands-v0"));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("holds no openhands-v0 events"), "{err}");
+    let (code, _, err) = echo(&demo_events(1), Some("openhands"));
     assert_eq!(code, 0, "{err}");
     let dir = tempfile::tempdir().unwrap();
     let odd = dir.path().join("odd.jsonl");
@@ -90,11 +95,24 @@ fn forced_format_and_unknown_shapes() {
         err.contains("cannot tell the event format; pass --events-format"),
         "{err}"
     );
-    let (code, v, _) = echo(&odd, Some("openhands"));
-    assert_eq!(code, 0);
+    // Forced on records it knows none of: refused; beside one it knows,
+    // unknown kinds are kept.
+    let (code, _, err) = echo(&odd, Some("openhands"));
+    assert_eq!(code, 2, "{err}");
+    let mixed = dir.path().join("mixed.jsonl");
+    std::fs::write(
+        &mixed,
+        concat!(
+            "{\"kind\": \"MessageEvent\", \"source\": \"user\", \"llm_message\": {\"content\": [{\"text\": \"hi\"}]}}\n",
+            "{\"type\": \"something\"}\n",
+        ),
+    )
+    .unwrap();
+    let (code, v, err) = echo(&mixed, Some("openhands"));
+    assert_eq!(code, 0, "{err}");
     assert_eq!(
         v["kinds"],
-        serde_json::json!(["other"]),
+        serde_json::json!(["message", "other"]),
         "unknown kinds are kept"
     );
 }
