@@ -51,15 +51,20 @@ impl Context<'_> {
         // What the agent must not read: every run's files (the gold
         // control's patch among them), the user's clones, the instances
         // with their golden patches.
-        let covered = vec![
+        let mut covered = vec![
             self.out.to_path_buf(),
             self.experiment.repos.clone(),
             job.repo.clone(),
             self.experiment.instances.clone(),
-            // Where grading's scratch copies are (a gold control's among them).
-            crate::host::scratch::scratch_root(),
-            std::env::temp_dir(),
         ];
+        // Where grading's scratch copies are (a gold control's among them),
+        // unless the turn gets that place empty and its own anyway.
+        let scratch = [crate::host::scratch::scratch_root(), std::env::temp_dir()];
+        covered.extend(
+            scratch
+                .into_iter()
+                .filter(|p| !crate::host::confine::in_private_dir(p)),
+        );
         // The interpreter (its environment may lie under the output
         // directory) and `critic`, which a Stop hook runs.
         let seen = vec![job.python.clone(), self.critic.to_path_buf()];
