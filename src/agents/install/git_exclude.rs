@@ -90,18 +90,13 @@ fn read(file: &Path) -> std::io::Result<String> {
     }
 }
 
-/// Whether git tracks `rel` in `project`.
+/// Whether git tracks `rel` in `project` (asked the way the host asks git
+/// anything: the repository's configuration cannot run a hook or a
+/// monitor, and a git that hangs is stopped).
 fn tracked(project: &Path, rel: &Path) -> bool {
-    std::process::Command::new("git")
-        .arg("-C")
-        .arg(project)
-        .args(["ls-files", "--error-unmatch", "--"])
-        .arg(rel)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+    let mut cmd = crate::workspace::git::command(project);
+    cmd.args(["ls-files", "--error-unmatch", "--"]).arg(rel);
+    crate::workspace::git::run(cmd).is_ok()
 }
 
 #[cfg(test)]

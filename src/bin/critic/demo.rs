@@ -454,23 +454,16 @@ pub struct Args {
 /// Refuse to start unless `python3` on `PATH` (the interpreter the demo's
 /// confined runs use) imports `modules`, naming what to install.
 fn require_python(modules: &[&str], packages: &str) -> Result<()> {
-    let import = format!("import {}", modules.join(", "));
-    let out = std::process::Command::new("python3")
-        .args(["-c", &import])
-        .stdin(std::process::Stdio::null())
-        .output();
-    match out {
-        Ok(out) if out.status.success() => Ok(()),
-        Ok(out) => {
-            let why = String::from_utf8_lossy(&out.stderr);
-            let last = why.lines().last().unwrap_or("").trim().to_string();
-            Err(anyhow!(
-                "this demo runs the agent's tests, and `python3` on PATH cannot `{import}` \
-                 ({last}); install them (`python3 -m pip install {packages}`, or put a virtual \
-                 environment that has them first on PATH) and run it again"
-            ))
-        }
-        Err(e) => Err(anyhow!(
+    use pluggable_critic::grading::interpreter::{imports, NotImported};
+    match imports(Path::new("python3"), modules) {
+        Ok(()) => Ok(()),
+        Err(NotImported::Missing(last)) => Err(anyhow!(
+            "this demo runs the agent's tests, and `python3` on PATH cannot `import {}` \
+             ({last}); install them (`python3 -m pip install {packages}`, or put a virtual \
+             environment that has them first on PATH) and run it again",
+            modules.join(", ")
+        )),
+        Err(NotImported::NoInterpreter(e)) => Err(anyhow!(
             "this demo runs the agent's tests with `python3`, which cannot start ({e}); \
              install Python 3 with {packages}"
         )),
