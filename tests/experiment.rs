@@ -6,6 +6,8 @@
 //! an imitation of any agent's transcript); every finish judged by the real
 //! `critic check`, every grade a real pytest run in a confined scratch copy.
 
+#[path = "common/browser.rs"]
+mod browser;
 mod common;
 
 use common::agents::{npm_bin, python_with_package, Standin};
@@ -1030,44 +1032,168 @@ fn the_report_tables_and_charts_hold_the_runs_numbers_in_a_real_browser() {
         serde_json::from_slice(&std::fs::read(lab.path("out/summary.json")).unwrap()).unwrap();
     assert_eq!(summary["arms"][0]["resolved"]["k"], 2);
 
-    let report = lab.path("out/report.html");
-    let profile = tempfile::tempdir().unwrap();
-    let shot = lab.path("report.png");
-    let chromium = |more: &[&str]| {
-        let out = Command::new("chromium")
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--window-size=1300,2000",
-            ])
-            .arg(format!("--user-data-dir={}", profile.path().display()))
-            .args(more)
-            .arg(format!("file://{}", report.display()))
-            .output()
-            .expect("chromium (apt-get install chromium; .ci/run installs it)");
-        assert!(out.status.success(), "chromium: {}", stderr(&out));
-        out
+    report_opens_and_leads_to_every_run(&lab.path("out"));
+}
+
+/// The path a `file://` link names, and its fragment.
+fn linked_file(href: &str) -> (PathBuf, Option<String>) {
+    let rest = href
+        .strip_prefix("file://")
+        .unwrap_or_else(|| panic!("{href}: a link off the output directory"));
+    let (path, fragment) = match rest.split_once('#') {
+        Some((p, f)) => (p, Some(f.to_string())),
+        None => (rest, None),
     };
-    let dom = String::from_utf8(chromium(&["--dump-dom"]).stdout).unwrap();
-    assert_eq!(
-        dom.matches("<svg").count(),
-        3,
-        "resolved, F->P and rounds charts"
-    );
-    for t in [
-        "66.7% [20.8, 93.9] (2/3)",
-        "id=\"paired\"",
-        "Resolved within k rounds",
-        "No infrastructure errors.",
-    ] {
-        assert!(dom.contains(t), "{t} not on the page");
+    (PathBuf::from(path), fragment)
+}
+
+/// `out`'s report in a real Chromium 1400 px wide: no errors, nothing wider
+/// than the window, type a person reads, the controls out of the rounds
+/// chart, and a grid whose every cell opens its run's page, which holds
+/// what the run's files hold.
+fn report_opens_and_leads_to_every_run(out: &Path) {
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    for fetch in ["src=\"http", "href=\"http", "@import", "<script", "url("] {
+        assert!(!html.contains(fetch), "the report has {fetch}");
     }
-    chromium(&[&format!("--screenshot={}", shot.display())]);
-    let png = std::fs::read(&shot).unwrap();
-    assert!(png.starts_with(b"\x89PNG"));
-    assert!(png.len() > 20_000, "{} bytes", png.len());
+    let chromium = browser::Chromium::start(1400, 1000);
+    let page = chromium.open(&out.join("report.html"));
+    assert_eq!(page.errors(), Vec::<String>::new());
+    let (width, window) = page.overflow();
+    assert!(
+        width <= window,
+        "the page is {width} px wide in a {window} px window"
+    );
+    let sizes = page.eval(
+        "['body', '#arms td', '#runs td', '#rounds figcaption', 'p'].map(s => \
+         parseFloat(getComputedStyle(document.querySelector(s)).fontSize))",
+    );
+    for size in sizes.as_array().unwrap() {
+        assert!(size.as_f64().unwrap() >= 15.0, "type of {size} px: {sizes}");
+    }
+    // The charts' words as drawn, at the size the page shows them.
+    let chart_type = page.eval(
+        "Math.min(...Array.from(document.querySelectorAll('svg text')) \
+         .filter(t => t.textContent.trim()).map(t => t.getBoundingClientRect().height))",
+    );
+    assert!(
+        chart_type.as_f64().unwrap() >= 14.0,
+        "chart text {chart_type} px high"
+    );
+    assert_eq!(
+        page.eval("document.querySelectorAll('figure svg').length"),
+        3
+    );
+    assert_eq!(
+        page.eval("document.querySelector('#rounds figcaption').textContent"),
+        "fix-only brt-only",
+        "the rounds chart holds the arms with an agent, not the controls"
+    );
+    // Every anchor on the page is there.
+    let anchors = page.eval(
+        "Array.from(document.querySelectorAll('a[href^=\"#\"]'), \
+         a => document.getElementById(a.getAttribute('href').slice(1)) !== null)",
+    );
+    assert!(
+        anchors.as_array().unwrap().iter().all(|a| a == true),
+        "{anchors}"
+    );
+    // The grid: one chip per run, its class the run's outcome.
+    let chips = page
+        .eval("Array.from(document.querySelectorAll('#runs a.run'), a => [a.className, a.href])");
+    let chips = chips.as_array().unwrap();
+    let results = jsonl(&out.join("results.jsonl"));
+    assert_eq!(chips.len(), results.len(), "one chip per run");
+    for r in &results {
+        let dir = pluggable_critic::experiment::run_dir(
+            out,
+            &pluggable_critic::experiment::db::RunKey {
+                instance_id: r["instance_id"].as_str().unwrap().into(),
+                arm: r["arm"].as_str().unwrap().into(),
+                sample: r["sample"].as_u64().unwrap() as u32,
+            },
+        );
+        let href = format!("file://{}", dir.join("run.html").display());
+        let chip = chips
+            .iter()
+            .find(|c| c[1] == href.as_str())
+            .unwrap_or_else(|| panic!("no chip opens {href}"));
+        let class = match (r["status"].as_str().unwrap(), r["resolved"].as_bool()) {
+            ("ok", Some(true)) => "run resolved",
+            ("ok", _) => "run unresolved",
+            ("agent_fail", _) => "run agent-fail",
+            _ => "run infra-error",
+        };
+        assert_eq!(chip[0], class, "{href}");
+        run_page_shows_its_files(&chromium, &dir);
+    }
+}
+
+/// A run's page against the run's own files.
+fn run_page_shows_its_files(chromium: &browser::Chromium, dir: &Path) {
+    let page = chromium.open(&dir.join("run.html"));
+    assert_eq!(page.errors(), Vec::<String>::new(), "{}", dir.display());
+    let (width, window) = page.overflow();
+    assert!(width <= window, "{}: {width} px wide", dir.display());
+    for href in page.links() {
+        let (file, fragment) = linked_file(&href);
+        assert!(
+            file.is_file(),
+            "{}: a link to {href}, which is not there",
+            dir.display()
+        );
+        if let Some(f) = fragment {
+            let target = std::fs::read_to_string(&file).unwrap();
+            assert!(target.contains(&format!("id=\"{f}\"")), "{href}: no #{f}");
+        }
+    }
+    let text = |selector: &str| {
+        page.eval(&format!(
+            "document.querySelector('{selector}')?.textContent ?? null"
+        ))
+    };
+    // Each round: the verdict, the follow-up the agent got, the patch judged.
+    if let Ok(record) = std::fs::read(dir.join("run.json")) {
+        let record: Value = serde_json::from_slice(&record).unwrap();
+        for round in record["rounds"].as_array().unwrap() {
+            let k = round["round"].as_u64().unwrap();
+            let verdict = text(&format!("#round-{k} h2 .chip"));
+            assert_eq!(verdict, round["verdict"], "{}: round {k}", dir.display());
+            assert_eq!(
+                text(&format!("#round-{k} pre.text")),
+                round["followup"],
+                "{}: round {k}'s follow-up",
+                dir.display()
+            );
+            let patch = std::fs::read_to_string(dir.join(format!("round-{k}/patch.diff")));
+            if let Ok(patch) = patch {
+                let shown = text(&format!("#round-{k} pre.diff"));
+                assert_eq!(shown.as_str().unwrap().trim_end(), patch.trim_end());
+            }
+        }
+    }
+    // The grading, id by id, as golden.json has it.
+    let golden: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("grade/golden.json")).unwrap()).unwrap();
+    let rows = page.eval(
+        "Array.from(document.querySelectorAll('#ids tr'), r => Array.from(r.cells, c => c.textContent)).slice(1)",
+    );
+    let ids = golden["grade"]["ids"].as_array().unwrap();
+    assert_eq!(
+        rows.as_array().unwrap().len(),
+        ids.len(),
+        "{}",
+        dir.display()
+    );
+    for (row, id) in rows.as_array().unwrap().iter().zip(ids) {
+        assert_eq!(row[0], id["list"]);
+        assert!(row[1]
+            .as_str()
+            .unwrap()
+            .starts_with(id["id"].as_str().unwrap()));
+        assert_eq!(row[2], id["status"]);
+        assert_eq!(row[4], if id["success"] == true { "✓" } else { "✗" });
+    }
 }
 
 #[test]

@@ -5,6 +5,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -428,6 +429,42 @@ impl Db {
             })
             .map_err(|e| self.err(e))?;
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Every stored round, by run, in round order.
+    pub fn rounds(&self) -> Result<BTreeMap<RunKey, Vec<Round>>, DbError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare(
+                "SELECT instance_id, arm, sample, round, turn_exit, turn_s, verdict, \
+                 budget_exhausted, followup FROM rounds ORDER BY instance_id, arm, sample, round",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    RunKey {
+                        instance_id: r.get(0)?,
+                        arm: r.get(1)?,
+                        sample: r.get(2)?,
+                    },
+                    Round {
+                        round: r.get(3)?,
+                        turn_exit: r.get(4)?,
+                        turn_s: r.get(5)?,
+                        verdict: r.get(6)?,
+                        budget_exhausted: r.get(7)?,
+                        followup: r.get(8)?,
+                    },
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        let mut by_run: BTreeMap<RunKey, Vec<Round>> = BTreeMap::new();
+        for row in rows {
+            let (key, round) = row.map_err(|e| self.err(e))?;
+            by_run.entry(key).or_default().push(round);
+        }
+        Ok(by_run)
     }
 
     /// Every attempt logged, in key and attempt order.

@@ -189,6 +189,9 @@ pub enum ExperimentError {
     /// The database.
     #[error(transparent)]
     Db(#[from] db::DbError),
+    /// The report.
+    #[error(transparent)]
+    Report(#[from] report::ReportError),
 }
 
 /// What the caller shows while runs go.
@@ -628,8 +631,7 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         )
         .err()
     });
-    report::write(out, &record, &db.runs()?, &db.broken()?, None)
-        .map_err(ExperimentError::Output)?;
+    report::write(out, &record, &db, None)?;
     let not_started = not_started.into_inner();
     Ok(Finished {
         total: keys.len(),
@@ -795,7 +797,7 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
     }
     let all = db.runs()?;
     export::write(out, &exp.name, &all).map_err(ExperimentError::Output)?;
-    report::write(out, &manifest, &all, &db.broken()?, None).map_err(ExperimentError::Output)?;
+    report::write(out, &manifest, &db, None)?;
     Ok(Finished {
         total: all.len(),
         ran: runs.len(),
@@ -826,8 +828,7 @@ fn read_manifest(out: &Path) -> Result<serde_json::Value, ExperimentError> {
 pub fn report(out: &Path, baseline: Option<&str>) -> Result<report::Summary, ExperimentError> {
     let manifest = read_manifest(out)?;
     let db = Db::open(&out.join("results.sqlite"))?;
-    report::write(out, &manifest, &db.runs()?, &db.broken()?, baseline)
-        .map_err(ExperimentError::Output)
+    Ok(report::write(out, &manifest, &db, baseline)?)
 }
 
 /// Whether this machine can confine `exp`'s agent, before anything runs.

@@ -18,23 +18,62 @@ pub fn read_regular_file_nofollow(path: &Path, max: u64) -> std::io::Result<Vec<
     read_with_flags(path, max, libc::O_NOFOLLOW)
 }
 
-fn read_with_flags(path: &Path, max: u64, flags: i32) -> std::io::Result<Vec<u8>> {
+/// Which part of a file [`read_part`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// Its first bytes.
+    Head,
+    /// Its last bytes.
+    Tail,
+}
+
+/// At most `max` bytes of the regular file `path` (a symbolic link as its
+/// last component refused), from its start or its end, and the file's
+/// whole size: a large log or patch shown in part.
+pub fn read_part(path: &Path, max: u64, part: Part) -> std::io::Result<(Vec<u8>, u64)> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = open_regular(path, libc::O_NOFOLLOW)?;
+    let len = file.metadata()?.len();
+    if part == Part::Tail && len > max {
+        file.seek(SeekFrom::Start(len - max))?;
+    }
+    let mut bytes = Vec::with_capacity(len.min(max) as usize);
+    file.take(max).read_to_end(&mut bytes)?;
+    Ok((bytes, len))
+}
+
+/// `path` opened without blocking, refused unless it is a regular file.
+fn open_regular(path: &Path, flags: i32) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | flags)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "not a regular file",
+        ));
+    }
+    Ok(file)
+}
+
+fn read_with_flags(path: &Path, max: u64, flags: i32) -> std::io::Result<Vec<u8>> {
     let refuse = || {
         std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             format!("not a regular file of at most {}", size(max)),
         )
     };
-    let file = std::fs::File::options()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | flags)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() || meta.len() > max {
+    let file = open_regular(path, flags).map_err(|e| match e.kind() {
+        std::io::ErrorKind::InvalidData => refuse(),
+        _ => e,
+    })?;
+    let len = file.metadata()?.len();
+    if len > max {
         return Err(refuse());
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    let mut bytes = Vec::with_capacity(len as usize);
     // One byte more than allowed tells a file that grew while being read.
     file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > max {
@@ -72,5 +111,34 @@ mod tests {
         assert_eq!(read_regular_file(&file, 5).unwrap(), b"12345");
         let e = read_regular_file(&file, 4).unwrap_err().to_string();
         assert_eq!(e, "not a regular file of at most 4 bytes");
+    }
+
+    #[test]
+    fn a_part_is_the_head_or_the_tail_and_links_and_fifos_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("log");
+        std::fs::write(&file, "0123456789").unwrap();
+        assert_eq!(
+            read_part(&file, 4, Part::Head).unwrap(),
+            (b"0123".to_vec(), 10)
+        );
+        assert_eq!(
+            read_part(&file, 4, Part::Tail).unwrap(),
+            (b"6789".to_vec(), 10)
+        );
+        assert_eq!(
+            read_part(&file, 40, Part::Tail).unwrap(),
+            (b"0123456789".to_vec(), 10)
+        );
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(read_part(&link, 4, Part::Head).is_err());
+        let fifo = dir.path().join("fifo");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        assert!(read_part(&fifo, 4, Part::Tail).is_err());
     }
 }

@@ -1,0 +1,370 @@
+//! `OUT/report.html`: the arms' table, the failures, the charts, the paired
+//! comparison, and a grid of every run by instance and arm whose cells open
+//! the run's own page. One static file with no script; its only links go to
+//! the run pages and anchors beside it.
+
+use super::charts::{self, Bar, Line};
+use super::run_page;
+use super::tables::{escape, html_table, html_table_raw, mpe_table, tables};
+use super::{ArmSummary, Summary};
+use crate::experiment::db::{Run, RunKey, Status};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The look of the report and the run pages: type large enough to read,
+/// wide content scrolling inside its own box rather than the page.
+pub(super) const STYLE: &str = r#"
+:root { font-size: 16px; }
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; line-height: 1.45;
+  color: #1b1b1b; max-width: 1360px; margin: 1.5em auto; padding: 0 1.5em; }
+h1 { font-size: 1.9rem; margin-bottom: 0.3em; }
+h2 { font-size: 1.4rem; margin-top: 1.8em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
+h3 { font-size: 1.1rem; margin: 1.2em 0 0.4em; }
+nav a { margin-right: 1.2em; }
+code, pre { font-family: ui-monospace, "DejaVu Sans Mono", monospace; }
+table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.95rem; }
+th, td { border: 1px solid #ccc; padding: 4px 10px; text-align: right; vertical-align: top; }
+th { background: #f2f2f2; }
+th:first-child, td:first-child { text-align: left; white-space: nowrap; }
+td.text, th.text { text-align: left; }
+.scroll { overflow-x: auto; max-width: 100%; }
+figure { display: inline-block; margin: 0 1.2em 1.2em 0; vertical-align: top; max-width: 100%; }
+figure svg { max-width: 100%; height: auto; }
+figcaption { font-size: 0.95rem; margin-top: 0.3em; }
+.key { margin-right: 1.2em; white-space: nowrap; }
+.swatch { display: inline-block; width: 1.6em; height: 0.4em; vertical-align: middle; margin-right: 0.4em; }
+pre { background: #f7f7f7; border: 1px solid #ddd; padding: 0.6em 0.8em; font-size: 0.88rem;
+  overflow: auto; max-height: 42em; max-width: 100%; box-sizing: border-box; }
+pre.text { white-space: pre-wrap; overflow-wrap: anywhere; }
+.diff .add { background: #e3f7e6; } .diff .del { background: #fde8e6; }
+.diff .hunk { color: #0b4fa8; } .diff .file { font-weight: bold; }
+details { margin: 0.4em 0; } summary { cursor: pointer; }
+.run, .chip { display: inline-block; min-width: 1.7em; padding: 1px 5px; margin: 1px;
+  border-radius: 4px; text-align: center; font-weight: bold; text-decoration: none; color: #fff; }
+.resolved { background: #2e7d32; } .unresolved { background: #c62828; }
+.agent-fail { background: #b34700; } .infra-error { background: #6a1b9a; }
+.not-run { color: #666; background: none; font-weight: normal; }
+td.broken { background: #fff3e0; text-align: left; }
+#runs td { text-align: left; } #runs td:first-child { font-family: ui-monospace, monospace; }
+.facts th { text-align: left; width: 14em; } .facts td { text-align: left; }
+.note { color: #444; }
+#failures td { text-align: left; }
+"#;
+
+/// How a run shows in the grid and on its page: its CSS class, its mark,
+/// and in words.
+pub(super) fn mark(run: &Run) -> (&'static str, &'static str, &'static str) {
+    let resolved = run.resolved == Some(true);
+    match (run.status, resolved) {
+        (Status::InfraError, _) => ("infra-error", "!", "infrastructure error (not a result)"),
+        (Status::AgentFail, true) => ("agent-fail", "✓", "agent failure, patch resolves"),
+        (Status::AgentFail, false) => ("agent-fail", "✗", "agent failure"),
+        (Status::Ok, true) => ("resolved", "✓", "resolved"),
+        (Status::Ok, false) => ("unresolved", "✗", "not resolved"),
+    }
+}
+
+/// The link from the report to a run's page.
+fn run_href(key: &RunKey) -> String {
+    format!(
+        "runs/{}/{}/{}/{}",
+        crate::sys::path_name::slug(&key.instance_id),
+        crate::sys::path_name::slug(&key.arm),
+        key.sample,
+        run_page::FILE
+    )
+}
+
+/// Every run as a cell of an instance × arm grid; a broken instance's row
+/// says so.
+fn grid(s: &Summary, manifest: &Value, runs: &[Run]) -> String {
+    let mut arms: Vec<String> = s.arms.iter().map(|a| a.arm.clone()).collect();
+    for arm in manifest["arms"]
+        .as_object()
+        .into_iter()
+        .flat_map(|m| m.keys())
+    {
+        if !arms.contains(arm) {
+            arms.push(arm.clone());
+        }
+    }
+    let mut instances: BTreeSet<&str> = manifest["instance_ids"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    instances.extend(runs.iter().map(|r| r.key.instance_id.as_str()));
+    instances.extend(s.broken.iter().map(|b| b.instance_id.as_str()));
+    let mut cells: BTreeMap<(&str, &str), Vec<&Run>> = BTreeMap::new();
+    for r in runs {
+        cells
+            .entry((r.key.instance_id.as_str(), r.key.arm.as_str()))
+            .or_default()
+            .push(r);
+    }
+    let mut out = String::from("<div class=\"scroll\"><table id=\"runs\"><tr><th>instance</th>");
+    for arm in &arms {
+        out.push_str(&format!("<th class=\"text\">{}</th>", escape(arm)));
+    }
+    out.push_str("</tr>");
+    for id in instances {
+        out.push_str(&format!("<tr><td>{}</td>", escape(id)));
+        if let Some(i) = s.broken.iter().position(|b| b.instance_id == id) {
+            out.push_str(&format!(
+                "<td class=\"broken\" colspan=\"{}\"><a href=\"#broken-{i}\">broken instance: \
+                 not run</a></td></tr>",
+                arms.len()
+            ));
+            continue;
+        }
+        for arm in &arms {
+            out.push_str("<td>");
+            match cells.get(&(id, arm.as_str())) {
+                None => out.push_str("<span class=\"chip not-run\" title=\"not run\">·</span>"),
+                Some(runs) => {
+                    for r in runs {
+                        let (class, symbol, words) = mark(r);
+                        out.push_str(&format!(
+                            "<a class=\"run {class}\" href=\"{}\" title=\"{}\">{symbol}</a>",
+                            run_href(&r.key),
+                            escape(&format!(
+                                "sample {}: {words}, {} round(s)",
+                                r.key.sample, r.rounds
+                            ))
+                        ));
+                    }
+                }
+            }
+            out.push_str("</td>");
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table></div>");
+    out
+}
+
+/// The chips the grid uses, explained.
+const GRID_KEY: &str = "<p class=\"note\"><span class=\"chip resolved\">✓</span> resolved \
+    <span class=\"chip unresolved\">✗</span> not resolved \
+    <span class=\"chip agent-fail\">✗</span> agent failure (a result; ✓ when its patch still \
+    resolves) <span class=\"chip infra-error\">!</span> infrastructure error (not a result) \
+    <span class=\"chip not-run\">·</span> not run. One chip per sample; each opens the run: \
+    its rounds, the critic's verdicts and follow-ups, the patches, and its grading.</p>";
+
+fn is_control(a: &ArmSummary) -> bool {
+    a.arm.starts_with('@')
+}
+
+/// The charts: resolved and F→P per arm (controls included: they bound
+/// the rates), pass@k and resolved within k rounds for the arms with an
+/// agent.
+fn charts(s: &Summary) -> String {
+    let bars = |rate: fn(&ArmSummary) -> Option<crate::experiment::stats::Rate>| -> Vec<Bar> {
+        s.arms
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| {
+                rate(a).map(|rate| Bar {
+                    name: a.arm.clone(),
+                    colour: i,
+                    rate,
+                })
+            })
+            .collect()
+    };
+    let agents = || s.arms.iter().enumerate().filter(|(_, a)| !is_control(a));
+    let mut out = format!(
+        "<figure id=\"resolved\">{}</figure>",
+        charts::rate_bars("Resolved (95% CI)", &bars(|a| Some(a.resolved)))
+    );
+    let f2p = bars(|a| a.f2p);
+    if !f2p.is_empty() {
+        out.push_str(&format!(
+            "<figure id=\"f2p\">{}</figure>",
+            charts::rate_bars("F→P of the runs' own tests (95% CI)", &f2p)
+        ));
+    }
+    let samples = s.arms.iter().map(|a| a.pass_at_k.len()).max().unwrap_or(0);
+    if samples >= 2 {
+        let lines: Vec<Line> = agents()
+            .map(|(i, a)| Line {
+                name: a.arm.clone(),
+                colour: i,
+                points: a.pass_at_k.clone(),
+            })
+            .collect();
+        out.push_str(&format!(
+            "<figure id=\"pass-at-k\">{}</figure>",
+            charts::lines("pass@k (95% bootstrap CI)", "k samples", "pass@k", &lines)
+        ));
+    }
+    let rounds: Vec<Line> = agents()
+        .map(|(i, a)| Line {
+            name: a.arm.clone(),
+            colour: i,
+            points: a
+                .resolved_within
+                .iter()
+                .map(|r| Some((r.rate, r.low, r.high)))
+                .collect(),
+        })
+        .collect();
+    if !rounds.is_empty() {
+        out.push_str(&format!(
+            "<figure id=\"rounds\">{}</figure>",
+            charts::lines(
+                "Resolved within k rounds (95% CI)",
+                "round k",
+                "resolved",
+                &rounds
+            )
+        ));
+    }
+    if samples < 2 {
+        out.push_str(
+            "<p class=\"note\">One sample per instance: pass@1 is the resolved rate. With \
+             <code>samples:</code> of 2 or more the report draws pass@k.</p>",
+        );
+    }
+    out
+}
+
+fn failures(s: &Summary) -> String {
+    if s.failures.is_empty() {
+        return String::new();
+    }
+    let mut rows = vec![["status", "class", "runs", "first run", "its message"]
+        .iter()
+        .map(|h| h.to_string())
+        .collect::<Vec<_>>()];
+    rows.extend(s.failures.iter().map(|f| {
+        vec![
+            escape(&f.status),
+            escape(&f.class),
+            f.runs.to_string(),
+            format!(
+                "<a href=\"{}\">{}</a>",
+                run_href(&f.first_key),
+                escape(&f.first_key.to_string())
+            ),
+            escape(&f.first_message),
+        ]
+    }));
+    format!(
+        "<h2 id=\"failures\">Failures by class</h2><div class=\"scroll\">{}</div>",
+        html_table_raw(&rows, "failures")
+    )
+}
+
+fn broken(s: &Summary) -> String {
+    if s.broken.is_empty() {
+        return String::new();
+    }
+    let items: Vec<String> = s
+        .broken
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            format!(
+                "<li id=\"broken-{i}\"><code>{}</code>: {}<pre>{}</pre></li>",
+                escape(&b.instance_id),
+                escape(&b.reason),
+                escape(&b.log_tail)
+            )
+        })
+        .collect();
+    format!(
+        "<h2 id=\"broken\">Broken instances</h2><p>Their golden patch does not resolve them in \
+         this environment, so none of their runs were made: fix the environment or the \
+         record, and run again.</p><ul>{}</ul>",
+        items.join("")
+    )
+}
+
+/// The page.
+pub(super) fn html(s: &Summary, manifest: &Value, runs: &[Run]) -> String {
+    let (main, paired) = tables(s);
+    let infra = if s.infra_errors.is_empty() {
+        "<p>No infrastructure errors.</p>".to_string()
+    } else {
+        let listed: Vec<String> = s
+            .infra_errors
+            .iter()
+            .map(|(c, n)| format!("<li><code>{}</code>: {n}</li>", escape(c)))
+            .collect();
+        format!(
+            "<p><strong>Infrastructure errors</strong> (not results, left out of every rate; \
+             rerun to retry them):</p><ul>{}</ul>",
+            listed.join("")
+        )
+    };
+    let mpe = mpe_table(s);
+    let mpe_html = if mpe.len() > 1 {
+        format!(
+            "<h2>MPE classes of the runs' own tests</h2>{}<p>From <code>mpe/</code> \
+             (<code>critic mpe</code> on the final patches' tests).</p>",
+            html_table(&mpe, "mpe")
+        )
+    } else {
+        String::new()
+    };
+    let paired_html = if paired.len() > 1 {
+        format!(
+            "<h2 id=\"paired-head\">Paired against <code>{}</code></h2>{}",
+            escape(s.baseline.as_deref().unwrap_or("?")),
+            html_table(&paired, "paired")
+        )
+    } else {
+        String::new()
+    };
+    let sha = manifest["tool"]["binary_sha256"].as_str().unwrap_or("?");
+    format!(
+        r##"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{name}: experiment report</title>
+<style>{STYLE}</style></head><body>
+<h1>{name}</h1>
+<nav><a href="#arms">Arms</a><a href="#charts">Charts</a><a href="#runs-head">Runs</a><a href="#definitions">Definitions</a></nav>
+<p>{instances} instances × {arms} arms × {samples} samples; tool {tool}; every number below is
+traceable to <code>results.sqlite</code> and the run directories under <code>runs/</code>, and
+each run opens from the grid below.</p>
+<div class="scroll">{main}</div>
+{infra}
+{broken}
+{failures}
+<h2 id="charts">Charts</h2>
+{charts}
+{paired_html}
+{mpe_html}
+<h2 id="runs-head">Runs by instance and arm</h2>
+{grid_key}
+{grid}
+<h2 id="definitions">Definitions</h2>
+<p>Resolved: the golden tests (FAIL_TO_PASS and PASS_TO_PASS, by test id) pass on the final
+patch. F→P: the run's own test fails on the base and passes on the golden fix. Intervals are 95%
+Wilson score intervals. pass@k: the unbiased estimator over each instance's samples (with a 95%
+bootstrap interval over instances), averaged over the instances with at least k results (an
+infrastructure error is not one). Coupling: P(test not F→P and fix unresolved) / (P(test not
+F→P) · P(fix unresolved)); 1 means the two fail independently. Paired: McNemar's exact test on
+the (instance, sample) pairs both arms have. Resolved within k rounds: runs resolved whose agent
+finished within k rounds. Controls (<code>@gold</code>, <code>@empty</code>) have no agent and
+are left out of the pass@k and rounds charts.</p>
+</body></html>
+"##,
+        name = escape(&s.name),
+        instances = manifest["instance_ids"].as_array().map_or(0, |a| a.len()),
+        arms = manifest["arms"].as_object().map_or(0, |a| a.len()),
+        samples = manifest["samples"],
+        tool = escape(&format!(
+            "{} ({})",
+            manifest["tool"]["version"].as_str().unwrap_or("?"),
+            sha.get(..12).unwrap_or(sha)
+        )),
+        main = html_table(&main, "arms"),
+        failures = failures(s),
+        broken = broken(s),
+        charts = charts(s),
+        grid_key = GRID_KEY,
+        grid = grid(s, manifest, runs),
+    )
+}

@@ -1,0 +1,697 @@
+//! A run's own page, `runs/<instance>/<arm>/<sample>/run.html`: how the run
+//! ended, each round (the agent's turn, the critic's verdict with every
+//! signal's result and metadata, the follow-up it sent, the patch it
+//! judged, the end of the agent's log), the final patch, and the grading id
+//! by id. What agents and skills wrote is shown escaped, in part when it is
+//! large, read without blocking and through no link at the last step; the
+//! page has no script.
+
+use super::page::{mark, STYLE};
+use super::tables::escape;
+use crate::experiment::db::{Round, Run};
+use crate::grading::grade::Resolution;
+use crate::sys::bounded_read::{read_part, Part};
+use serde::Deserialize;
+use serde_json::Value;
+use std::path::Path;
+
+/// The page's file name in a run's directory.
+pub const FILE: &str = "run.html";
+
+/// How much of a patch is shown.
+const PATCH_SHOWN: u64 = 256 << 10;
+/// How much of the end of a log is shown.
+const LOG_SHOWN: u64 = 32 << 10;
+/// How much of a detector's metadata is shown per signal.
+const METADATA_SHOWN: usize = 64 << 10;
+/// The largest verdict or grading log read.
+const JSON_MAX: u64 = 32 << 20;
+
+/// A grading log (`grade/golden.json`, `grade/own-on-*.json`): the parts
+/// the page shows.
+#[derive(Deserialize)]
+struct GradeLog {
+    #[serde(default)]
+    result: Option<Output>,
+    #[serde(default)]
+    grade: Option<Resolution>,
+}
+
+#[derive(Deserialize)]
+struct Output {
+    exit_code: Option<i32>,
+    #[serde(default)]
+    timed_out: bool,
+    #[serde(default)]
+    stdout: String,
+    #[serde(default)]
+    stderr: String,
+}
+
+/// The text of a file in the run's directory, in part: `None` when there
+/// is none, a sentence when it cannot be read.
+fn part(dir: &Path, rel: &str, max: u64, which: Part) -> Option<Result<Shown, String>> {
+    let path = dir.join(rel);
+    match read_part(&path, max, which) {
+        Ok((bytes, size)) => Some(Ok(Shown::new(&bytes, size, which))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => Some(Err(format!("{rel} cannot be shown: {e}"))),
+    }
+}
+
+/// Text as shown, and what of it was left out.
+struct Shown {
+    text: String,
+    left_out: u64,
+    which: Part,
+}
+
+impl Shown {
+    fn new(bytes: &[u8], size: u64, which: Part) -> Shown {
+        let mut text = String::from_utf8_lossy(bytes).into_owned();
+        let left_out = size.saturating_sub(bytes.len() as u64);
+        if left_out > 0 && which == Part::Tail {
+            // Start at a line, not inside one.
+            if let Some(i) = text.find('\n') {
+                text.drain(..=i);
+            }
+        }
+        Shown {
+            text,
+            left_out,
+            which,
+        }
+    }
+
+    fn of_text(text: &str, max: u64, which: Part) -> Shown {
+        let bytes = text.as_bytes();
+        let cut = match which {
+            Part::Head => &bytes[..bytes.len().min(max as usize)],
+            Part::Tail => &bytes[bytes.len().saturating_sub(max as usize)..],
+        };
+        Shown::new(cut, bytes.len() as u64, which)
+    }
+
+    /// A sentence on what was left out, if anything.
+    fn note(&self) -> String {
+        if self.left_out == 0 {
+            return String::new();
+        }
+        let place = match self.which {
+            Part::Head => "after this",
+            Part::Tail => "before this",
+        };
+        format!(
+            "<p class=\"note\">{} KiB {place} not shown.</p>",
+            self.left_out.div_ceil(1024)
+        )
+    }
+}
+
+/// A diff, each line marked by what it does.
+fn diff_html(shown: &Shown) -> String {
+    let mut out = String::from("<pre class=\"diff\">");
+    for line in shown.text.lines() {
+        let class = if ["diff --git", "+++ ", "--- "]
+            .iter()
+            .any(|p| line.starts_with(p))
+        {
+            "file"
+        } else if line.starts_with("@@") {
+            "hunk"
+        } else if line.starts_with('+') {
+            "add"
+        } else if line.starts_with('-') {
+            "del"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "<span class=\"{class}\">{}</span>\n",
+            escape(line)
+        ));
+    }
+    out.push_str("</pre>");
+    out.push_str(&shown.note());
+    out
+}
+
+/// What a diff changes, in a few words.
+fn diff_summary(text: &str) -> String {
+    let files = text.lines().filter(|l| l.starts_with("diff --git")).count();
+    let added = text
+        .lines()
+        .filter(|l| l.starts_with('+') && !l.starts_with("+++ "))
+        .count();
+    let removed = text
+        .lines()
+        .filter(|l| l.starts_with('-') && !l.starts_with("--- "))
+        .count();
+    format!("{files} file(s), +{added} −{removed}")
+}
+
+/// A link to a file of the run's directory, when it is there.
+fn link(dir: &Path, rel: &str) -> String {
+    if dir.join(rel).is_file() {
+        format!(" (<a href=\"{rel}\">{rel}</a>)")
+    } else {
+        String::new()
+    }
+}
+
+fn pre(shown: &Shown) -> String {
+    format!("<pre>{}</pre>{}", escape(&shown.text), shown.note())
+}
+
+/// A file of the run's directory as a collapsed block, with a link to it.
+fn file_block(dir: &Path, rel: &str, title: &str, max: u64, which: Part, open: bool) -> String {
+    match part(dir, rel, max, which) {
+        None => String::new(),
+        Some(Err(e)) => format!("<p class=\"note\">{}</p>", escape(&e)),
+        Some(Ok(shown)) => format!(
+            "<details{}><summary>{title} (<a href=\"{rel}\">{rel}</a>)</summary>{}</details>",
+            if open { " open" } else { "" },
+            if rel.ends_with(".diff") {
+                diff_html(&shown)
+            } else {
+                pre(&shown)
+            }
+        ),
+    }
+}
+
+fn json_file(dir: &Path, rel: &str) -> Option<Result<Vec<u8>, String>> {
+    let path = dir.join(rel);
+    match crate::sys::bounded_read::read_regular_file_nofollow(&path, JSON_MAX) {
+        Ok(bytes) => Some(Ok(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => Some(Err(format!("{rel} cannot be read: {e}"))),
+    }
+}
+
+/// The critic's verdict of a round: its message and every signal.
+fn verdict_html(dir: &Path, rel: &str) -> String {
+    let verdict: Value = match json_file(dir, rel) {
+        None => return "<p class=\"note\">No verdict was recorded for this round.</p>".into(),
+        Some(Err(e)) => return format!("<p class=\"note\">{}</p>", escape(&e)),
+        Some(Ok(bytes)) => match serde_json::from_slice(&bytes) {
+            Ok(v) => v,
+            Err(e) => {
+                return format!(
+                    "<p class=\"note\">{}</p>",
+                    escape(&format!("{rel} is not a verdict: {e}"))
+                )
+            }
+        },
+    };
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "–".into(),
+        other => other.to_string(),
+    };
+    let mut out = format!(
+        "<p>{} <span class=\"note\">(score {} against threshold {}; finish {} of at most {}; \
+         skill {} {}; <a href=\"{rel}\">{rel}</a>)</span></p>",
+        escape(&text(&verdict["message"])),
+        escape(&text(&verdict["score"])),
+        escape(&text(&verdict["threshold"])),
+        escape(&text(&verdict["iteration"])),
+        escape(&text(&verdict["max_iterations"])),
+        escape(&text(&verdict["skill"]["name"])),
+        escape(&text(&verdict["skill"]["version"])),
+    );
+    let signals = verdict["signals"].as_array().cloned().unwrap_or_default();
+    if signals.is_empty() {
+        return out;
+    }
+    out.push_str(
+        "<div class=\"scroll\"><table class=\"signals\"><tr><th>signal</th><th>type</th>\
+         <th>status</th><th>triggered</th><th>weight</th><th>ms</th></tr>",
+    );
+    for s in &signals {
+        out.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&text(&s["name"])),
+            escape(&text(&s["type"])),
+            escape(&text(&s["status"])),
+            escape(&text(&s["triggered"])),
+            escape(&text(&s["weight"])),
+            s["duration_ms"]
+                .as_f64()
+                .map_or("–".into(), |ms| format!("{ms:.0}")),
+        ));
+    }
+    out.push_str("</table></div>");
+    for s in &signals {
+        if s["metadata"].is_null() && s["error"].is_null() {
+            continue;
+        }
+        let mut body = serde_json::to_string_pretty(&serde_json::json!({
+            "metadata": s["metadata"],
+            "error": s["error"],
+        }))
+        .unwrap_or_default();
+        let shown = Shown::of_text(&body, METADATA_SHOWN as u64, Part::Head);
+        body = shown.text.clone();
+        out.push_str(&format!(
+            "<details><summary>what <code>{}</code> reported</summary><pre>{}</pre>{}</details>",
+            escape(&text(&s["name"])),
+            escape(&body),
+            shown.note()
+        ));
+    }
+    out
+}
+
+fn round_html(dir: &Path, r: &Round) -> String {
+    let k = r.round;
+    let class = match r.verdict.as_str() {
+        "accepted" => "resolved",
+        "rejected" => "unresolved",
+        _ => "infra-error",
+    };
+    let turn = match r.turn_exit {
+        Some(code) => format!("The agent's turn exited {code} after {:.1} s", r.turn_s),
+        None if r.turn_s > 0.0 => format!("The agent's turn was stopped after {:.1} s", r.turn_s),
+        None => "The finish came from the agent's own session (its Stop hook)".into(),
+    };
+    let mut out = format!(
+        "<section id=\"round-{k}\"><h2>Round {k}: <span class=\"chip {class}\">{}</span></h2>\
+         <p>{turn}{}.</p>",
+        escape(&r.verdict),
+        if r.budget_exhausted {
+            "; accepted only because the skill's budget ran out"
+        } else {
+            ""
+        }
+    );
+    let round = format!("round-{k}");
+    out.push_str(&file_block(
+        dir,
+        &format!("{round}/prompt.md"),
+        "The prompt of this turn",
+        LOG_SHOWN,
+        Part::Head,
+        false,
+    ));
+    out.push_str("<h3>The critic's verdict</h3>");
+    out.push_str(&verdict_html(dir, &format!("{round}/verdict.json")));
+    if let Some(followup) = &r.followup {
+        out.push_str(&format!(
+            "<h3>Follow-up sent to the agent</h3><pre class=\"text\">{}</pre>",
+            escape(followup)
+        ));
+    }
+    let patch = format!("{round}/patch.diff");
+    if let Some(Ok(shown)) = part(dir, &patch, PATCH_SHOWN, Part::Head) {
+        out.push_str(&format!(
+            "<h3>The patch judged</h3><details open><summary>{} (<a href=\"{patch}\">{patch}</a>)\
+             </summary>{}</details>",
+            diff_summary(&shown.text),
+            diff_html(&shown)
+        ));
+    }
+    out.push_str(&file_block(
+        dir,
+        &format!("{round}/agent.log"),
+        "The end of the agent's log",
+        LOG_SHOWN,
+        Part::Tail,
+        false,
+    ));
+    out.push_str(&file_block(
+        dir,
+        &format!("{round}/check.stderr"),
+        "What the check wrote to stderr",
+        LOG_SHOWN,
+        Part::Tail,
+        false,
+    ));
+    out.push_str("</section>");
+    out
+}
+
+fn output_html(output: &Output, what: &str) -> String {
+    let mut out = format!(
+        "<details><summary>{what}: exit {}{}</summary>",
+        output.exit_code.map_or("–".to_string(), |c| c.to_string()),
+        if output.timed_out { ", timed out" } else { "" },
+    );
+    for (name, text) in [("stdout", &output.stdout), ("stderr", &output.stderr)] {
+        if !text.is_empty() {
+            let shown = Shown::of_text(text, LOG_SHOWN, Part::Tail);
+            out.push_str(&format!("<p>{name}</p>{}", pre(&shown)));
+        }
+    }
+    out.push_str("</details>");
+    out
+}
+
+fn read_grade_log(dir: &Path, rel: &str) -> Option<Result<GradeLog, String>> {
+    json_file(dir, rel).map(|bytes| {
+        bytes.and_then(|b| {
+            serde_json::from_slice(&b).map_err(|e| format!("{rel} is not a grading log: {e}"))
+        })
+    })
+}
+
+/// The grading: each golden id's status, then the run's own test.
+fn grading_html(dir: &Path) -> String {
+    let mut out = String::from("<h2 id=\"grading\">Grading</h2>");
+    match read_grade_log(dir, "grade/golden.json") {
+        None => out.push_str("<p class=\"note\">This run was not graded.</p>"),
+        Some(Err(e)) => out.push_str(&format!("<p class=\"note\">{}</p>", escape(&e))),
+        Some(Ok(log)) => {
+            if let Some(grade) = &log.grade {
+                out.push_str(&resolution_html(grade));
+            }
+            if let Some(output) = &log.result {
+                out.push_str(&output_html(output, "The grading run's output"));
+            }
+            out.push_str(
+                "<p class=\"note\">The command, its whole output and the grade: \
+                 <a href=\"grade/golden.json\">grade/golden.json</a>.</p>",
+            );
+        }
+    }
+    let own: Vec<(&str, &str)> = [
+        ("grade/own-on-base.json", "on the base"),
+        ("grade/own-on-golden.json", "on the golden fix"),
+    ]
+    .into_iter()
+    .filter(|(rel, _)| dir.join(rel).exists())
+    .collect();
+    if !own.is_empty() {
+        out.push_str("<h3>The run's own test</h3>");
+        for (rel, on) in own {
+            match read_grade_log(dir, rel) {
+                Some(Ok(GradeLog {
+                    result: Some(output),
+                    ..
+                })) => out.push_str(&output_html(
+                    &output,
+                    &format!("<a href=\"{rel}\">{on}</a>"),
+                )),
+                Some(Err(e)) => out.push_str(&format!("<p class=\"note\">{}</p>", escape(&e))),
+                _ => out.push_str(&format!(
+                    "<p class=\"note\"><a href=\"{rel}\">{on}</a>: did not run.</p>"
+                )),
+            }
+        }
+    }
+    out
+}
+
+fn resolution_html(grade: &Resolution) -> String {
+    let mut out = String::new();
+    for (label, text) in [
+        ("Why the run resolves nothing", &grade.problem),
+        ("Why grading failed", &grade.infra),
+    ] {
+        if let Some(text) = text {
+            out.push_str(&format!(
+                "<p><strong>{label}:</strong> {}</p>",
+                escape(text)
+            ));
+        }
+    }
+    if !grade.ids.is_empty() {
+        let passed = |list: crate::grading::status::List| {
+            let of: Vec<_> = grade.ids.iter().filter(|g| g.list == list).collect();
+            (of.iter().filter(|g| g.success).count(), of.len())
+        };
+        let (f, fn_) = passed(crate::grading::status::List::FailToPass);
+        let (p, pn) = passed(crate::grading::status::List::PassToPass);
+        out.push_str(&format!(
+            "<p>FAIL_TO_PASS: {f} of {fn_} succeed; PASS_TO_PASS: {p} of {pn} succeed.</p>\
+             <div class=\"scroll\"><table id=\"ids\"><tr><th>list</th><th class=\"text\">test id\
+             </th><th>status</th><th>found as</th><th>counts</th></tr>"
+        ));
+        for g in &grade.ids {
+            let name = |v: Value| v.as_str().unwrap_or("?").to_string();
+            out.push_str(&format!(
+                "<tr><td>{}</td><td class=\"text\"><code>{}</code>{}</td><td>{}</td><td>{}</td>\
+                 <td><span class=\"chip {}\">{}</span></td></tr>",
+                name(serde_json::to_value(g.list).unwrap_or_default()),
+                escape(&g.id),
+                g.key
+                    .as_deref()
+                    .filter(|k| *k != g.id)
+                    .map_or(String::new(), |k| format!(
+                        "<br><span class=\"note\">as <code>{}</code></span>",
+                        escape(k)
+                    )),
+                g.status.map_or("missing", |s| s.word()),
+                name(serde_json::to_value(g.rule).unwrap_or_default()),
+                if g.success { "resolved" } else { "unresolved" },
+                if g.success { "✓" } else { "✗" },
+            ));
+        }
+        out.push_str("</table></div>");
+    }
+    for r in &grade.restored {
+        out.push_str(&format!(
+            "<p class=\"note\">Put back before the run: <code>{}</code> ({})</p>",
+            escape(&r.path),
+            escape(&r.why)
+        ));
+    }
+    for n in &grade.notes {
+        out.push_str(&format!("<p class=\"note\">{}</p>", escape(n)));
+    }
+    out
+}
+
+fn facts(run: &Run) -> String {
+    let (class, _, words) = mark(run);
+    let mut rows: Vec<(&str, String)> = vec![(
+        "status",
+        format!(
+            "<span class=\"chip {class}\">{}</span> {}",
+            run.status.name(),
+            escape(words)
+        ),
+    )];
+    if let Some(class) = &run.error_class {
+        rows.push((
+            "failure",
+            format!(
+                "<code>{}</code>: {}",
+                escape(class),
+                escape(run.error.as_deref().unwrap_or(""))
+            ),
+        ));
+    }
+    if let Some(problem) = &run.grade_problem {
+        rows.push(("grading problem", escape(problem)));
+    }
+    rows.push((
+        "the run's own test",
+        match run.f2p {
+            None => "none written".into(),
+            Some(f) => format!(
+                "{} on the base, {} on the golden fix: {}",
+                if f.fails_on_base { "fails" } else { "passes" },
+                if f.passes_on_golden {
+                    "passes"
+                } else {
+                    "fails"
+                },
+                if f.fails_on_base && f.passes_on_golden {
+                    "F→P"
+                } else {
+                    "not F→P"
+                }
+            ),
+        },
+    ));
+    rows.push(("finishes judged", run.finishes.to_string()));
+    rows.push(("agent turns", run.rounds.to_string()));
+    if run.budget_exhausted {
+        rows.push((
+            "budget",
+            "accepted only because the skill's budget ran out".into(),
+        ));
+    }
+    if let Some(t) = &run.outcome_test {
+        rows.push(("test in the final patch", escape(t)));
+    }
+    if let Some(t) = run.tokens {
+        rows.push(("tokens", t.to_string()));
+    }
+    if let Some(c) = run.cost {
+        rows.push(("cost", format!("${c:.4}")));
+    }
+    rows.push(("wall time", format!("{:.1} s", run.duration_s)));
+    rows.push(("attempts", run.attempts.to_string()));
+    let cells: String = rows
+        .iter()
+        .map(|(k, v)| format!("<tr><th>{k}</th><td>{v}</td></tr>"))
+        .collect();
+    format!("<table class=\"facts\">{cells}</table>")
+}
+
+/// The page of `run`, with its `rounds`, from the files of its directory
+/// `dir`.
+pub(super) fn html(run: &Run, rounds: &[Round], dir: &Path) -> String {
+    let k = &run.key;
+    let mut body = facts(run);
+    if rounds.is_empty() {
+        body.push_str(
+            "<p class=\"note\">No agent turns were recorded: a control's patch is graded as it \
+             is, and a run that failed before its agent started has none.</p>",
+        );
+    } else {
+        let links: Vec<String> = rounds
+            .iter()
+            .map(|r| format!("<a href=\"#round-{0}\">round {0}</a>", r.round))
+            .collect();
+        body.push_str(&format!("<nav>{}</nav>", links.join("")));
+    }
+    for r in rounds {
+        body.push_str(&round_html(dir, r));
+    }
+    body.push_str("<h2 id=\"final\">The final patch</h2>");
+    if run.model_patch.is_empty() {
+        body.push_str("<p class=\"note\">Empty: the run changed nothing.</p>");
+    } else {
+        let shown = Shown::of_text(&run.model_patch, PATCH_SHOWN, Part::Head);
+        body.push_str(&format!(
+            "<p>{}{}</p>{}",
+            diff_summary(&run.model_patch),
+            link(dir, "final.patch"),
+            diff_html(&shown)
+        ));
+    }
+    body.push_str(&grading_html(dir));
+    format!(
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>{STYLE}</style></head><body>
+<nav><a href="../../../../report.html#runs-head">← the report</a>{record}</nav>
+<h1>{instance}</h1>
+<p>arm <code>{arm}</code>, sample {sample}</p>
+{body}
+</body></html>
+"#,
+        title = escape(&k.to_string()),
+        instance = escape(&k.instance_id),
+        arm = escape(&k.arm),
+        sample = k.sample,
+        record = if dir.join("run.json").is_file() {
+            "<a href=\"run.json\">run.json</a>"
+        } else {
+            ""
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::db::{RunKey, Status};
+
+    fn run() -> Run {
+        Run {
+            key: RunKey {
+                instance_id: "a<b>".into(),
+                arm: "arm\"x".into(),
+                sample: 0,
+            },
+            status: Status::Ok,
+            error_class: None,
+            error: None,
+            resolved: Some(false),
+            grade_problem: Some("<b>bold</b>".into()),
+            f2p: None,
+            finishes: 1,
+            rounds: 1,
+            budget_exhausted: false,
+            outcome_test: None,
+            tokens: None,
+            cost: None,
+            duration_s: 1.0,
+            attempts: 1,
+            model_patch: "+</pre><script>alert(1)</script>\n".into(),
+        }
+    }
+
+    fn round() -> Round {
+        Round {
+            round: 1,
+            turn_exit: Some(0),
+            turn_s: 0.5,
+            verdict: "rejected".into(),
+            budget_exhausted: false,
+            followup: Some("<img src=x onerror=alert(1)>".into()),
+        }
+    }
+
+    #[test]
+    fn what_agents_and_skills_wrote_is_shown_as_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let round_dir = dir.path().join("round-1");
+        std::fs::create_dir_all(&round_dir).unwrap();
+        std::fs::write(
+            round_dir.join("verdict.json"),
+            r#"{"message": "<script>x</script>", "signals": [{"name": "<i>n</i>",
+                "metadata": {"html": "</pre><script>y</script>"}}]}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            round_dir.join("patch.diff"),
+            "-<style>*{display:none}</style>\n",
+        )
+        .unwrap();
+        let page = html(&run(), &[round()], dir.path());
+        for raw in ["<script", "<img", "<style>*", "<b>bold", "<i>n"] {
+            assert!(!page.contains(raw), "{raw} reached the page");
+        }
+        assert!(page.contains("&lt;img src=x onerror=alert(1)&gt;"));
+        assert!(page.contains("&lt;/pre&gt;&lt;script&gt;y&lt;/script&gt;"));
+    }
+
+    #[test]
+    fn planted_fifos_and_links_are_named_not_followed_and_large_logs_shown_in_part() {
+        let dir = tempfile::tempdir().unwrap();
+        let round_dir = dir.path().join("round-1");
+        std::fs::create_dir_all(&round_dir).unwrap();
+        assert!(std::process::Command::new("mkfifo")
+            .arg(round_dir.join("agent.log"))
+            .status()
+            .unwrap()
+            .success());
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "+the user's secret\n").unwrap();
+        std::os::unix::fs::symlink(&secret, round_dir.join("patch.diff")).unwrap();
+        std::os::unix::fs::symlink(&secret, round_dir.join("check.stderr")).unwrap();
+        let page = html(&run(), &[round()], dir.path());
+        assert!(!page.contains("the user&#x27;s secret") && !page.contains("user's secret"));
+        assert!(page.contains("round-1/agent.log cannot be shown"), "{page}");
+        assert!(
+            page.contains("round-1/check.stderr cannot be shown"),
+            "{page}"
+        );
+
+        std::fs::remove_file(round_dir.join("agent.log")).unwrap();
+        let log: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(round_dir.join("agent.log"), &log).unwrap();
+        let page = html(&run(), &[round()], dir.path());
+        assert!(page.contains("line 19999\n"));
+        assert!(!page.contains("line 0\n"));
+        assert!(page.contains("KiB before this not shown"));
+    }
+
+    #[test]
+    fn a_grading_log_of_another_shape_is_named_and_the_page_still_made() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("grade")).unwrap();
+        std::fs::write(dir.path().join("grade/golden.json"), r#"{"grade": 7}"#).unwrap();
+        let page = html(&run(), &[], dir.path());
+        assert!(
+            page.contains("grade/golden.json is not a grading log"),
+            "{page}"
+        );
+        assert!(page.contains("No agent turns were recorded"));
+    }
+}
