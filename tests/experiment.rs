@@ -1312,6 +1312,18 @@ fn the_demo_experiment_runs_offline_and_opens_with_the_report_table() {
         8,
         "two samples of two arms on two packages"
     );
+    // With two samples the report draws pass@k: a point per arm and k.
+    let chromium = browser::Chromium::start(1400, 1000);
+    let page = chromium.open(&example.join("out2/report.html"));
+    assert_eq!(page.errors(), Vec::<String>::new());
+    assert_eq!(
+        page.eval("document.querySelector('#pass-at-k figcaption').textContent"),
+        "fix-only brt-only"
+    );
+    assert_eq!(
+        page.eval("document.querySelectorAll('#pass-at-k svg circle').length"),
+        4
+    );
     // And it is kept only where asked: an example directory in use is refused.
     let refused = common::run(
         critic()
