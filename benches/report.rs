@@ -36,7 +36,9 @@ fn patch(i: usize) -> String {
     for h in 0..20 {
         p.push_str(&format!("@@ -{0},6 +{0},6 @@ def f{h}():\n", h * 40 + 1));
         p.push_str("     x = compute(a, b)\n     y = other(x)\n");
-        p.push_str(&format!("-    return x + y  # {h}\n+    return x - y  # {h}\n"));
+        p.push_str(&format!(
+            "-    return x + y  # {h}\n+    return x - y  # {h}\n"
+        ));
         p.push_str("     # context line one\n     # context line two\n");
     }
     p
@@ -101,7 +103,11 @@ fn main() {
                 write_run(&out, &key, rounds, &ids);
                 let run = Run {
                     key: key.clone(),
-                    status: if i % 50 == 7 { Status::AgentFail } else { Status::Ok },
+                    status: if i % 50 == 7 {
+                        Status::AgentFail
+                    } else {
+                        Status::Ok
+                    },
                     error_class: (i % 50 == 7).then(|| "turn_budget".into()),
                     error: (i % 50 == 7).then(|| "the agent used its turns".into()),
                     resolved: Some((i + a) % 3 == 0),
@@ -125,7 +131,12 @@ fn main() {
                         round: k,
                         turn_exit: Some(0),
                         turn_s: 90.0,
-                        verdict: if k == run.rounds { "accepted" } else { "rejected" }.into(),
+                        verdict: if k == run.rounds {
+                            "accepted"
+                        } else {
+                            "rejected"
+                        }
+                        .into(),
                         budget_exhausted: false,
                         followup: (k < run.rounds).then(|| "Write a test that fails.".into()),
                     })
@@ -174,12 +185,17 @@ fn main() {
         median(opens),
         median(loads)
     );
-    let page = chromium.open(&run_dir(&out, &RunKey {
-        instance_id: "org__repo-1".into(),
-        arm: "tdd".into(),
-        sample: 1,
-    })
-    .join(report::RUN_PAGE));
+    let page = chromium.open(
+        &run_dir(
+            &out,
+            &RunKey {
+                instance_id: "org__repo-1".into(),
+                arm: "tdd".into(),
+                sample: 1,
+            },
+        )
+        .join(report::RUN_PAGE),
+    );
     let load = page.eval("performance.getEntriesByType('navigation')[0].loadEventEnd");
     println!(
         "a run page of three rounds: load event at {:.3} s",

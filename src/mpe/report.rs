@@ -1,7 +1,8 @@
 //! A run's written results: `results.jsonl` (one record per pair, classed
 //! under the run's tau), `summary.json` (tau, counts overall and per
-//! generator, the sweep) and `report.html`, one self-contained page whose
-//! charts plotters draws as inline SVG.
+//! generator and per model, the sweep) and `report.html`, one
+//! self-contained page whose charts plotters draws as inline SVG, their
+//! legends beneath them.
 
 use crate::mpe::pool::Source;
 use crate::mpe::results::{self, Class, Pair, Tau};
@@ -57,18 +58,27 @@ pub fn write_all(
     for p in pairs {
         generators.entry(&p.model_name_or_path).or_default().push(p);
     }
-    let per_generator: BTreeMap<&str, Value> = generators
+    let numbers = |ps: &[&Pair]| {
+        let lax: Vec<f64> = ps.iter().filter_map(|p| p.laxity).collect();
+        json!({
+            "pairs": ps.len(),
+            "counts": results::counts(ps, t),
+            "median_laxity": results::median(&lax),
+        })
+    };
+    let per_generator: BTreeMap<&str, Value> =
+        generators.iter().map(|(g, ps)| (*g, numbers(ps))).collect();
+    let models = by_model(&generators);
+    let per_model: BTreeMap<&str, Value> = models
         .iter()
-        .map(|(g, ps)| {
-            let lax: Vec<f64> = ps.iter().filter_map(|p| p.laxity).collect();
-            (
-                *g,
-                json!({
-                    "pairs": ps.len(),
-                    "counts": results::counts(ps, t),
-                    "median_laxity": results::median(&lax),
-                }),
-            )
+        .map(|(m, samples)| {
+            let ps: Vec<&Pair> = samples.values().flatten().copied().collect();
+            let mut entry = numbers(&ps);
+            entry["samples"] = json!(samples
+                .iter()
+                .filter_map(|(s, ps)| s.map(|s| (s.to_string(), numbers(ps))))
+                .collect::<serde_json::Map<String, Value>>());
+            (*m, entry)
         })
         .collect();
     let summary = json!({
@@ -79,6 +89,7 @@ pub fn write_all(
         "pairs": pairs.len(),
         "counts": results::counts(&all, t),
         "per_generator": per_generator,
+        "per_model": per_model,
         "sweep": results::sweep(&all, median),
     });
     store.write(
@@ -87,9 +98,41 @@ pub fn write_all(
             .unwrap_or_default()
             .as_bytes(),
     )?;
-    let html = page(pairs, &summary, t, &generators);
+    let html = page(pairs, &summary, t, &models);
     store.write(Path::new("report.html"), html.as_bytes())?;
     Ok(summary)
+}
+
+/// A generator's model and sample: `critic experiment` names its samples
+/// `<experiment>/<arm>/<n>`, so a name ending in `/<digits>` is sample n of
+/// the model named before it.
+fn model_and_sample(generator: &str) -> (&str, Option<u64>) {
+    match generator.rsplit_once('/') {
+        Some((model, n)) if !model.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+            match n.parse() {
+                Ok(sample) => (model, Some(sample)),
+                Err(_) => (generator, None),
+            }
+        }
+        _ => (generator, None),
+    }
+}
+
+/// Pairs by model, then by sample (`None`: a generator that names no sample).
+type ByModel<'a> = BTreeMap<&'a str, BTreeMap<Option<u64>, Vec<&'a Pair>>>;
+
+fn by_model<'a>(generators: &BTreeMap<&'a str, Vec<&'a Pair>>) -> ByModel<'a> {
+    let mut models: ByModel = BTreeMap::new();
+    for (g, ps) in generators {
+        let (model, sample) = model_and_sample(g);
+        models
+            .entry(model)
+            .or_default()
+            .entry(sample)
+            .or_default()
+            .extend(ps.iter().copied());
+    }
+    models
 }
 
 fn escape(text: &str) -> String {
@@ -99,12 +142,37 @@ fn escape(text: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// The stacked class bars, one per generator.
-fn class_bars(generators: &BTreeMap<&str, Vec<&Pair>>, tau: f64) -> String {
-    let names: Vec<&str> = generators.keys().copied().collect();
-    let counts: Vec<BTreeMap<&str, u32>> = generators
+/// The histogram's bars.
+const HISTOGRAM: RGBColor = RGBColor(102, 102, 255);
+
+/// Chart sizes: plotters draws a font of size s at s / 1.24 px.
+const CAPTION: (&str, u32) = ("sans-serif", 27);
+const LABELS: (&str, u32) = ("sans-serif", 20);
+
+/// A legend as HTML beneath its chart, where it covers nothing.
+fn legend(keys: &[(String, RGBColor)]) -> String {
+    let items: Vec<String> = keys
+        .iter()
+        .map(|(name, RGBColor(r, g, b))| {
+            format!(
+                "<span class=\"key\"><span class=\"swatch\" style=\"background:rgb({r},{g},{b})\">\
+                 </span>{}</span>",
+                escape(name)
+            )
+        })
+        .collect();
+    format!("<figcaption>{}</figcaption>", items.join(" "))
+}
+
+/// The stacked class bars, one per model (its samples together).
+fn class_bars(models: &ByModel, tau: f64) -> String {
+    let names: Vec<&str> = models.keys().copied().collect();
+    let counts: Vec<BTreeMap<&str, u32>> = models
         .values()
-        .map(|ps| results::counts(ps, tau))
+        .map(|samples| {
+            let ps: Vec<&Pair> = samples.values().flatten().copied().collect();
+            results::counts(&ps, tau)
+        })
         .collect();
     let top = counts
         .iter()
@@ -114,16 +182,16 @@ fn class_bars(generators: &BTreeMap<&str, Vec<&Pair>>, tau: f64) -> String {
         .max(1);
     let mut svg = String::new();
     {
-        let width = (160 + 120 * names.len() as u32).clamp(480, 1200);
-        let root = SVGBackend::with_string(&mut svg, (width, 360)).into_drawing_area();
+        let width = (180 + 130 * names.len() as u32).clamp(520, 1300);
+        let root = SVGBackend::with_string(&mut svg, (width, 400)).into_drawing_area();
         let _ = root.fill(&WHITE);
         let n = names.len().max(1) as f64;
         let chart = ChartBuilder::on(&root)
-            .caption("Classes per generator", ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(48)
-            .build_cartesian_2d(0f64..n, 0f64..f64::from(top) * 1.1);
+            .caption("Classes per model", CAPTION)
+            .margin(14)
+            .x_label_area_size(50)
+            .y_label_area_size(72)
+            .build_cartesian_2d(0f64..n, 0f64..f64::from(top) * 1.05);
         let Ok(mut chart) = chart else {
             return String::new();
         };
@@ -140,7 +208,9 @@ fn class_bars(generators: &BTreeMap<&str, Vec<&Pair>>, tau: f64) -> String {
             .disable_x_mesh()
             .x_labels(names.len() * 2 + 1)
             .x_label_formatter(&label)
+            .label_style(LABELS)
             .y_desc("pairs")
+            .axis_desc_style(LABELS)
             .draw();
         for (k, class) in Class::ALL.iter().enumerate() {
             let bars: Vec<Rectangle<(f64, f64)>> = counts
@@ -160,21 +230,16 @@ fn class_bars(generators: &BTreeMap<&str, Vec<&Pair>>, tau: f64) -> String {
                     })
                 })
                 .collect();
-            if let Ok(series) = chart.draw_series(bars) {
-                series.label(class.name()).legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 10, y + 5)], COLOURS[k].filled())
-                });
-            }
+            let _ = chart.draw_series(bars);
         }
-        let _ = chart
-            .configure_series_labels()
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.9))
-            .position(SeriesLabelPosition::UpperRight)
-            .draw();
         let _ = root.present();
     }
-    svg
+    let keys: Vec<(String, RGBColor)> = Class::ALL
+        .iter()
+        .zip(COLOURS)
+        .map(|(c, colour)| (c.name().to_string(), colour))
+        .collect();
+    format!("{svg}{}", legend(&keys))
 }
 
 /// The laxity histogram of rated pairs, bins of 0.05, the cutoff marked.
@@ -187,50 +252,46 @@ fn histogram(pairs: &[Pair], tau: f64) -> String {
     let top = bins.iter().copied().max().unwrap_or(0).max(1);
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (640, 360)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (660, 400)).into_drawing_area();
         let _ = root.fill(&WHITE);
         let Ok(mut chart) = ChartBuilder::on(&root)
-            .caption(
-                "Laxity rate of F->P tests (beta / total)",
-                ("sans-serif", 18),
-            )
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(48)
+            .caption("Laxity rate of F->P tests", CAPTION)
+            .margin(14)
+            .x_label_area_size(56)
+            .y_label_area_size(72)
             .build_cartesian_2d(0f64..1f64, 0f64..f64::from(top) * 1.15)
         else {
             return String::new();
         };
         let _ = chart
             .configure_mesh()
-            .x_desc("laxity rate")
+            .label_style(LABELS)
+            .x_desc("laxity rate (beta / total)")
             .y_desc("tests")
+            .axis_desc_style(LABELS)
             .draw();
         let _ = chart.draw_series(bins.iter().enumerate().filter(|(_, c)| **c > 0).map(
             |(i, c)| {
                 let x = i as f64 / 20.0;
                 Rectangle::new(
                     [(x + 0.003, 0.0), (x + 0.047, f64::from(*c))],
-                    BLUE.mix(0.6).filled(),
+                    HISTOGRAM.filled(),
                 )
             },
         ));
-        if let Ok(series) = chart.draw_series(LineSeries::new(
+        let _ = chart.draw_series(LineSeries::new(
             [(tau, 0.0), (tau, f64::from(top) * 1.1)],
             RED.stroke_width(2),
-        )) {
-            series
-                .label(format!("tau = {tau:.3}"))
-                .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], RED.stroke_width(2)));
-        }
-        let _ = chart
-            .configure_series_labels()
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.9))
-            .draw();
+        ));
         let _ = root.present();
     }
-    svg
+    format!(
+        "{svg}{}",
+        legend(&[
+            ("F->P tests".into(), HISTOGRAM),
+            (format!("tau = {tau:.3}"), RED)
+        ])
+    )
 }
 
 /// Rigorous and Lax counts across the sweep's cutoffs.
@@ -243,71 +304,80 @@ fn sweep_chart(rows: &[results::SweepRow]) -> String {
         .max(1);
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (640, 360)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (660, 400)).into_drawing_area();
         let _ = root.fill(&WHITE);
         let Ok(mut chart) = ChartBuilder::on(&root)
-            .caption("Cutoff sensitivity", ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(48)
+            .caption("Cutoff sensitivity", CAPTION)
+            .margin(14)
+            .x_label_area_size(56)
+            .y_label_area_size(72)
             .build_cartesian_2d(0f64..0.55f64, 0f64..f64::from(top) * 1.15)
         else {
             return String::new();
         };
-        let _ = chart.configure_mesh().x_desc("tau").y_desc("tests").draw();
-        for (name, colour, pick) in [
+        let _ = chart
+            .configure_mesh()
+            .label_style(LABELS)
+            .x_desc("tau")
+            .y_desc("tests")
+            .axis_desc_style(LABELS)
+            .draw();
+        for (colour, pick) in [
             (
-                "rigorous",
                 COLOURS[0],
                 (|r: &results::SweepRow| r.rigorous) as fn(&results::SweepRow) -> u32,
             ),
-            ("lax", COLOURS[1], |r: &results::SweepRow| r.lax),
+            (COLOURS[1], |r: &results::SweepRow| r.lax),
         ] {
             let points: Vec<(f64, f64)> =
                 rows.iter().map(|r| (r.tau, f64::from(pick(r)))).collect();
-            if let Ok(series) =
-                chart.draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))
-            {
-                series.label(name).legend(move |(x, y)| {
-                    PathElement::new([(x, y), (x + 14, y)], colour.stroke_width(2))
-                });
-            }
+            let _ = chart.draw_series(LineSeries::new(points.clone(), colour.stroke_width(3)));
             let _ = chart.draw_series(
                 points
                     .into_iter()
-                    .map(|p| Circle::new(p, 3, colour.filled())),
+                    .map(|p| Circle::new(p, 4, colour.filled())),
             );
         }
-        let _ = chart
-            .configure_series_labels()
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.9))
-            .draw();
         let _ = root.present();
     }
-    svg
+    format!(
+        "{svg}{}",
+        legend(&[("rigorous".into(), COLOURS[0]), ("lax".into(), COLOURS[1])])
+    )
 }
 
-fn page(
-    pairs: &[Pair],
-    summary: &Value,
-    tau: f64,
-    generators: &BTreeMap<&str, Vec<&Pair>>,
-) -> String {
+fn page(pairs: &[Pair], summary: &Value, tau: f64, models: &ByModel) -> String {
     let rows: Vec<results::SweepRow> =
         serde_json::from_value(summary["sweep"].clone()).unwrap_or_default();
-    let mut table = String::from("<table><tr><th>generator</th><th>pairs</th>");
+    let mut table = String::from("<table id=\"models\"><tr><th>model</th><th>pairs</th>");
     for c in Class::ALL {
         table.push_str(&format!("<th>{}</th>", c.name()));
     }
     table.push_str("</tr>");
-    for (g, ps) in generators {
+    let row = |label: String, class: &str, ps: &[&Pair]| {
         let c = results::counts(ps, tau);
-        table.push_str(&format!("<tr><td>{}</td><td>{}</td>", escape(g), ps.len()));
+        let mut row = format!(
+            "<tr class=\"{class}\"><td>{label}</td><td>{}</td>",
+            ps.len()
+        );
         for k in Class::ALL {
-            table.push_str(&format!("<td>{}</td>", c[k.name()]));
+            row.push_str(&format!("<td>{}</td>", c[k.name()]));
         }
-        table.push_str("</tr>");
+        row.push_str("</tr>");
+        row
+    };
+    for (model, samples) in models {
+        let all: Vec<&Pair> = samples.values().flatten().copied().collect();
+        table.push_str(&row(escape(model), "model", &all));
+        if samples.keys().any(Option::is_some) {
+            for (sample, ps) in samples {
+                let label = match sample {
+                    Some(n) => format!("sample {n}"),
+                    None => "no sample".into(),
+                };
+                table.push_str(&row(label, "sample", ps));
+            }
+        }
     }
     table.push_str("</table>");
     let mut sweep = String::from(
@@ -334,14 +404,24 @@ fn page(
         r#"<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Mutation Patch Evaluation</title>
 <style>
-body {{ font-family: sans-serif; margin: 2em; color: #222; max-width: 1200px; }}
-table {{ border-collapse: collapse; margin: 1em 0; }}
+:root {{ font-size: 16px; }}
+body {{ font-family: system-ui, sans-serif; line-height: 1.45; margin: 1.5em auto; padding: 0 1.5em;
+  color: #1b1b1b; max-width: 1360px; }}
+table {{ border-collapse: collapse; margin: 1em 0; font-size: 0.95rem; }}
 th, td {{ border: 1px solid #ccc; padding: 4px 10px; text-align: right; }}
-th:first-child, td:first-child {{ text-align: left; }}
-figure {{ display: inline-block; margin: 0 1em 1em 0; }}
+th {{ background: #f2f2f2; }}
+th:first-child, td:first-child {{ text-align: left; white-space: nowrap; }}
+tr.model td {{ font-weight: bold; }}
+tr.sample td:first-child {{ padding-left: 2em; color: #444; }}
+figure {{ display: inline-block; margin: 0 1.2em 1.2em 0; vertical-align: top; max-width: 100%; }}
+figure svg {{ max-width: 100%; height: auto; }}
+figcaption {{ font-size: 0.95rem; margin-top: 0.3em; }}
+.key {{ margin-right: 1.2em; white-space: nowrap; }}
+.swatch {{ display: inline-block; width: 1em; height: 1em; vertical-align: middle; margin-right: 0.4em; }}
 </style></head><body>
 <h1>Mutation Patch Evaluation</h1>
-<p>{pairs} pairs (instance × generator); pool from <code>{operators}</code>{label};
+<p>{pairs} pairs (instance × generator, a generator named <code>MODEL/N</code> being
+sample N of MODEL); pool from <code>{operators}</code>{label};
 tau = {tau:.3} ({choice}); median laxity of F-&gt;P tests: {median}.</p>
 {table}
 <figure id="classes">{bars}</figure>
@@ -359,8 +439,100 @@ error: not evaluated (see results.jsonl).</p>
         median = summary["median_laxity"]
             .as_f64()
             .map_or("none".to_string(), |m| format!("{m:.3}")),
-        bars = class_bars(generators, tau),
+        bars = class_bars(models, tau),
         hist = histogram(pairs, tau),
         sweep_svg = sweep_chart(&rows),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mpe::results::{Excluded, F2p, Status};
+
+    fn pair(instance: &str, generator: &str, laxity: f64) -> Pair {
+        Pair {
+            instance_id: instance.into(),
+            model_name_or_path: generator.into(),
+            params: String::new(),
+            operators: "model".into(),
+            status: Status::Rated,
+            f2p: Some(F2p {
+                fails_on_buggy: true,
+                passes_on_golden: true,
+            }),
+            misaligned_reason: None,
+            reason: None,
+            matrix: None,
+            laxity: Some(laxity),
+            excluded: Excluded::default(),
+            pool: BTreeMap::new(),
+            test_files: Vec::new(),
+            ignored_files: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_generator_ending_in_a_number_is_a_sample_of_its_model() {
+        assert_eq!(model_and_sample("exp/arm/0"), ("exp/arm", Some(0)));
+        assert_eq!(model_and_sample("exp/arm/12"), ("exp/arm", Some(12)));
+        for whole in [
+            "gpt-4",
+            "org/model",
+            "/3",
+            "m/",
+            "m/1x",
+            "m/99999999999999999999999",
+        ] {
+            assert_eq!(model_and_sample(whole), (whole, None), "{whole}");
+        }
+    }
+
+    #[test]
+    fn samples_are_grouped_under_their_model_in_the_table_and_the_bars() {
+        let pairs = vec![
+            pair("a", "exp/brt/0", 0.0),
+            pair("a", "exp/brt/1", 0.5),
+            pair("b", "exp/brt/10", 0.5),
+            pair("b", "exp/brt/2", 0.0),
+            pair("a", "other", 0.0),
+        ];
+        let mut generators: BTreeMap<&str, Vec<&Pair>> = BTreeMap::new();
+        for p in &pairs {
+            generators.entry(&p.model_name_or_path).or_default().push(p);
+        }
+        let models = by_model(&generators);
+        assert_eq!(
+            models.keys().copied().collect::<Vec<_>>(),
+            ["exp/brt", "other"]
+        );
+        let samples: Vec<Option<u64>> = models["exp/brt"].keys().copied().collect();
+        assert_eq!(
+            samples,
+            [Some(0), Some(1), Some(2), Some(10)],
+            "in number order"
+        );
+        let html = page(&pairs, &json!({"sweep": []}), 0.25, &models);
+        let rows: Vec<&str> = html
+            .split("<tr class=\"")
+            .skip(1)
+            .map(|r| &r[..r.find("</td>").unwrap()])
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                "model\"><td>exp/brt",
+                "sample\"><td>sample 0",
+                "sample\"><td>sample 1",
+                "sample\"><td>sample 2",
+                "sample\"><td>sample 10",
+                "model\"><td>other",
+            ]
+        );
+        // Two bars (one per model), and the legend outside the drawing.
+        let bars = class_bars(&models, 0.25);
+        assert!(bars.contains("<figcaption>"), "{bars}");
+        let svg = &bars[..bars.find("</svg>").unwrap()];
+        assert!(!svg.contains(">rigorous<"), "no legend inside the drawing");
+    }
 }
