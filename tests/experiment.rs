@@ -1930,6 +1930,61 @@ fn an_interpreter_without_pytest_is_refused_before_any_agent_runs() {
     assert!(!lab.path("out/runs").exists());
 }
 
+/// The interpreter the experiment names, in a virtual environment under
+/// `/tmp` and named through a link there: every confined run (the agent's
+/// turns, the critic's checks, grading) sees it, so the run grades as it
+/// would anywhere else. Before, each grading run failed to find it and the
+/// instance was reported broken.
+#[test]
+fn an_interpreter_under_tmp_named_through_a_link_is_the_runs_interpreter() {
+    let lab = Lab::new();
+    let tmp = tempfile::tempdir().unwrap();
+    assert!(tmp.path().starts_with("/tmp"), "{}", tmp.path().display());
+    common::venv(
+        &tmp.path().join("venv"),
+        None,
+        Some(&root().join("tests/arms/requirements.lock")),
+    );
+    std::os::unix::fs::symlink(tmp.path().join("venv"), tmp.path().join("link")).unwrap();
+    let named = tmp.path().join("link/bin/python3");
+    let file = lab.write(&plan(), "filter: {ids: [acme__textutil-1]}\n");
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        &format!("python: {}", python().display()),
+        &format!("python: {}", named.display()),
+    );
+    std::fs::write(&file, text).unwrap();
+    let out = lab.run(&file, "out", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("broken"), "{}", stderr(&out));
+    let r = results(&lab.path("out"));
+    let fix = &r[&key("textutil", "fix-only")];
+    assert_eq!(
+        (&fix["status"], &fix["resolved"]),
+        (&json!("ok"), &json!(true)),
+        "{fix:#}"
+    );
+    let brt = &r[&key("textutil", "brt-only")];
+    assert_eq!(brt["status"], "ok", "{brt:#}");
+    assert_eq!(
+        brt["f2p"],
+        json!({"fails_on_base": true, "passes_on_golden": true}),
+        "the critic's and the grader's runs of the agent's test both ran: {brt:#}"
+    );
+    // The grading ran that interpreter, by its real directory.
+    let golden: Value = serde_json::from_slice(
+        &std::fs::read(lab.path("out/runs/acme__textutil-1/fix-only/0/grade/golden.json")).unwrap(),
+    )
+    .unwrap();
+    let real = std::fs::canonicalize(tmp.path().join("venv/bin"))
+        .unwrap()
+        .join("python3");
+    assert!(
+        golden["argv"].as_array().unwrap().contains(&json!(real)),
+        "{}",
+        golden["argv"]
+    );
+}
+
 #[test]
 fn openhands_runs_the_arms_with_the_critic_as_its_stop_hook() {
     let terminal = |command: &str| json!({"tool_calls": [{"name": "terminal", "input": {"command": command}}]});

@@ -570,7 +570,7 @@ impl Checker<'_> {
             on_path(p)
         };
         match at {
-            Some(at) if at.is_file() => at,
+            Some(at) if at.is_file() => crate::grading::interpreter::in_real_dir(&at),
             _ => {
                 self.issue(
                     field,

@@ -196,8 +196,9 @@ pub enum ExperimentError {
 
 /// What the caller shows while runs go.
 pub trait Progress: Sync {
-    /// `pending` of `total` runs are to be made.
-    fn start(&self, total: usize, pending: usize);
+    /// `pending` of `total` runs are to be made; `broken` others are not,
+    /// their instance being broken.
+    fn start(&self, total: usize, pending: usize, broken: usize);
     /// A run ended (`retrying`: an infrastructure error that is tried again).
     fn finished(&self, run: &Run, retrying: bool);
 }
@@ -206,7 +207,7 @@ pub trait Progress: Sync {
 pub struct Quiet;
 
 impl Progress for Quiet {
-    fn start(&self, _: usize, _: usize) {}
+    fn start(&self, _: usize, _: usize, _: usize) {}
     fn finished(&self, _: &Run, _: bool) {}
 }
 
@@ -260,11 +261,14 @@ pub struct Ready {
 /// [`crate::grading::environment`]) and its base commit copied into the
 /// grader's own copy under `OUT/repos` (see
 /// [`crate::grading::private_copy`]); without one (a check before
-/// submitting), nothing is built or copied.
+/// submitting), nothing is built or copied. Interpreters are asked
+/// whether they import pytest as runs start them: confined when
+/// `confined`.
 pub fn instances(
     exp: &Experiment,
     out: Option<&Path>,
     env: &Environment,
+    confined: bool,
 ) -> Result<Vec<Ready>, ExperimentError> {
     let mut all = dataset::read_instances(&exp.instances)
         .map_err(|e| ExperimentError::Input(e.to_string()))?;
@@ -289,7 +293,7 @@ pub fn instances(
     let start = start.unwrap_or(0).min(end);
     let mut problems = Vec::new();
     let mut ready = Vec::new();
-    let mut checked = crate::grading::interpreter::Checked::default();
+    let mut checked = crate::grading::interpreter::Checked::new(confined);
     let mut copies = std::collections::BTreeSet::new();
     for inst in all.drain(start..end) {
         let inst = exp.with_environment(inst);
@@ -421,7 +425,12 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
     if !opts.unconfined_agents {
         confinable(&exp)?;
     }
-    let instances = instances(&exp, Some(&opts.output_dir), &opts.env)?;
+    let instances = instances(
+        &exp,
+        Some(&opts.output_dir),
+        &opts.env,
+        !opts.unconfined_runs,
+    )?;
     // Agents and workspaces must not outlive an interrupted experiment.
     crate::sys::interrupt::arm();
     crate::sys::interrupt::on_interrupt_say(format!(
@@ -542,8 +551,9 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
     );
     // Before any agent runs, each instance's golden patch must resolve it:
     // one that does not is a broken instance, whose runs are not made.
+    let before = pending.len();
     let broken = preflight(&instances, &mut pending, &graders, &db, out, opts.workers)?;
-    progress.start(keys.len(), pending.len());
+    progress.start(keys.len(), pending.len(), before - pending.len());
     let failures: Mutex<Vec<ExperimentError>> = Mutex::new(Vec::new());
     // The global cost cap: what stored runs cost, and each run as it ends.
     let cost: Mutex<f64> = Mutex::new(db.runs()?.iter().filter_map(|r| r.cost).sum());
@@ -714,7 +724,7 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
     crate::sys::interrupt::arm();
     let _lock = manifest::lock(out).map_err(ExperimentError::Output)?;
     let environment = Environment::of_manifest(&manifest);
-    let instances = instances(&exp, Some(out), &environment)?;
+    let instances = instances(&exp, Some(out), &environment, !opts.unconfined_runs)?;
     let db = Db::open(&out.join("results.sqlite"))?;
     let mut tests = BTreeMap::new();
     for a in &exp.arms {
@@ -756,7 +766,7 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
         .into_iter()
         .filter(|r| pending.iter().any(|(k, _)| *k == r.key))
         .collect();
-    progress.start(runs.len(), runs.len());
+    progress.start(runs.len(), runs.len(), 0);
     let failures: Mutex<Vec<ExperimentError>> = Mutex::new(Vec::new());
     crate::sys::parallel::map(runs.len(), opts.workers.max(1), |i| {
         let mut run = runs[i].clone();

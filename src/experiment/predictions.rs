@@ -77,7 +77,8 @@ pub fn grade_predictions(
     std::fs::create_dir_all(out)
         .map_err(|e| ExperimentError::Output(format!("{}: {e}", out.display())))?;
     let _lock = manifest::lock(out).map_err(ExperimentError::Output)?;
-    let instances = crate::experiment::instances(&exp, Some(out), &Environment::Local)?;
+    let instances =
+        crate::experiment::instances(&exp, Some(out), &Environment::Local, !opts.unconfined_runs)?;
     let models: Vec<String> = {
         let mut m: Vec<String> = predictions.iter().map(|p| p.generator.clone()).collect();
         m.sort();
@@ -127,7 +128,7 @@ pub fn grade_predictions(
         .into_iter()
         .filter(|p| pending.iter().any(|(k, _)| *k == key_of(p)))
         .collect();
-    progress.start(predictions.len(), todo.len());
+    progress.start(predictions.len(), todo.len(), 0);
     let no_tests = grade::ArmTests::of(&[], &serde_json::Value::Null);
     let failures: Mutex<Vec<ExperimentError>> = Mutex::new(Vec::new());
     crate::sys::parallel::map(todo.len(), opts.workers.max(1), |i| {

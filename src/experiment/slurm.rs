@@ -89,7 +89,8 @@ pub fn submit(s: &Submit) -> Result<Submitted, ExperimentError> {
     }
     // Every problem of the file and its records shows now, not on the nodes.
     let exp = file::load(&s.file)?;
-    crate::experiment::instances(&exp, None, &crate::experiment::Environment::Local)?;
+    // The submitting machine need not be one that confines: the nodes are.
+    crate::experiment::instances(&exp, None, &crate::experiment::Environment::Local, false)?;
     let dir = s.output_dir.join("slurm");
     std::fs::create_dir_all(&dir).map_err(|e| output(format!("{}: {e}", dir.display())))?;
     let path = dir.join("submit.sh");

@@ -31,6 +31,10 @@ pub trait Backend: Send + Sync {
 pub trait Backends: Sync {
     /// A back end for `repo` (a clone) at `base`, its tests run by `python`.
     fn open(&self, repo: &Path, base: &str, python: &Path) -> Result<Box<dyn Backend>, String>;
+
+    /// Whether its runs are confined (what they see is then asked of a
+    /// confined run before any starts).
+    fn confined(&self) -> bool;
 }
 
 /// The host's confined scratch copies, `workers` at a time.
@@ -88,8 +92,10 @@ impl Backends for LocalScratch {
                  what it has); pass --unconfined-runs to run tests with your full privileges"
             ));
         }
+        // The interpreter is started through `env`: seen wherever it lies.
         let pool = ScratchPool::new(repo, base, self.workers.max(1), self.confined)
-            .map_err(|e| format!("cannot make scratch copies of {}: {e}", repo.display()))?;
+            .map_err(|e| format!("cannot make scratch copies of {}: {e}", repo.display()))?
+            .seeing(vec![python.to_path_buf()]);
         let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
         let identity = serde_json::json!({
             "repo": real(repo),
@@ -100,6 +106,10 @@ impl Backends for LocalScratch {
         })
         .to_string();
         Ok(Box::new(LocalBackend { pool, identity }))
+    }
+
+    fn confined(&self) -> bool {
+        self.confined
     }
 }
 

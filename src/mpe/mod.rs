@@ -150,9 +150,10 @@ fn validate(
     opts: &Options,
     instances: &[Instance],
     predictions: &[Prediction],
+    confined: bool,
 ) -> Result<(), MpeError> {
     let mut errors = Vec::new();
-    let mut checked = crate::grading::interpreter::Checked::default();
+    let mut checked = crate::grading::interpreter::Checked::new(confined);
     if !opts.repos.is_dir() {
         errors.push(format!(
             "--repos {}: not a directory (it holds clones named <owner>__<name>)",
@@ -276,7 +277,7 @@ pub fn run(
         .into_iter()
         .filter(|p| instances.iter().any(|i| i.id == p.instance_id))
         .collect();
-    validate(opts, &instances, &predictions)?;
+    validate(opts, &instances, &predictions, backends.confined())?;
     let store = Store::open(&opts.output_dir)?;
     let params = params(opts);
     store.write(Path::new("run.json"), params.as_bytes())?;

@@ -455,7 +455,10 @@ pub struct Args {
 /// confined runs use) imports `modules`, naming what to install.
 fn require_python(modules: &[&str], packages: &str) -> Result<()> {
     use pluggable_critic::grading::interpreter::{imports, NotImported};
-    match imports(Path::new("python3"), modules) {
+    let confined = pluggable_critic::host::confine::support()
+        .missing()
+        .is_none();
+    match imports(Path::new("python3"), modules, confined) {
         Ok(()) => Ok(()),
         Err(NotImported::Missing(last)) => Err(anyhow!(
             "this demo runs the agent's tests, and `python3` on PATH cannot `import {}` \

@@ -209,12 +209,17 @@ impl Shown {
 }
 
 impl Progress for Shown {
-    fn start(&self, total: usize, pending: usize) {
+    fn start(&self, total: usize, pending: usize, broken: usize) {
+        let of_broken = if broken > 0 {
+            format!(", {broken} of broken instances not made")
+        } else {
+            String::new()
+        };
         match &self.bar {
             Some(bar) => bar.set_length(pending as u64),
             None => eprintln!(
-                "experiment: {pending} of {total} runs to make ({} already finished)",
-                total - pending
+                "experiment: {pending} of {total} runs to make ({} already finished{of_broken})",
+                total - pending - broken
             ),
         }
     }

@@ -133,7 +133,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         python: args.python.map(|p| {
             // A bare name is looked up on PATH, not taken from here.
             if p.components().count() > 1 {
-                absolute(p)
+                pluggable_critic::grading::interpreter::in_real_dir(&absolute(p))
             } else {
                 p
             }

@@ -150,6 +150,9 @@ pub struct ScratchPool {
     serial: std::sync::atomic::AtomicUsize,
     /// Whether commands run confined (see [`crate::host::confine`]).
     confined: bool,
+    /// Programs every run needs to see wherever they lie (the interpreter
+    /// grading was given), besides the one each run starts.
+    seen: Vec<PathBuf>,
 }
 
 /// A file's content at the base commit, shared by the slots that restore it.
@@ -234,7 +237,16 @@ impl ScratchPool {
             blobs: Mutex::new(HashMap::new()),
             serial: std::sync::atomic::AtomicUsize::new(0),
             confined,
+            seen: Vec::new(),
         })
+    }
+
+    /// The pool with `programs` seen by every confined run, read-only,
+    /// wherever they lie (`/tmp` included): programs the host chose, such
+    /// as the interpreter a run's command starts through `env`.
+    pub fn seeing(mut self, programs: Vec<PathBuf>) -> ScratchPool {
+        self.seen = programs;
+        self
     }
 
     /// The pool's directory (removed on drop).
@@ -250,7 +262,7 @@ impl ScratchPool {
             Err(e) => return failed(format!("cannot prepare a scratch copy: {e}")),
         };
         let result = match prepare(&slot.dir, request) {
-            Ok(()) => execute(&slot, request, deadline, self.confined),
+            Ok(()) => execute(&slot, request, deadline, self.confined, &self.seen),
             Err(message) => failed(message),
         };
         let mut slot = slot;
@@ -798,8 +810,56 @@ fn expand(text: &str, dir: &Path) -> String {
     text.replace("{scratch}", &dir.display().to_string())
 }
 
+/// `argv` run as a scratch run is, with the same environment and
+/// confinement and `seen` seen too, in an empty directory of its own: what
+/// a run will find (an interpreter, its packages) asked before any run.
+pub fn probe(argv: &[String], confined: bool, seen: &[PathBuf]) -> RunResult {
+    let place = scratch_root();
+    let dir = match tempfile::Builder::new()
+        .prefix(&format!("{POOL_PREFIX}{}-probe-", std::process::id()))
+        .tempdir_in(&place)
+    {
+        Ok(d) => d,
+        Err(e) => {
+            return failed(format!(
+                "cannot make a directory in {}: {e}",
+                place.display()
+            ))
+        }
+    };
+    let slot = Slot {
+        dir: dir.path().join("copy"),
+        tmp: dir.path().join("tmp"),
+        watch: None,
+        stamps: HashMap::new(),
+    };
+    for d in [&slot.dir, &slot.tmp] {
+        if let Err(e) = std::fs::create_dir_all(d) {
+            return failed(format!("cannot make {}: {e}", d.display()));
+        }
+    }
+    let request = RunRequest {
+        argv: argv.to_vec(),
+        timeout_ms: Some(60_000),
+        ..RunRequest::default()
+    };
+    execute(
+        &slot,
+        &request,
+        Instant::now() + Duration::from_secs(60),
+        confined,
+        seen,
+    )
+}
+
 /// Run the request's command in its slot and collect the result.
-fn execute(slot: &Slot, request: &RunRequest, deadline: Instant, confined: bool) -> RunResult {
+fn execute(
+    slot: &Slot,
+    request: &RunRequest,
+    deadline: Instant,
+    confined: bool,
+    seen: &[PathBuf],
+) -> RunResult {
     let Some(program) = request.argv.first() else {
         return failed("the run request has an empty argv".into());
     };
@@ -852,8 +912,10 @@ fn execute(slot: &Slot, request: &RunRequest, deadline: Instant, confined: bool)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     if confined {
-        let program = Path::new(cmd.get_program());
-        match crate::host::confine::Confinement::new(&[&slot.dir, &slot.tmp], &[program]) {
+        let seen: Vec<&Path> = std::iter::once(Path::new(cmd.get_program()))
+            .chain(seen.iter().map(PathBuf::as_path))
+            .collect();
+        match crate::host::confine::Confinement::new(&[&slot.dir, &slot.tmp], &seen) {
             Ok(c) => c.apply(&mut cmd),
             Err(e) => return failed(format!("cannot confine the command: {e}")),
         }
@@ -872,13 +934,9 @@ fn execute(slot: &Slot, request: &RunRequest, deadline: Instant, confined: bool)
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let hint = if confined && crate::host::confine::in_private_dir(Path::new(program)) {
-                "a confined run's /tmp, /var/tmp and /dev/shm are its own and empty: keep \
-                 interpreters and virtual environments elsewhere"
-            } else {
-                "is it installed and on PATH?"
-            };
-            return failed(format!("command not found: {program:?} ({hint})"));
+            return failed(format!(
+                "command not found: {program:?} (is it installed and on PATH?)"
+            ));
         }
         Err(e) if confined => {
             return failed(format!(
