@@ -100,7 +100,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Merged, ExperimentError> 
         .map_err(|e| output(format!("{}: {e}", plan_file.display())))?;
     let name = wanted["name"].as_str().unwrap_or("experiment");
     export::write(out, name, &runs).map_err(output)?;
-    crate::experiment::report::write(out, &wanted, &db, None)?;
+    crate::experiment::report::write(out, &wanted, &runs, &db, None)?;
     Ok(Merged { runs: runs.len() })
 }
 

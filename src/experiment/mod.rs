@@ -641,7 +641,7 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         )
         .err()
     });
-    report::write(out, &record, &db, None)?;
+    report::write(out, &record, &db.runs()?, &db, None)?;
     let not_started = not_started.into_inner();
     Ok(Finished {
         total: keys.len(),
@@ -807,7 +807,7 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
     }
     let all = db.runs()?;
     export::write(out, &exp.name, &all).map_err(ExperimentError::Output)?;
-    report::write(out, &manifest, &db, None)?;
+    report::write(out, &manifest, &all, &db, None)?;
     Ok(Finished {
         total: all.len(),
         ran: runs.len(),
@@ -838,7 +838,7 @@ fn read_manifest(out: &Path) -> Result<serde_json::Value, ExperimentError> {
 pub fn report(out: &Path, baseline: Option<&str>) -> Result<report::Summary, ExperimentError> {
     let manifest = read_manifest(out)?;
     let db = Db::open(&out.join("results.sqlite"))?;
-    Ok(report::write(out, &manifest, &db, baseline)?)
+    Ok(report::write(out, &manifest, &db.runs()?, &db, baseline)?)
 }
 
 /// Whether this machine can confine `exp`'s agent, before anything runs.

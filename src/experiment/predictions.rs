@@ -206,7 +206,7 @@ pub fn grade_predictions(
         .filter(|r| keys.contains(&r.key))
         .collect();
     export::write_predictions_graded(out, &runs).map_err(ExperimentError::Output)?;
-    report::write(out, &record, &db, None)?;
+    report::write(out, &record, &runs, &db, None)?;
     Ok(Finished {
         total: keys.len(),
         ran: todo.len(),

@@ -135,9 +135,9 @@ impl Beneath {
         renamed
     }
 
-    /// The content of the regular file `rel`, refused when it is larger
-    /// than `max` bytes.
-    pub fn read(&self, rel: &Path, max: u64) -> Result<Vec<u8>> {
+    /// The regular file `rel`, opened for reading without blocking (a FIFO
+    /// is refused, not waited on).
+    pub fn open_file(&self, rel: &Path) -> Result<std::fs::File> {
         let (dir, name) = self.parent(rel, false)?;
         let fd = rustix::fs::openat(
             &dir,
@@ -153,6 +153,13 @@ impl Beneath {
                 format!("{}: not a regular file", rel.display()),
             ));
         }
+        Ok(file)
+    }
+
+    /// The content of the regular file `rel`, refused when it is larger
+    /// than `max` bytes.
+    pub fn read(&self, rel: &Path, max: u64) -> Result<Vec<u8>> {
+        let file = self.open_file(rel)?;
         let mut bytes = Vec::new();
         file.take(max + 1).read_to_end(&mut bytes)?;
         if bytes.len() as u64 > max {

@@ -76,7 +76,7 @@ pub fn write_all(
             let mut entry = numbers(&ps);
             entry["samples"] = json!(samples
                 .iter()
-                .filter_map(|(s, ps)| s.map(|s| (s.to_string(), numbers(ps))))
+                .filter_map(|(s, ps)| s.map(|(_, name)| (name.to_string(), numbers(ps))))
                 .collect::<serde_json::Map<String, Value>>());
             (*m, entry)
         })
@@ -105,12 +105,13 @@ pub fn write_all(
 
 /// A generator's model and sample: `critic experiment` names its samples
 /// `<experiment>/<arm>/<n>`, so a name ending in `/<digits>` is sample n of
-/// the model named before it.
-fn model_and_sample(generator: &str) -> (&str, Option<u64>) {
+/// the model named before it. Samples sort by number; `01` and `1` stay
+/// apart.
+fn model_and_sample(generator: &str) -> (&str, Option<Sample<'_>>) {
     match generator.rsplit_once('/') {
         Some((model, n)) if !model.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
             match n.parse() {
-                Ok(sample) => (model, Some(sample)),
+                Ok(number) => (model, Some((number, n))),
                 Err(_) => (generator, None),
             }
         }
@@ -118,8 +119,11 @@ fn model_and_sample(generator: &str) -> (&str, Option<u64>) {
     }
 }
 
+/// A sample's number, and its name as written.
+type Sample<'a> = (u64, &'a str);
+
 /// Pairs by model, then by sample (`None`: a generator that names no sample).
-type ByModel<'a> = BTreeMap<&'a str, BTreeMap<Option<u64>, Vec<&'a Pair>>>;
+type ByModel<'a> = BTreeMap<&'a str, BTreeMap<Option<Sample<'a>>, Vec<&'a Pair>>>;
 
 fn by_model<'a>(generators: &BTreeMap<&'a str, Vec<&'a Pair>>) -> ByModel<'a> {
     let mut models: ByModel = BTreeMap::new();
@@ -372,7 +376,7 @@ fn page(pairs: &[Pair], summary: &Value, tau: f64, models: &ByModel) -> String {
         if samples.keys().any(Option::is_some) {
             for (sample, ps) in samples {
                 let label = match sample {
-                    Some(n) => format!("sample {n}"),
+                    Some((_, n)) => format!("sample {}", escape(n)),
                     None => "no sample".into(),
                 };
                 table.push_str(&row(label, "sample", ps));
@@ -402,7 +406,9 @@ fn page(pairs: &[Pair], summary: &Value, tau: f64, models: &ByModel) -> String {
     };
     format!(
         r#"<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Mutation Patch Evaluation</title>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
+<title>Mutation Patch Evaluation</title>
 <style>
 :root {{ font-size: 16px; }}
 body {{ font-family: system-ui, sans-serif; line-height: 1.45; margin: 1.5em auto; padding: 0 1.5em;
@@ -474,8 +480,12 @@ mod tests {
 
     #[test]
     fn a_generator_ending_in_a_number_is_a_sample_of_its_model() {
-        assert_eq!(model_and_sample("exp/arm/0"), ("exp/arm", Some(0)));
-        assert_eq!(model_and_sample("exp/arm/12"), ("exp/arm", Some(12)));
+        assert_eq!(model_and_sample("exp/arm/0"), ("exp/arm", Some((0, "0"))));
+        assert_eq!(
+            model_and_sample("exp/arm/12"),
+            ("exp/arm", Some((12, "12")))
+        );
+        assert_eq!(model_and_sample("exp/arm/01"), ("exp/arm", Some((1, "01"))));
         for whole in [
             "gpt-4",
             "org/model",
@@ -506,7 +516,7 @@ mod tests {
             models.keys().copied().collect::<Vec<_>>(),
             ["exp/brt", "other"]
         );
-        let samples: Vec<Option<u64>> = models["exp/brt"].keys().copied().collect();
+        let samples: Vec<Option<u64>> = models["exp/brt"].keys().map(|s| s.map(|s| s.0)).collect();
         assert_eq!(
             samples,
             [Some(0), Some(1), Some(2), Some(10)],

@@ -16,6 +16,7 @@ pub use tables::markdown;
 
 use crate::experiment::db::{Broken, Db, Run, RunKey, Status};
 use crate::experiment::stats::{self, Rate};
+use crate::host::beneath::Beneath;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -328,12 +329,15 @@ pub enum ReportError {
     },
 }
 
-/// Write `summary.json`, `report.html` and every run's page into `out`
-/// from what `db` holds, each arm compared with `baseline` (default: the
-/// first arm).
+/// Write `summary.json`, `report.html` and the page of each of `runs` into
+/// `out`, with their rounds and the broken instances from `db`, each arm
+/// compared with `baseline` (default: the first arm). A run whose page
+/// cannot be written (something planted where it goes) is named in the
+/// report; its numbers still count.
 pub fn write(
     out: &Path,
     manifest: &Value,
+    runs: &[Run],
     db: &Db,
     baseline: Option<&str>,
 ) -> Result<Summary, ReportError> {
@@ -349,25 +353,37 @@ pub fn write(
             });
         }
     }
-    let runs = db.runs()?;
     let rounds = db.rounds()?;
     let name = manifest["name"].as_str().unwrap_or("experiment");
-    let mut summary = summarize(name, &runs, &order, baseline);
+    let mut summary = summarize(name, runs, &order, baseline);
     summary.broken = db.broken()?;
     summary.mpe = crate::experiment::mpe_eval::classes(out, name);
+    let written = |source| ReportError::Write {
+        path: out.to_path_buf(),
+        source,
+    };
+    // Each run's files are read, and its page written, with no link
+    // followed beneath the output directory.
+    let beneath = Beneath::open(out).map_err(written)?;
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let pages = crate::sys::parallel::map(runs.len(), workers, |i| {
+    let unwritten: BTreeMap<RunKey, String> = crate::sys::parallel::map(runs.len(), workers, |i| {
         let run = &runs[i];
-        let dir = crate::experiment::run_dir(out, &run.key);
-        let page = run_page::html(run, rounds.get(&run.key).map_or(&[], Vec::as_slice), &dir);
-        let path = dir.join(run_page::FILE);
+        let rel = crate::experiment::run_dir(Path::new(""), &run.key);
+        let files = beneath.dir(&rel).ok();
+        let page = run_page::html(run, rounds.get(&run.key).map_or(&[], Vec::as_slice), &files);
         // Pages are made again from the results by `critic experiment
         // report`: no need to wait for the disk.
-        std::fs::create_dir_all(&dir)
-            .and_then(|()| crate::sys::atomic_file::write(&path, page.as_bytes(), false))
-            .map_err(|source| ReportError::Write { path, source })
-    });
-    pages.into_iter().collect::<Result<(), _>>()?;
+        beneath
+            .write_atomic(&rel.join(run_page::FILE), page.as_bytes())
+            .err()
+            .map(|e| (run.key.clone(), e.to_string()))
+    })
+    .into_iter()
+    .flatten()
+    .collect();
+    for (key, why) in &unwritten {
+        tracing::warn!("{key}: its page in the report cannot be written: {why}");
+    }
     let write = |file: &str, bytes: &[u8]| {
         let path = out.join(file);
         crate::sys::atomic_file::write(&path, bytes, true)
@@ -379,7 +395,7 @@ pub fn write(
     )?;
     write(
         "report.html",
-        page::html(&summary, manifest, &runs).as_bytes(),
+        page::html(&summary, manifest, runs, &unwritten).as_bytes(),
     )?;
     Ok(summary)
 }
@@ -463,5 +479,30 @@ mod tests {
             md.contains("Infrastructure errors (not results): workspace 1"),
             "{md}"
         );
+    }
+
+    #[test]
+    fn a_run_whose_page_cannot_be_written_is_named_and_the_report_still_made() {
+        let out = tempfile::tempdir().unwrap();
+        let db = Db::open(&out.path().join("results.sqlite")).unwrap();
+        let runs = vec![run("i0", "base", true, None, 1), run("i1", "base", false, None, 1)];
+        for r in &runs {
+            db.finish(r, &[]).unwrap();
+        }
+        // Something of the agent's where the second run's page goes.
+        let planted = crate::experiment::run_dir(out.path(), &runs[1].key).join(RUN_PAGE);
+        std::fs::create_dir_all(planted.join("inside")).unwrap();
+        let manifest = json!({"name": "x", "arms": {"base": {}}, "samples": 1,
+            "instance_ids": ["i0", "i1"], "tool": {"version": "t", "binary_sha256": "ab"}});
+        let summary = write(out.path(), &manifest, &runs, &db, None).unwrap();
+        assert_eq!(summary.arms[0].resolved.k, 1);
+        let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
+        assert!(html.contains("Pages not written"), "{html}");
+        assert!(html.contains("i1 / base / 0"), "{html}");
+        assert_eq!(html.matches("<a class=\"run ").count(), 1, "only the written page is linked");
+        assert!(crate::experiment::run_dir(out.path(), &runs[0].key)
+            .join(RUN_PAGE)
+            .is_file());
+        assert!(planted.join("inside").is_dir(), "what was planted is left alone");
     }
 }

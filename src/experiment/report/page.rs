@@ -44,12 +44,16 @@ details { margin: 0.4em 0; } summary { cursor: pointer; }
 .resolved { background: #2e7d32; } .unresolved { background: #c62828; }
 .agent-fail { background: #b34700; } .infra-error { background: #6a1b9a; }
 .not-run { color: #666; background: none; font-weight: normal; }
-td.broken { background: #fff3e0; text-align: left; }
+.chip.broken { background: #8d6e63; font-weight: normal; }
 #runs td { text-align: left; } #runs td:first-child { font-family: ui-monospace, monospace; }
 .facts th { text-align: left; width: 14em; } .facts td { text-align: left; }
 .note { color: #444; }
 #failures td { text-align: left; }
 "#;
+
+/// Nothing but the page's own styles: no script, nothing fetched.
+pub(super) const CSP: &str = "<meta http-equiv=\"Content-Security-Policy\" \
+    content=\"default-src 'none'; style-src 'unsafe-inline'\">";
 
 /// How a run shows in the grid and on its page: its CSS class, its mark,
 /// and in words.
@@ -75,9 +79,15 @@ fn run_href(key: &RunKey) -> String {
     )
 }
 
-/// Every run as a cell of an instance × arm grid; a broken instance's row
-/// says so.
-fn grid(s: &Summary, manifest: &Value, runs: &[Run]) -> String {
+/// Every run as a cell of an instance × arm grid, each chip opening the
+/// run's page (unless it could not be written: `unwritten`); a broken
+/// instance is marked and linked to its log.
+fn grid(
+    s: &Summary,
+    manifest: &Value,
+    runs: &[Run],
+    unwritten: &BTreeMap<RunKey, String>,
+) -> String {
     let mut arms: Vec<String> = s.arms.iter().map(|a| a.arm.clone()).collect();
     for arm in manifest["arms"]
         .as_object()
@@ -109,15 +119,14 @@ fn grid(s: &Summary, manifest: &Value, runs: &[Run]) -> String {
     }
     out.push_str("</tr>");
     for id in instances {
-        out.push_str(&format!("<tr><td>{}</td>", escape(id)));
+        out.push_str(&format!("<tr><td>{}", escape(id)));
         if let Some(i) = s.broken.iter().position(|b| b.instance_id == id) {
             out.push_str(&format!(
-                "<td class=\"broken\" colspan=\"{}\"><a href=\"#broken-{i}\">broken instance: \
-                 not run</a></td></tr>",
-                arms.len()
+                " <a class=\"chip broken\" href=\"#broken-{i}\" title=\"its golden patch does \
+                 not resolve it: its runs are not made\">broken</a>"
             ));
-            continue;
         }
+        out.push_str("</td>");
         for arm in &arms {
             out.push_str("<td>");
             match cells.get(&(id, arm.as_str())) {
@@ -125,14 +134,19 @@ fn grid(s: &Summary, manifest: &Value, runs: &[Run]) -> String {
                 Some(runs) => {
                     for r in runs {
                         let (class, symbol, words) = mark(r);
-                        out.push_str(&format!(
-                            "<a class=\"run {class}\" href=\"{}\" title=\"{}\">{symbol}</a>",
-                            run_href(&r.key),
-                            escape(&format!(
-                                "sample {}: {words}, {} round(s)",
-                                r.key.sample, r.rounds
-                            ))
-                        ));
+                        let title =
+                            format!("sample {}: {words}, {} round(s)", r.key.sample, r.rounds);
+                        match unwritten.get(&r.key) {
+                            None => out.push_str(&format!(
+                                "<a class=\"run {class}\" href=\"{}\" title=\"{}\">{symbol}</a>",
+                                run_href(&r.key),
+                                escape(&title)
+                            )),
+                            Some(why) => out.push_str(&format!(
+                                "<span class=\"run {class}\" title=\"{}\">{symbol}</span>",
+                                escape(&format!("{title}; its page could not be written: {why}"))
+                            )),
+                        }
                     }
                 }
             }
@@ -141,6 +155,23 @@ fn grid(s: &Summary, manifest: &Value, runs: &[Run]) -> String {
         out.push_str("</tr>");
     }
     out.push_str("</table></div>");
+    if !unwritten.is_empty() {
+        let listed: Vec<String> = unwritten
+            .iter()
+            .map(|(k, why)| {
+                format!(
+                    "<li><code>{}</code>: {}</li>",
+                    escape(&k.to_string()),
+                    escape(why)
+                )
+            })
+            .collect();
+        out.push_str(&format!(
+            "<p><strong>Pages not written</strong> (something other than a file of the \
+             report's is where they go; the runs still count):</p><ul>{}</ul>",
+            listed.join("")
+        ));
+    }
     out
 }
 
@@ -149,7 +180,8 @@ const GRID_KEY: &str = "<p class=\"note\"><span class=\"chip resolved\">✓</spa
     <span class=\"chip unresolved\">✗</span> not resolved \
     <span class=\"chip agent-fail\">✗</span> agent failure (a result; ✓ when its patch still \
     resolves) <span class=\"chip infra-error\">!</span> infrastructure error (not a result) \
-    <span class=\"chip not-run\">·</span> not run. One chip per sample; each opens the run: \
+    <span class=\"chip not-run\">·</span> not run; <span class=\"chip broken\">broken</span> \
+    an instance whose golden patch does not resolve it. One chip per sample; each opens the run: \
     its rounds, the critic's verdicts and follow-ups, the patches, and its grading.</p>";
 
 fn is_control(a: &ArmSummary) -> bool {
@@ -283,7 +315,12 @@ fn broken(s: &Summary) -> String {
 }
 
 /// The page.
-pub(super) fn html(s: &Summary, manifest: &Value, runs: &[Run]) -> String {
+pub(super) fn html(
+    s: &Summary,
+    manifest: &Value,
+    runs: &[Run],
+    unwritten: &BTreeMap<RunKey, String>,
+) -> String {
     let (main, paired) = tables(s);
     let infra = if s.infra_errors.is_empty() {
         "<p>No infrastructure errors.</p>".to_string()
@@ -321,7 +358,7 @@ pub(super) fn html(s: &Summary, manifest: &Value, runs: &[Run]) -> String {
     let sha = manifest["tool"]["binary_sha256"].as_str().unwrap_or("?");
     format!(
         r##"<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{name}: experiment report</title>
+<html lang="en"><head><meta charset="utf-8">{CSP}<title>{name}: experiment report</title>
 <style>{STYLE}</style></head><body>
 <h1>{name}</h1>
 <nav><a href="#arms">Arms</a><a href="#charts">Charts</a><a href="#runs-head">Runs</a><a href="#definitions">Definitions</a></nav>
@@ -354,7 +391,7 @@ are left out of the pass@k and rounds charts.</p>
         name = escape(&s.name),
         instances = manifest["instance_ids"].as_array().map_or(0, |a| a.len()),
         arms = manifest["arms"].as_object().map_or(0, |a| a.len()),
-        samples = manifest["samples"],
+        samples = manifest["samples"].as_u64().unwrap_or(1),
         tool = escape(&format!(
             "{} ({})",
             manifest["tool"]["version"].as_str().unwrap_or("?"),
@@ -365,6 +402,6 @@ are left out of the pass@k and rounds charts.</p>
         broken = broken(s),
         charts = charts(s),
         grid_key = GRID_KEY,
-        grid = grid(s, manifest, runs),
+        grid = grid(s, manifest, runs, unwritten),
     )
 }

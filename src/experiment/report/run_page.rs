@@ -6,14 +6,30 @@
 //! large, read without blocking and through no link at the last step; the
 //! page has no script.
 
-use super::page::{mark, STYLE};
+use super::page::{mark, CSP, STYLE};
 use super::tables::escape;
 use crate::experiment::db::{Round, Run};
 use crate::grading::grade::Resolution;
+use crate::host::beneath::Beneath;
 use crate::sys::bounded_read::{read_part, Part};
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::Path;
+
+/// A run's directory, its files reached with no link followed anywhere
+/// beneath it (`None`: there is none, or not as a plain directory).
+pub(super) type RunFiles = Option<Beneath>;
+
+/// The regular file `rel` of the run's directory: `None` when there is
+/// none, why when it cannot be opened.
+fn open(files: &RunFiles, rel: &str) -> Option<Result<std::fs::File, String>> {
+    let dir = files.as_ref()?;
+    match dir.open_file(Path::new(rel)) {
+        Ok(file) => Some(Ok(file)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => Some(Err(format!("{rel} cannot be shown: {e}"))),
+    }
+}
 
 /// The page's file name in a run's directory.
 pub const FILE: &str = "run.html";
@@ -24,8 +40,9 @@ const PATCH_SHOWN: u64 = 256 << 10;
 const LOG_SHOWN: u64 = 32 << 10;
 /// How much of a detector's metadata is shown per signal.
 const METADATA_SHOWN: usize = 64 << 10;
-/// The largest verdict or grading log read.
-const JSON_MAX: u64 = 32 << 20;
+/// The largest verdict or grading log read (a grading log holds up to
+/// 8 MiB of each output, which JSON's escapes can make six times larger).
+const JSON_MAX: u64 = 128 << 20;
 
 /// A grading log (`grade/golden.json`, `grade/own-on-*.json`): the parts
 /// the page shows.
@@ -50,13 +67,12 @@ struct Output {
 
 /// The text of a file in the run's directory, in part: `None` when there
 /// is none, a sentence when it cannot be read.
-fn part(dir: &Path, rel: &str, max: u64, which: Part) -> Option<Result<Shown, String>> {
-    let path = dir.join(rel);
-    match read_part(&path, max, which) {
-        Ok((bytes, size)) => Some(Ok(Shown::new(&bytes, size, which))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => Some(Err(format!("{rel} cannot be shown: {e}"))),
-    }
+fn part(files: &RunFiles, rel: &str, max: u64, which: Part) -> Option<Result<Shown, String>> {
+    Some(open(files, rel)?.and_then(|file| {
+        read_part(file, max, which)
+            .map(|(bytes, size)| Shown::new(&bytes, size, which))
+            .map_err(|e| format!("{rel} cannot be shown: {e}"))
+    }))
 }
 
 /// Text as shown, and what of it was left out.
@@ -151,8 +167,8 @@ fn diff_summary(text: &str) -> String {
 }
 
 /// A link to a file of the run's directory, when it is there.
-fn link(dir: &Path, rel: &str) -> String {
-    if dir.join(rel).is_file() {
+fn link(files: &RunFiles, rel: &str) -> String {
+    if matches!(open(files, rel), Some(Ok(_))) {
         format!(" (<a href=\"{rel}\">{rel}</a>)")
     } else {
         String::new()
@@ -164,13 +180,20 @@ fn pre(shown: &Shown) -> String {
 }
 
 /// A file of the run's directory as a collapsed block, with a link to it.
-fn file_block(dir: &Path, rel: &str, title: &str, max: u64, which: Part, open: bool) -> String {
-    match part(dir, rel, max, which) {
+fn file_block(
+    files: &RunFiles,
+    rel: &str,
+    title: &str,
+    max: u64,
+    which: Part,
+    expanded: bool,
+) -> String {
+    match part(files, rel, max, which) {
         None => String::new(),
         Some(Err(e)) => format!("<p class=\"note\">{}</p>", escape(&e)),
         Some(Ok(shown)) => format!(
             "<details{}><summary>{title} (<a href=\"{rel}\">{rel}</a>)</summary>{}</details>",
-            if open { " open" } else { "" },
+            if expanded { " open" } else { "" },
             if rel.ends_with(".diff") {
                 diff_html(&shown)
             } else {
@@ -180,9 +203,9 @@ fn file_block(dir: &Path, rel: &str, title: &str, max: u64, which: Part, open: b
     }
 }
 
-fn json_file(dir: &Path, rel: &str) -> Option<Result<Vec<u8>, String>> {
-    let path = dir.join(rel);
-    match crate::sys::bounded_read::read_regular_file_nofollow(&path, JSON_MAX) {
+fn json_file(files: &RunFiles, rel: &str) -> Option<Result<Vec<u8>, String>> {
+    let dir = files.as_ref()?;
+    match dir.read(Path::new(rel), JSON_MAX) {
         Ok(bytes) => Some(Ok(bytes)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => Some(Err(format!("{rel} cannot be read: {e}"))),
@@ -190,8 +213,8 @@ fn json_file(dir: &Path, rel: &str) -> Option<Result<Vec<u8>, String>> {
 }
 
 /// The critic's verdict of a round: its message and every signal.
-fn verdict_html(dir: &Path, rel: &str) -> String {
-    let verdict: Value = match json_file(dir, rel) {
+fn verdict_html(files: &RunFiles, rel: &str) -> String {
+    let verdict: Value = match json_file(files, rel) {
         None => return "<p class=\"note\">No verdict was recorded for this round.</p>".into(),
         Some(Err(e)) => return format!("<p class=\"note\">{}</p>", escape(&e)),
         Some(Ok(bytes)) => match serde_json::from_slice(&bytes) {
@@ -212,7 +235,7 @@ fn verdict_html(dir: &Path, rel: &str) -> String {
     let mut out = format!(
         "<p>{} <span class=\"note\">(score {} against threshold {}; finish {} of at most {}; \
          skill {} {}; <a href=\"{rel}\">{rel}</a>)</span></p>",
-        escape(&text(&verdict["message"])),
+        escape(&Shown::of_text(&text(&verdict["message"]), 4096, Part::Head).text),
         escape(&text(&verdict["score"])),
         escape(&text(&verdict["threshold"])),
         escape(&text(&verdict["iteration"])),
@@ -263,7 +286,7 @@ fn verdict_html(dir: &Path, rel: &str) -> String {
     out
 }
 
-fn round_html(dir: &Path, r: &Round) -> String {
+fn round_html(files: &RunFiles, r: &Round) -> String {
     let k = r.round;
     let class = match r.verdict.as_str() {
         "accepted" => "resolved",
@@ -287,7 +310,7 @@ fn round_html(dir: &Path, r: &Round) -> String {
     );
     let round = format!("round-{k}");
     out.push_str(&file_block(
-        dir,
+        files,
         &format!("{round}/prompt.md"),
         "The prompt of this turn",
         LOG_SHOWN,
@@ -295,24 +318,31 @@ fn round_html(dir: &Path, r: &Round) -> String {
         false,
     ));
     out.push_str("<h3>The critic's verdict</h3>");
-    out.push_str(&verdict_html(dir, &format!("{round}/verdict.json")));
+    out.push_str(&verdict_html(files, &format!("{round}/verdict.json")));
     if let Some(followup) = &r.followup {
+        let shown = Shown::of_text(followup, METADATA_SHOWN as u64, Part::Head);
         out.push_str(&format!(
-            "<h3>Follow-up sent to the agent</h3><pre class=\"text\">{}</pre>",
-            escape(followup)
+            "<h3>Follow-up sent to the agent</h3><pre class=\"text\">{}</pre>{}",
+            escape(&shown.text),
+            shown.note()
         ));
     }
     let patch = format!("{round}/patch.diff");
-    if let Some(Ok(shown)) = part(dir, &patch, PATCH_SHOWN, Part::Head) {
+    if let Some(Ok(shown)) = part(files, &patch, PATCH_SHOWN, Part::Head) {
         out.push_str(&format!(
-            "<h3>The patch judged</h3><details open><summary>{} (<a href=\"{patch}\">{patch}</a>)\
-             </summary>{}</details>",
+            "<h3>The patch judged</h3><details open><summary>{}{} (<a href=\"{patch}\">{patch}\
+             </a>)</summary>{}</details>",
             diff_summary(&shown.text),
+            if shown.left_out > 0 {
+                " in the part shown"
+            } else {
+                ""
+            },
             diff_html(&shown)
         ));
     }
     out.push_str(&file_block(
-        dir,
+        files,
         &format!("{round}/agent.log"),
         "The end of the agent's log",
         LOG_SHOWN,
@@ -320,7 +350,7 @@ fn round_html(dir: &Path, r: &Round) -> String {
         false,
     ));
     out.push_str(&file_block(
-        dir,
+        files,
         &format!("{round}/check.stderr"),
         "What the check wrote to stderr",
         LOG_SHOWN,
@@ -347,8 +377,8 @@ fn output_html(output: &Output, what: &str) -> String {
     out
 }
 
-fn read_grade_log(dir: &Path, rel: &str) -> Option<Result<GradeLog, String>> {
-    json_file(dir, rel).map(|bytes| {
+fn read_grade_log(files: &RunFiles, rel: &str) -> Option<Result<GradeLog, String>> {
+    json_file(files, rel).map(|bytes| {
         bytes.and_then(|b| {
             serde_json::from_slice(&b).map_err(|e| format!("{rel} is not a grading log: {e}"))
         })
@@ -356,9 +386,9 @@ fn read_grade_log(dir: &Path, rel: &str) -> Option<Result<GradeLog, String>> {
 }
 
 /// The grading: each golden id's status, then the run's own test.
-fn grading_html(dir: &Path) -> String {
+fn grading_html(files: &RunFiles) -> String {
     let mut out = String::from("<h2 id=\"grading\">Grading</h2>");
-    match read_grade_log(dir, "grade/golden.json") {
+    match read_grade_log(files, "grade/golden.json") {
         None => out.push_str("<p class=\"note\">This run was not graded.</p>"),
         Some(Err(e)) => out.push_str(&format!("<p class=\"note\">{}</p>", escape(&e))),
         Some(Ok(log)) => {
@@ -379,12 +409,12 @@ fn grading_html(dir: &Path) -> String {
         ("grade/own-on-golden.json", "on the golden fix"),
     ]
     .into_iter()
-    .filter(|(rel, _)| dir.join(rel).exists())
+    .filter(|(rel, _)| open(files, rel).is_some())
     .collect();
     if !own.is_empty() {
         out.push_str("<h3>The run's own test</h3>");
         for (rel, on) in own {
-            match read_grade_log(dir, rel) {
+            match read_grade_log(files, rel) {
                 Some(Ok(GradeLog {
                     result: Some(output),
                     ..
@@ -531,9 +561,8 @@ fn facts(run: &Run) -> String {
     format!("<table class=\"facts\">{cells}</table>")
 }
 
-/// The page of `run`, with its `rounds`, from the files of its directory
-/// `dir`.
-pub(super) fn html(run: &Run, rounds: &[Round], dir: &Path) -> String {
+/// The page of `run`, with its `rounds`, from the files of its directory.
+pub(super) fn html(run: &Run, rounds: &[Round], files: &RunFiles) -> String {
     let k = &run.key;
     let mut body = facts(run);
     if rounds.is_empty() {
@@ -549,7 +578,7 @@ pub(super) fn html(run: &Run, rounds: &[Round], dir: &Path) -> String {
         body.push_str(&format!("<nav>{}</nav>", links.join("")));
     }
     for r in rounds {
-        body.push_str(&round_html(dir, r));
+        body.push_str(&round_html(files, r));
     }
     body.push_str("<h2 id=\"final\">The final patch</h2>");
     if run.model_patch.is_empty() {
@@ -559,14 +588,14 @@ pub(super) fn html(run: &Run, rounds: &[Round], dir: &Path) -> String {
         body.push_str(&format!(
             "<p>{}{}</p>{}",
             diff_summary(&run.model_patch),
-            link(dir, "final.patch"),
+            link(files, "final.patch"),
             diff_html(&shown)
         ));
     }
-    body.push_str(&grading_html(dir));
+    body.push_str(&grading_html(files));
     format!(
         r#"<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<html lang="en"><head><meta charset="utf-8">{CSP}<title>{title}</title>
 <style>{STYLE}</style></head><body>
 <nav><a href="../../../../report.html#runs-head">← the report</a>{record}</nav>
 <h1>{instance}</h1>
@@ -578,7 +607,7 @@ pub(super) fn html(run: &Run, rounds: &[Round], dir: &Path) -> String {
         instance = escape(&k.instance_id),
         arm = escape(&k.arm),
         sample = k.sample,
-        record = if dir.join("run.json").is_file() {
+        record = if matches!(open(files, "run.json"), Some(Ok(_))) {
             "<a href=\"run.json\">run.json</a>"
         } else {
             ""
@@ -643,7 +672,7 @@ mod tests {
             "-<style>*{display:none}</style>\n",
         )
         .unwrap();
-        let page = html(&run(), &[round()], dir.path());
+        let page = html(&run(), &[round()], &Beneath::open(dir.path()).ok());
         for raw in ["<script", "<img", "<style>*", "<b>bold", "<i>n"] {
             assert!(!page.contains(raw), "{raw} reached the page");
         }
@@ -665,8 +694,8 @@ mod tests {
         std::fs::write(&secret, "+the user's secret\n").unwrap();
         std::os::unix::fs::symlink(&secret, round_dir.join("patch.diff")).unwrap();
         std::os::unix::fs::symlink(&secret, round_dir.join("check.stderr")).unwrap();
-        let page = html(&run(), &[round()], dir.path());
-        assert!(!page.contains("the user&#x27;s secret") && !page.contains("user's secret"));
+        let page = html(&run(), &[round()], &Beneath::open(dir.path()).ok());
+        assert!(!page.contains("user's secret"));
         assert!(page.contains("round-1/agent.log cannot be shown"), "{page}");
         assert!(
             page.contains("round-1/check.stderr cannot be shown"),
@@ -676,10 +705,34 @@ mod tests {
         std::fs::remove_file(round_dir.join("agent.log")).unwrap();
         let log: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
         std::fs::write(round_dir.join("agent.log"), &log).unwrap();
-        let page = html(&run(), &[round()], dir.path());
+        let page = html(&run(), &[round()], &Beneath::open(dir.path()).ok());
         assert!(page.contains("line 19999\n"));
         assert!(!page.contains("line 0\n"));
         assert!(page.contains("KiB before this not shown"));
+    }
+
+    #[test]
+    fn a_round_or_grade_directory_planted_as_a_link_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let theirs = dir.path().join("theirs");
+        std::fs::create_dir_all(theirs.join("inner")).unwrap();
+        std::fs::write(theirs.join("patch.diff"), "+the user's secret\n").unwrap();
+        std::fs::write(theirs.join("golden.json"), r#"{"grade": 7}"#).unwrap();
+        let run_dir = dir.path().join("run");
+        std::fs::create_dir_all(&run_dir).unwrap();
+        std::os::unix::fs::symlink(&theirs, run_dir.join("round-1")).unwrap();
+        std::os::unix::fs::symlink(&theirs, run_dir.join("grade")).unwrap();
+        std::os::unix::fs::symlink(theirs.join("patch.diff"), run_dir.join("final.patch")).unwrap();
+        let page = html(&run(), &[round()], &Beneath::open(&run_dir).ok());
+        assert!(!page.contains("user's secret"), "{page}");
+        assert!(
+            !page.contains("is not a grading log"),
+            "golden.json was read: {page}"
+        );
+        assert!(
+            !page.contains("href=\"final.patch\""),
+            "a link to a link: {page}"
+        );
     }
 
     #[test]
@@ -687,7 +740,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("grade")).unwrap();
         std::fs::write(dir.path().join("grade/golden.json"), r#"{"grade": 7}"#).unwrap();
-        let page = html(&run(), &[], dir.path());
+        let page = html(&run(), &[], &Beneath::open(dir.path()).ok());
         assert!(
             page.contains("grade/golden.json is not a grading log"),
             "{page}"
