@@ -485,7 +485,10 @@ mod tests {
     fn a_run_whose_page_cannot_be_written_is_named_and_the_report_still_made() {
         let out = tempfile::tempdir().unwrap();
         let db = Db::open(&out.path().join("results.sqlite")).unwrap();
-        let runs = vec![run("i0", "base", true, None, 1), run("i1", "base", false, None, 1)];
+        let runs = vec![
+            run("i0", "base", true, None, 1),
+            run("i1", "base", false, None, 1),
+        ];
         for r in &runs {
             db.finish(r, &[]).unwrap();
         }
@@ -499,10 +502,17 @@ mod tests {
         let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
         assert!(html.contains("Pages not written"), "{html}");
         assert!(html.contains("i1 / base / 0"), "{html}");
-        assert_eq!(html.matches("<a class=\"run ").count(), 1, "only the written page is linked");
+        assert_eq!(
+            html.matches("<a class=\"run ").count(),
+            1,
+            "only the written page is linked"
+        );
         assert!(crate::experiment::run_dir(out.path(), &runs[0].key)
             .join(RUN_PAGE)
             .is_file());
-        assert!(planted.join("inside").is_dir(), "what was planted is left alone");
+        assert!(
+            planted.join("inside").is_dir(),
+            "what was planted is left alone"
+        );
     }
 }
