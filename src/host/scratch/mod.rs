@@ -934,9 +934,14 @@ fn execute(
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return failed(format!(
-                "command not found: {program:?} (is it installed and on PATH?)"
-            ));
+            let hint = if confined && crate::host::confine::in_private_dir(Path::new(program)) {
+                "a confined run's /tmp, /var/tmp and /dev/shm are its own and empty: of the \
+                 host's it sees the directory of a program it is given, never a program lying \
+                 in them directly; give it a directory of its own"
+            } else {
+                "is it installed and on PATH?"
+            };
+            return failed(format!("command not found: {program:?} ({hint})"));
         }
         Err(e) if confined => {
             return failed(format!(
