@@ -110,6 +110,12 @@ impl Beneath {
     /// Write `bytes` to `rel` through a temporary file renamed over it, so a
     /// reader sees the old content or the new, never a part.
     pub fn write_atomic(&self, rel: &Path, bytes: &[u8]) -> Result<()> {
+        self.write_atomic_mode(rel, bytes, 0o644)
+    }
+
+    /// [`Beneath::write_atomic`], the new file made with `mode` (before the
+    /// umask).
+    pub fn write_atomic_mode(&self, rel: &Path, bytes: &[u8], mode: u32) -> Result<()> {
         let (dir, name) = self.parent(rel, true)?;
         let mut tmp_name = std::ffi::OsString::from(".");
         tmp_name.push(name);
@@ -121,7 +127,7 @@ impl Beneath {
             &dir,
             &tmp_name,
             OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o644),
+            Mode::from_raw_mode(mode),
         )
         .map_err(|e| symlink_refused(e, name))?;
         let written = std::fs::File::from(fd).write_all(bytes);

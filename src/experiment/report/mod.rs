@@ -372,9 +372,10 @@ pub fn write(
         let files = beneath.dir(&rel).ok();
         let page = run_page::html(run, rounds.get(&run.key).map_or(&[], Vec::as_slice), &files);
         // Pages are made again from the results by `critic experiment
-        // report`: no need to wait for the disk.
+        // report`: no need to wait for the disk. Private, as the run's
+        // files they show are.
         beneath
-            .write_atomic(&rel.join(run_page::FILE), page.as_bytes())
+            .write_atomic_mode(&rel.join(run_page::FILE), page.as_bytes(), 0o600)
             .err()
             .map(|e| (run.key.clone(), e.to_string()))
     })
@@ -507,9 +508,13 @@ mod tests {
             1,
             "only the written page is linked"
         );
-        assert!(crate::experiment::run_dir(out.path(), &runs[0].key)
-            .join(RUN_PAGE)
-            .is_file());
+        let page = crate::experiment::run_dir(out.path(), &runs[0].key).join(RUN_PAGE);
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&page).unwrap().permissions().mode() & 0o777,
+            0o600,
+            "private, as the files it shows"
+        );
         assert!(
             planted.join("inside").is_dir(),
             "what was planted is left alone"
