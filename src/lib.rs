@@ -54,6 +54,7 @@ pub mod experiment;
 pub mod grading;
 pub mod host;
 pub mod mpe;
+mod report_html;
 pub mod run;
 pub mod skill;
 mod sys;

@@ -7,6 +7,7 @@
 use crate::mpe::pool::Source;
 use crate::mpe::results::{self, Class, Pair, Tau};
 use crate::mpe::store::{Store, StoreError};
+use crate::report_html::{bar_label, escape, legend, CAPTION, LABELS};
 use plotters::prelude::*;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -139,34 +140,8 @@ fn by_model<'a>(generators: &BTreeMap<&'a str, Vec<&'a Pair>>) -> ByModel<'a> {
     models
 }
 
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
 /// The histogram's bars.
 const HISTOGRAM: RGBColor = RGBColor(102, 102, 255);
-
-/// Chart sizes: plotters draws a font of size s at s / 1.24 px.
-const CAPTION: (&str, u32) = ("sans-serif", 27);
-const LABELS: (&str, u32) = ("sans-serif", 20);
-
-/// A legend as HTML beneath its chart, where it covers nothing.
-fn legend(keys: &[(String, RGBColor)]) -> String {
-    let items: Vec<String> = keys
-        .iter()
-        .map(|(name, RGBColor(r, g, b))| {
-            format!(
-                "<span class=\"key\"><span class=\"swatch\" style=\"background:rgb({r},{g},{b})\">\
-                 </span>{}</span>",
-                escape(name)
-            )
-        })
-        .collect();
-    format!("<figcaption>{}</figcaption>", items.join(" "))
-}
 
 /// The stacked class bars, one per model (its samples together).
 fn class_bars(models: &ByModel, tau: f64) -> String {
@@ -199,14 +174,8 @@ fn class_bars(models: &ByModel, tau: f64) -> String {
         let Ok(mut chart) = chart else {
             return String::new();
         };
-        let label = |x: &f64| {
-            let i = x.floor() as usize;
-            if (x - x.floor() - 0.5).abs() < 1e-9 {
-                names.get(i).map(|s| s.to_string()).unwrap_or_default()
-            } else {
-                String::new()
-            }
-        };
+        let labels: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let label = |x: &f64| bar_label(&labels, *x);
         let _ = chart
             .configure_mesh()
             .disable_x_mesh()

@@ -2,8 +2,8 @@
 //! whiskers per arm, and lines over k (rounds, pass@k). Line charts carry
 //! their legend as HTML beneath the drawing, where it cannot cover a point.
 
-use super::tables::escape;
 use crate::experiment::stats::Rate;
+use crate::report_html::{bar_label, legend, CAPTION, LABELS};
 use plotters::prelude::*;
 
 /// One colour per arm, by the arm's place in the report.
@@ -18,9 +18,6 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(96, 125, 139),
 ];
 
-// plotters draws a font of size s at s / 1.24 px: about 22 px and 16 px.
-const CAPTION: (&str, u32) = ("sans-serif", 27);
-const LABELS: (&str, u32) = ("sans-serif", 20);
 const HEIGHT: u32 = 400;
 
 fn colour(index: usize) -> RGBColor {
@@ -52,14 +49,7 @@ pub(super) fn rate_bars(title: &str, bars: &[Bar]) -> String {
             return String::new();
         };
         let names: Vec<String> = bars.iter().map(|b| b.name.clone()).collect();
-        let label = |x: &f64| {
-            let i = x.floor() as usize;
-            if (x - x.floor() - 0.5).abs() < 1e-9 {
-                names.get(i).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        };
+        let label = |x: &f64| bar_label(&names, *x);
         let _ = chart
             .configure_mesh()
             .disable_x_mesh()
@@ -150,20 +140,9 @@ pub(super) fn lines(title: &str, x_desc: &str, y_desc: &str, lines: &[Line]) -> 
         }
         let _ = root.present();
     }
-    format!("{svg}{}", legend(lines))
-}
-
-/// The lines' names beside their colours.
-fn legend(lines: &[Line]) -> String {
-    let items: Vec<String> = lines
+    let keys: Vec<(String, RGBColor)> = lines
         .iter()
-        .map(|l| {
-            let RGBColor(r, g, b) = colour(l.colour);
-            format!(
-                "<span class=\"key\"><span class=\"swatch\" style=\"background:rgb({r},{g},{b})\"></span>{}</span>",
-                escape(&l.name)
-            )
-        })
+        .map(|l| (l.name.clone(), colour(l.colour)))
         .collect();
-    format!("<figcaption>{}</figcaption>", items.join(" "))
+    format!("{svg}{}", legend(&keys))
 }

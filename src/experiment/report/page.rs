@@ -5,9 +5,10 @@
 
 use super::charts::{self, Bar, Line};
 use super::run_page;
-use super::tables::{escape, html_table, html_table_raw, mpe_table, tables};
+use super::tables::{html_table, html_table_raw, mpe_table, tables};
 use super::{ArmSummary, Summary};
 use crate::experiment::db::{Run, RunKey, Status};
+use crate::report_html::escape;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 

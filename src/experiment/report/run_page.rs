@@ -7,10 +7,10 @@
 //! page has no script.
 
 use super::page::{mark, CSP, STYLE};
-use super::tables::escape;
 use crate::experiment::db::{Round, Run};
 use crate::grading::grade::Resolution;
 use crate::host::beneath::Beneath;
+use crate::report_html::escape;
 use crate::sys::bounded_read::{read_part, Part};
 use serde::Deserialize;
 use serde_json::Value;
@@ -152,18 +152,18 @@ fn diff_html(shown: &Shown) -> String {
     out
 }
 
-/// What a diff changes, in a few words.
+/// What a diff changes, in a few words, as the host's diff parser counts
+/// it.
 fn diff_summary(text: &str) -> String {
-    let files = text.lines().filter(|l| l.starts_with("diff --git")).count();
-    let added = text
-        .lines()
-        .filter(|l| l.starts_with('+') && !l.starts_with("+++ "))
-        .count();
-    let removed = text
-        .lines()
-        .filter(|l| l.starts_with('-') && !l.starts_with("--- "))
-        .count();
-    format!("{files} file(s), +{added} −{removed}")
+    match critic_sdk::diff::parse(text) {
+        Ok(files) => format!(
+            "{} file(s), +{} −{}",
+            files.len(),
+            files.iter().map(|f| f.added).sum::<usize>(),
+            files.iter().map(|f| f.removed).sum::<usize>()
+        ),
+        Err(_) => "not in git's diff format".into(),
+    }
 }
 
 /// A link to a file of the run's directory, when it is there.
@@ -330,13 +330,12 @@ fn round_html(files: &RunFiles, r: &Round) -> String {
     let patch = format!("{round}/patch.diff");
     if let Some(Ok(shown)) = part(files, &patch, PATCH_SHOWN, Part::Head) {
         out.push_str(&format!(
-            "<h3>The patch judged</h3><details open><summary>{}{} (<a href=\"{patch}\">{patch}\
+            "<h3>The patch judged</h3><details open><summary>{} (<a href=\"{patch}\">{patch}\
              </a>)</summary>{}</details>",
-            diff_summary(&shown.text),
             if shown.left_out > 0 {
-                " in the part shown"
+                format!("its first {} KiB", shown.text.len() / 1024)
             } else {
-                ""
+                diff_summary(&shown.text)
             },
             diff_html(&shown)
         ));

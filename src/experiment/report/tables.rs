@@ -4,6 +4,7 @@
 
 use super::Summary;
 use crate::experiment::stats::Rate;
+use crate::report_html::escape;
 
 pub(super) fn pct(r: &Rate) -> String {
     if r.n == 0 {
@@ -178,14 +179,6 @@ pub fn markdown(s: &Summary) -> String {
         out.push('\n');
     }
     out
-}
-
-/// `text` safe inside HTML text and attribute values.
-pub(super) fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// `rows` as an HTML table, header first, each cell escaped.
