@@ -19,7 +19,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// The most bytes of a verdict read from `critic check`.
-const MAX_VERDICT_BYTES: usize = 16 << 20;
+pub(crate) const MAX_VERDICT_BYTES: usize = 16 << 20;
 
 /// How long the runner waits for one `critic check`: far more than any
 /// skill's checks take, so that only a check that hangs reaches it.

@@ -40,9 +40,11 @@ const PATCH_SHOWN: u64 = 256 << 10;
 const LOG_SHOWN: u64 = 32 << 10;
 /// How much of a detector's metadata is shown per signal.
 const METADATA_SHOWN: usize = 64 << 10;
-/// The largest verdict or grading log read (a grading log holds up to
-/// 8 MiB of each output, which JSON's escapes can make six times larger).
-const JSON_MAX: u64 = 128 << 20;
+/// The largest verdict read: the runner keeps none larger.
+const VERDICT_MAX: u64 = crate::experiment::session::MAX_VERDICT_BYTES as u64;
+/// The largest grading log read: it holds up to 8 MiB of each output,
+/// which JSON's escapes can make six times larger.
+const GRADE_LOG_MAX: u64 = 128 << 20;
 
 /// A grading log (`grade/golden.json`, `grade/own-on-*.json`): the parts
 /// the page shows.
@@ -203,9 +205,9 @@ fn file_block(
     }
 }
 
-fn json_file(files: &RunFiles, rel: &str) -> Option<Result<Vec<u8>, String>> {
+fn json_file(files: &RunFiles, rel: &str, max: u64) -> Option<Result<Vec<u8>, String>> {
     let dir = files.as_ref()?;
-    match dir.read(Path::new(rel), JSON_MAX) {
+    match dir.read(Path::new(rel), max) {
         Ok(bytes) => Some(Ok(bytes)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => Some(Err(format!("{rel} cannot be read: {e}"))),
@@ -214,7 +216,7 @@ fn json_file(files: &RunFiles, rel: &str) -> Option<Result<Vec<u8>, String>> {
 
 /// The critic's verdict of a round: its message and every signal.
 fn verdict_html(files: &RunFiles, rel: &str) -> String {
-    let verdict: Value = match json_file(files, rel) {
+    let verdict: Value = match json_file(files, rel, VERDICT_MAX) {
         None => return "<p class=\"note\">No verdict was recorded for this round.</p>".into(),
         Some(Err(e)) => return format!("<p class=\"note\">{}</p>", escape(&e)),
         Some(Ok(bytes)) => match serde_json::from_slice(&bytes) {
@@ -377,7 +379,7 @@ fn output_html(output: &Output, what: &str) -> String {
 }
 
 fn read_grade_log(files: &RunFiles, rel: &str) -> Option<Result<GradeLog, String>> {
-    json_file(files, rel).map(|bytes| {
+    json_file(files, rel, GRADE_LOG_MAX).map(|bytes| {
         bytes.and_then(|b| {
             serde_json::from_slice(&b).map_err(|e| format!("{rel} is not a grading log: {e}"))
         })
