@@ -436,6 +436,13 @@ fn predictions_on_a_real_fix_grade_as_swe_bench_and_no_forgery_resolves() {
         "{err}"
     );
     assert!(err.contains("experiment: |"), "the log's tail: {err}");
+    // The start line counts only the runs it makes: none had finished.
+    let wanted = format!(
+        "{n} of {t} runs to make (0 already finished, 1 of broken instances not made)",
+        n = preds.len(),
+        t = preds.len() + 1
+    );
+    assert!(err.contains(&wanted), "{wanted}: {err}");
     let results: BTreeMap<String, Value> = std::fs::read_to_string(lab.path("out/results.jsonl"))
         .unwrap()
         .lines()

@@ -762,11 +762,12 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
     );
     // A broken instance's runs keep their grades: nothing can grade them.
     let broken = preflight(&instances, &mut pending, &graders, &db, out, opts.workers)?;
+    let total = runs.len();
     let runs: Vec<Run> = runs
         .into_iter()
         .filter(|r| pending.iter().any(|(k, _)| *k == r.key))
         .collect();
-    progress.start(runs.len(), runs.len(), 0);
+    progress.start(total, runs.len(), total - runs.len());
     let failures: Mutex<Vec<ExperimentError>> = Mutex::new(Vec::new());
     crate::sys::parallel::map(runs.len(), opts.workers.max(1), |i| {
         let mut run = runs[i].clone();

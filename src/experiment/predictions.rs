@@ -124,11 +124,12 @@ pub fn grade_predictions(
         out.join("container-input"),
     );
     let broken = preflight(&instances, &mut pending, &graders, &db, out, opts.workers)?;
+    let before = todo.len();
     let todo: Vec<&dataset::Prediction> = todo
         .into_iter()
         .filter(|p| pending.iter().any(|(k, _)| *k == key_of(p)))
         .collect();
-    progress.start(predictions.len(), todo.len(), 0);
+    progress.start(predictions.len(), todo.len(), before - todo.len());
     let no_tests = grade::ArmTests::of(&[], &serde_json::Value::Null);
     let failures: Mutex<Vec<ExperimentError>> = Mutex::new(Vec::new());
     crate::sys::parallel::map(todo.len(), opts.workers.max(1), |i| {
