@@ -25,6 +25,10 @@ WHITESPACE = ("\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0
 
 
 def parse(raw: str) -> list[FileChange]:
+    """As `git apply` reads a patch: text before, between and after the
+    files' sections is skipped, and a plain unified diff (`--- a/x`, `+++
+    b/x`, `@@ -...` with no `diff --git`) is read, its paths without their
+    first part."""
     lines = raw.split("\n")
     last = lines.pop()
     # A `\r` is part of a line ending only before its `\n`.
@@ -38,43 +42,72 @@ def parse(raw: str) -> list[FileChange]:
         if line.startswith("diff --git "):
             file, i = _file(lines, i, line[len("diff --git "):])
             files.append(file)
-        elif line == "" and i + 1 == len(lines):
-            i += 1
+        elif _plain_header(lines, i):
+            file, i = _file(lines, i, None)
+            files.append(file)
+        elif line.startswith("@@ -"):
+            raise DiffError(i + 1, f"patch fragment without header: {line!r}")
         else:
-            raise DiffError(i + 1, f"expected 'diff --git', found {line!r}")
+            i += 1
     return files
 
 
-def _file(lines: list[str], start: int, header: str) -> tuple[FileChange, int]:
-    paths = _split_header(header)
-    if paths is None:
-        raise DiffError(start + 1, f"cannot read the paths in 'diff --git {header}'")
-    old_path, new_path = paths
+def _plain_header(lines: list[str], i: int) -> bool:
+    return (lines[i].startswith("--- ") and i + 2 < len(lines)
+            and lines[i + 1].startswith("+++ ") and lines[i + 2].startswith("@@ -"))
+
+
+#: The lines of a git extended header; it ends at the first line none of them.
+_EXTENDED = ("old mode ", "new mode ", "deleted file mode ", "new file mode ", "copy from ",
+             "copy to ", "rename old ", "rename new ", "rename from ", "rename to ",
+             "similarity index ", "dissimilarity index ", "index ", "--- ", "+++ ")
+
+
+def _file(lines: list[str], start: int, header: str | None) -> tuple[FileChange, int]:
+    if header is None:
+        old_path, new_path, i = "", "", start
+        prefixes = ("", "")
+    else:
+        paths = _split_header(header)
+        if paths is None:
+            raise DiffError(start + 1, f"cannot read the paths in 'diff --git {header}'")
+        old_path, new_path = paths
+        i = start + 1
+        prefixes = ("a/", "b/")
     status, binary = FileStatus.MODIFIED, False
-    i = start + 1
+    old_null = new_null = False
     while i < len(lines):
         line = lines[i]
-        if line.startswith("diff --git ") or line.startswith("@@ "):
+        if not line.startswith(_EXTENDED):
             break
         if line.startswith("new file mode "):
             status = FileStatus.ADDED
         elif line.startswith("deleted file mode "):
             status = FileStatus.DELETED
-        elif line.startswith("rename from "):
-            status, old_path = FileStatus.RENAMED, _unquote(line[12:])
-        elif line.startswith("rename to "):
-            new_path = _unquote(line[10:])
+        elif line.startswith("rename from ") or line.startswith("rename old "):
+            status, old_path = FileStatus.RENAMED, _unquote(line[12:] if line[7] == "f" else line[11:])
+        elif line.startswith("rename to ") or line.startswith("rename new "):
+            new_path = _unquote(line[10:] if line[7] == "t" else line[11:])
         elif line.startswith("copy from "):
             status, old_path = FileStatus.COPIED, _unquote(line[10:])
         elif line.startswith("copy to "):
             new_path = _unquote(line[8:])
         elif line.startswith("--- "):
-            old_path = _side(line[4:], "a/") or old_path
+            side = _side(line[4:], prefixes[0])
+            old_null = side is None
+            old_path = side if side is not None else old_path
         elif line.startswith("+++ "):
-            new_path = _side(line[4:], "b/") or new_path
-        elif line.startswith("Binary files ") or line == "GIT binary patch":
-            binary = True
+            side = _side(line[4:], prefixes[1])
+            new_null = side is None
+            new_path = side if side is not None else new_path
         i += 1
+    if header is None:
+        if old_null:
+            status, old_path = FileStatus.ADDED, new_path
+        elif new_null:
+            status, new_path = FileStatus.DELETED, old_path
+    if i < len(lines) and (lines[i].startswith("Binary files ") or lines[i] == "GIT binary patch"):
+        binary = True
     hunks = []
     while i < len(lines) and lines[i].startswith("@@ "):
         hunk, i = _hunk(lines, i)
@@ -142,10 +175,14 @@ def _hunk(lines: list[str], start: int) -> tuple[Hunk, int]:
 
 
 def _side(field: str, prefix: str) -> str | None:
+    """A `---`/`+++` path without `prefix` (without its first part when
+    `prefix` is empty), or None for /dev/null."""
     field = field.split("\t", 1)[0]
     if field == "/dev/null":
         return None
     path = _unquote(field)
+    if not prefix:
+        return path.split("/", 1)[1] if "/" in path else path
     return path[len(prefix):] if path.startswith(prefix) else path
 
 

@@ -85,8 +85,12 @@ def test_the_diff_reader_reads_what_git_prints():
     assert (spaced[0].path, spaced[0].status) == ("my file.py", FileStatus.DELETED)
     no_newline = parse("diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1 @@\n-x\n\\ No newline at end of file\n+y\n")
     assert no_newline[0].hunks[0].lines[1].text == "y"
-    with pytest.raises(DiffError, match="line 1: expected 'diff --git'"):
-        parse("not a diff\n")
+    assert parse("not a diff\n") == []
+    with pytest.raises(DiffError, match="line 2: patch fragment without header"):
+        parse("not a diff\n@@ -1 +1 @@\n-a\n+b\n")
+    around = parse("\nThe fix:\n" + "diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1 @@\n-x\n+y\n"
+                   + "-- \n2.47.3\n--- a/src/b.py\n+++ b/src/b.py\n@@ -1 +1 @@\n-x\n+y\n")
+    assert [(f.path, f.added) for f in around] == [("a", 1), ("src/b.py", 1)]
     with pytest.raises(DiffError, match="diff ends inside a hunk"):
         parse("diff --git a/a b/a\n@@ -1,2 +1,2 @@\n x\n")
     with pytest.raises(DiffError, match="malformed hunk header"):

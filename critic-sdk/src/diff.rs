@@ -27,23 +27,76 @@ impl std::error::Error for DiffError {}
 
 /// Parse a git unified diff into files and hunks. `is_test` is left `false`;
 /// the caller classifies paths.
+///
+/// As `git apply` reads a patch: text before, between and after the files'
+/// sections (a commit message, a blank line a model wrote first) is skipped,
+/// and a plain unified diff (`--- a/x`, `+++ b/x`, `@@ -...`, with no
+/// `diff --git` line) is read as well, its paths without their first part.
 pub fn parse(raw: &str) -> Result<Vec<FileChange>, DiffError> {
+    Ok(parse_spans(raw)?.into_iter().map(|(f, _)| f).collect())
+}
+
+/// Where one file's section lies in the diff text, in bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spans {
+    /// From its header's first line to the end of its last hunk (or of its
+    /// header, when it has none).
+    pub section: std::ops::Range<usize>,
+    /// Each hunk's lines, after its `@@` line, up to the next hunk, the
+    /// `\ No newline at end of file` lines included.
+    pub hunks: Vec<std::ops::Range<usize>>,
+}
+
+/// [`parse`], with where each file lies in `raw` (for reading its lines as
+/// they are, line ends included).
+pub fn parse_spans(raw: &str) -> Result<Vec<(FileChange, Spans)>, DiffError> {
     let lines: Vec<&str> = raw.split_inclusive('\n').collect();
+    let mut offsets = Vec::with_capacity(lines.len() + 1);
+    let mut at = 0;
+    for l in &lines {
+        offsets.push(at);
+        at += l.len();
+    }
+    offsets.push(at);
     let mut files = Vec::new();
     let mut i = 0;
     while i < lines.len() {
         let line = strip_eol(lines[i]);
-        if let Some(rest) = line.strip_prefix("diff --git ") {
-            let (file, next) = parse_file(&lines, i, rest)?;
-            files.push(file);
-            i = next;
-        } else if line.is_empty() && i + 1 == lines.len() {
-            i += 1;
+        let parsed = if let Some(rest) = line.strip_prefix("diff --git ") {
+            parse_file(&lines, i, Header::Git(rest))?
+        } else if is_plain_header(&lines, i) {
+            parse_file(&lines, i, Header::Plain)?
+        } else if line.starts_with("@@ -") {
+            return Err(err(i, format!("patch fragment without header: {line:?}")));
         } else {
-            return Err(err(i, format!("expected 'diff --git', found {line:?}")));
-        }
+            // Not part of any file's section, as `git apply` skips it.
+            i += 1;
+            continue;
+        };
+        let (file, hunks, next) = parsed;
+        let spans = Spans {
+            section: offsets[i]..offsets[next],
+            hunks: hunks.iter().map(|h| offsets[h.0]..offsets[h.1]).collect(),
+        };
+        files.push((file, spans));
+        i = next;
     }
     Ok(files)
+}
+
+/// A plain unified diff's header: `--- `, then `+++ `, then a hunk.
+fn is_plain_header(lines: &[&str], i: usize) -> bool {
+    lines[i].starts_with("--- ")
+        && lines.get(i + 1).is_some_and(|l| l.starts_with("+++ "))
+        && lines.get(i + 2).is_some_and(|l| l.starts_with("@@ -"))
+}
+
+/// How a file's section begins.
+enum Header<'a> {
+    /// `diff --git a/X b/Y`, with what follows `diff --git `.
+    Git(&'a str),
+    /// `--- a/X` and `+++ b/Y` lines only.
+    Plain,
 }
 
 fn err(index: usize, message: impl Into<String>) -> DiffError {
@@ -59,34 +112,75 @@ fn strip_eol(line: &str) -> &str {
         .unwrap_or(line)
 }
 
+/// The lines of a git extended header, which `git apply` reads up to the
+/// first line that is none of them.
+const EXTENDED_HEADERS: &[&str] = &[
+    "old mode ",
+    "new mode ",
+    "deleted file mode ",
+    "new file mode ",
+    "copy from ",
+    "copy to ",
+    "rename old ",
+    "rename new ",
+    "rename from ",
+    "rename to ",
+    "similarity index ",
+    "dissimilarity index ",
+    "index ",
+    "--- ",
+    "+++ ",
+];
+
+/// One file's section from line `start`: the file, its hunks' line ranges
+/// (after each `@@` line), and the line after the section.
+#[allow(clippy::type_complexity)]
 fn parse_file(
     lines: &[&str],
     start: usize,
-    header: &str,
-) -> Result<(FileChange, usize), DiffError> {
-    let (mut old_path, mut new_path) = split_git_header(header).ok_or_else(|| {
-        err(
-            start,
-            format!("cannot read the paths in 'diff --git {header}'"),
-        )
-    })?;
+    header: Header,
+) -> Result<(FileChange, Vec<(usize, usize)>, usize), DiffError> {
+    let (mut old_path, mut new_path, mut i) = match header {
+        Header::Git(paths) => {
+            let (old, new) = split_git_header(paths).ok_or_else(|| {
+                err(
+                    start,
+                    format!("cannot read the paths in 'diff --git {paths}'"),
+                )
+            })?;
+            (old, new, start + 1)
+        }
+        Header::Plain => (String::new(), String::new(), start),
+    };
     let mut status = FileStatus::Modified;
     let mut binary = false;
-    let mut i = start + 1;
-    // Extended header lines, up to the first hunk or the next file.
+    let (mut old_null, mut new_null) = (false, false);
+    // `git apply -p1`: a git diff's sides begin `a/` and `b/`; a plain
+    // diff's lose their first part, whatever it is.
+    let (old_prefix, new_prefix) = match header {
+        Header::Git(_) => ("a/", "b/"),
+        Header::Plain => ("", ""),
+    };
+    // Extended header lines, up to the first line that is none of them.
     while i < lines.len() {
         let line = strip_eol(lines[i]);
-        if line.starts_with("diff --git ") || line.starts_with("@@ ") {
+        if !EXTENDED_HEADERS.iter().any(|h| line.starts_with(h)) {
             break;
         }
         if line.starts_with("new file mode ") {
             status = FileStatus::Added;
         } else if line.starts_with("deleted file mode ") {
             status = FileStatus::Deleted;
-        } else if let Some(p) = line.strip_prefix("rename from ") {
+        } else if let Some(p) = line
+            .strip_prefix("rename from ")
+            .or_else(|| line.strip_prefix("rename old "))
+        {
             status = FileStatus::Renamed;
             old_path = unquote(p);
-        } else if let Some(p) = line.strip_prefix("rename to ") {
+        } else if let Some(p) = line
+            .strip_prefix("rename to ")
+            .or_else(|| line.strip_prefix("rename new "))
+        {
             new_path = unquote(p);
         } else if let Some(p) = line.strip_prefix("copy from ") {
             status = FileStatus::Copied;
@@ -94,22 +188,40 @@ fn parse_file(
         } else if let Some(p) = line.strip_prefix("copy to ") {
             new_path = unquote(p);
         } else if let Some(p) = line.strip_prefix("--- ") {
-            if let Some(p) = side_path(p, "a/") {
-                old_path = p;
+            match side_path(p, old_prefix) {
+                Some(p) => old_path = p,
+                None => old_null = true,
             }
         } else if let Some(p) = line.strip_prefix("+++ ") {
-            if let Some(p) = side_path(p, "b/") {
-                new_path = p;
+            match side_path(p, new_prefix) {
+                Some(p) => new_path = p,
+                None => new_null = true,
             }
-        } else if line.starts_with("Binary files ") || line == "GIT binary patch" {
-            binary = true;
         }
         i += 1;
     }
+    if matches!(header, Header::Plain) {
+        // No mode lines to say so: /dev/null on one side does.
+        if old_null {
+            status = FileStatus::Added;
+            old_path = new_path.clone();
+        } else if new_null {
+            status = FileStatus::Deleted;
+            new_path = old_path.clone();
+        }
+    }
+    if i < lines.len() {
+        let line = strip_eol(lines[i]);
+        if line.starts_with("Binary files ") || line == "GIT binary patch" {
+            binary = true;
+        }
+    }
     let mut hunks = Vec::new();
+    let mut ranges = Vec::new();
     while i < lines.len() && strip_eol(lines[i]).starts_with("@@ ") {
         let (hunk, next) = parse_hunk(lines, i)?;
         hunks.push(hunk);
+        ranges.push((i + 1, next));
         i = next;
     }
     let added = count(&hunks, LineKind::Added);
@@ -130,6 +242,7 @@ fn parse_file(
             removed,
             hunks,
         },
+        ranges,
         i,
     ))
 }
@@ -235,18 +348,20 @@ fn parse_range(range: &str) -> Option<(u32, u32)> {
     }
 }
 
-/// The path of a `---`/`+++` line, or `None` for `/dev/null`.
+/// The path of a `---`/`+++` line, or `None` for `/dev/null`: without
+/// `prefix`, or without its first part when `prefix` is empty.
 fn side_path(field: &str, prefix: &str) -> Option<String> {
     let field = field.split('\t').next().unwrap_or(field);
     if field == "/dev/null" {
         return None;
     }
     let path = unquote(field);
-    Some(
+    let stripped = if prefix.is_empty() {
+        path.split_once('/').map(|(_, rest)| rest)
+    } else {
         path.strip_prefix(prefix)
-            .map(str::to_string)
-            .unwrap_or(path),
-    )
+    };
+    Some(stripped.map(str::to_string).unwrap_or(path))
 }
 
 /// Paths of `diff --git a/X b/Y`. Unquoted paths may contain spaces, so when
@@ -462,18 +577,25 @@ pub fn unified(path: &str, old: &str, new: &str) -> String {
     out
 }
 
-/// The text of each file's section of a raw git diff (from its
-/// `diff --git` line up to the next), in order: the n-th section belongs to
-/// the n-th file [`parse`] returns.
+/// The text of each file's section of a raw git diff (from its header up
+/// to the next file's), in order: the n-th section belongs to the n-th file
+/// [`parse`] returns. Text before the first file is left out.
 pub fn sections(raw: &str) -> Vec<&str> {
-    let mut starts: Vec<usize> = Vec::new();
-    let mut at = 0;
-    for line in raw.split_inclusive('\n') {
-        if line.starts_with("diff --git ") {
-            starts.push(at);
+    let starts: Vec<usize> = match parse_spans(raw) {
+        Ok(files) => files.iter().map(|(_, s)| s.section.start).collect(),
+        // Not a diff `parse` reads: split where git's headers are.
+        Err(_) => {
+            let mut starts = Vec::new();
+            let mut at = 0;
+            for line in raw.split_inclusive('\n') {
+                if line.starts_with("diff --git ") {
+                    starts.push(at);
+                }
+                at += line.len();
+            }
+            starts
         }
-        at += line.len();
-    }
+    };
     starts
         .iter()
         .enumerate()
@@ -594,9 +716,43 @@ new file mode 100644
     }
 
     #[test]
-    fn rejects_text_that_is_not_a_diff() {
-        let e = parse("hello\n").unwrap_err();
-        assert_eq!(e.line, 1);
+    fn text_around_the_files_is_skipped_as_git_apply_skips_it() {
+        let raw = format!("\nFix the sign.\n\n{MODIFY}-- \n2.47.3\n\n{MODIFY}");
+        let files = parse(&raw).unwrap();
+        assert_eq!(files.len(), 2);
+        assert_eq!(files[1].path, "src/calc.py");
+        assert_eq!(files[1].added, 1);
+        let sections = sections(&raw);
+        assert!(sections[0].starts_with("diff --git a/src/calc.py"));
+        assert_eq!(sections[1], MODIFY);
+        assert!(parse("hello\n").unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_hunk_without_a_header_is_refused() {
+        let e = parse("hello\n@@ -1 +1 @@\n-a\n+b\n").unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(
+            e.message.starts_with("patch fragment without header"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_plain_unified_diff_is_read_with_its_first_part_stripped() {
+        let raw = "--- old/pkg/x.py\t2024-01-01\n+++ new/pkg/x.py\n@@ -1 +1 @@\n-a\n+b\n\
+                   --- /dev/null\n+++ b/new.py\n@@ -0,0 +1 @@\n+c\n\
+                   --- a/gone.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-d\n";
+        let files = parse(raw).unwrap();
+        let seen: Vec<_> = files.iter().map(|f| (f.path.as_str(), f.status)).collect();
+        assert_eq!(
+            seen,
+            [
+                ("pkg/x.py", FileStatus::Modified),
+                ("new.py", FileStatus::Added),
+                ("gone.py", FileStatus::Deleted)
+            ]
+        );
     }
 
     #[test]

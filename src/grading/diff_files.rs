@@ -34,9 +34,17 @@ pub fn files_of(
 ) -> Result<(BTreeMap<String, String>, Vec<String>), String> {
     use critic_sdk::FileStatus;
     let files = critic_sdk::diff::parse(diff).map_err(|e| format!("not a git diff: {e}"))?;
+    if files.is_empty() && !diff.trim().is_empty() {
+        return Err("not a git diff: no file's section in it".into());
+    }
+    let sections = critic_sdk::diff::sections(diff);
     let mut out = BTreeMap::new();
     let mut deleted = Vec::new();
-    for f in files.into_iter().filter(|f| keep(&f.path)) {
+    for (f, section) in files
+        .into_iter()
+        .zip(sections)
+        .filter(|(f, _)| keep(&f.path))
+    {
         for path in std::iter::once(&f.path).chain(&f.old_path) {
             crate::host::scratch::relative(path)?;
             if path.split('/').next() == Some(".git") {
@@ -57,18 +65,39 @@ pub fn files_of(
             (FileStatus::Renamed | FileStatus::Copied, Some(old)) => old.clone(),
             _ => f.path.clone(),
         };
-        let old = match f.status {
-            FileStatus::Added => String::new(),
-            _ => base(&source)?.ok_or_else(|| format!("{source}: not in the base commit"))?,
-        };
-        let new = critic_sdk::diff::apply(&old, &f.hunks)
-            .map_err(|e| format!("does not apply to the base: {}: {e}", f.path))?;
+        if f.status != FileStatus::Added && base(&source)?.is_none() {
+            return Err(format!("{source}: not in the base commit"));
+        }
+        let new = applied(section, base, &f.path)
+            .map_err(|e| format!("does not apply to the base: {e}"))?;
         if deletes && f.status == FileStatus::Renamed {
             deleted.push(source);
         }
         out.insert(f.path.clone(), new);
     }
     Ok((out, deleted))
+}
+
+/// What one file's `section` leaves at `path`, applied as `git apply` does.
+fn applied(
+    section: &str,
+    base: &dyn Fn(&str) -> Result<Option<String>, String>,
+    path: &str,
+) -> Result<String, String> {
+    use crate::workspace::apply::{apply, Entry, Mode};
+    let mut read = |p: &str| -> Result<Option<Entry>, String> {
+        Ok(base(p)?.map(|text| Entry {
+            bytes: text.into_bytes(),
+            mode: Mode::File,
+        }))
+    };
+    let results = apply(section, &mut read).map_err(|e| e.to_string())?;
+    let entry = results
+        .get(path)
+        .cloned()
+        .flatten()
+        .ok_or_else(|| format!("{path}: the patch leaves no file"))?;
+    String::from_utf8(entry.bytes).map_err(|_| format!("{path}: not UTF-8 text"))
 }
 
 #[cfg(test)]

@@ -82,8 +82,9 @@ pub fn resolve(prepared: &Prepared, backend: &dyn Backend, patch: &str) -> (Reso
         }
     };
     // What steers the runner, read from the patch applied to the base.
-    let patched =
-        |path: &str| -> Result<Option<String>, String> { patched_file(prepared, &files, path) };
+    let patched = |path: &str| -> Result<Option<String>, String> {
+        patched_file(prepared, &patch, &files, path)
+    };
     let base_has = |path: &str| prepared.base_has(path);
     let places = restore::Places {
         test_dirs: test_dirs(prepared),
@@ -194,18 +195,24 @@ pub fn log_tail(result: &RunResult) -> String {
     tail
 }
 
-/// `patch` without its binary file sections, and the paths they changed.
+/// `patch` without the binary file sections that carry no data (`Binary
+/// files ... differ`), and the paths they changed. A `GIT binary patch`
+/// section is kept: it applies as `git apply` applies it.
 pub fn without_binary(patch: &str) -> (String, Vec<String>) {
     let Ok(files) = critic_sdk::diff::parse(patch) else {
         return (patch.to_string(), Vec::new());
     };
-    if !files.iter().any(|f| f.binary) {
+    let dataless = |section: &str, file: &critic_sdk::FileChange| {
+        file.binary && !section.lines().any(|l| l == "GIT binary patch")
+    };
+    let sections = critic_sdk::diff::sections(patch);
+    if !files.iter().zip(&sections).any(|(f, s)| dataless(s, f)) {
         return (patch.to_string(), Vec::new());
     }
     let mut kept = String::new();
     let mut binary = Vec::new();
-    for (section, file) in critic_sdk::diff::sections(patch).into_iter().zip(&files) {
-        if file.binary {
+    for (section, file) in sections.into_iter().zip(&files) {
+        if dataless(section, file) {
             binary.push(file.path.clone());
         } else {
             kept.push_str(section);
@@ -231,21 +238,16 @@ pub fn is_harness_failure(error: &str) -> bool {
     HARNESS_FAILURES.iter().any(|h| error.starts_with(h))
 }
 
-/// `patch` parsed, each file once and under its plain path: a path with an
-/// empty or `.` part, a trailing `/`, or one named twice is not what `git
-/// diff` writes, and would read differently here and in the copy.
+/// `patch` parsed, each path plain: one with an empty or `.` part or a
+/// trailing `/` is not what `git diff` writes (`git apply` refuses most).
 fn plain_paths(patch: &str) -> Result<Vec<critic_sdk::FileChange>, String> {
     let files = critic_sdk::diff::parse(patch).map_err(|e| format!("not a git diff: {e}"))?;
-    let mut seen = std::collections::HashSet::new();
     for f in &files {
         for p in std::iter::once(&f.path).chain(&f.old_path) {
             let plain = !p.is_empty() && p.split('/').all(|part| !part.is_empty() && part != ".");
             if !plain {
                 return Err(format!("{p:?} is not a plain relative path"));
             }
-        }
-        if !seen.insert(f.path.clone()) {
-            return Err(format!("{} is changed twice", f.path));
         }
     }
     Ok(files)
@@ -270,29 +272,55 @@ fn test_dirs(prepared: &Prepared) -> Vec<String> {
     dirs.into_iter().collect()
 }
 
-/// `path` as the patch's `files` leave it (`None`: absent), from the base.
+/// `path` as the patch leaves it (`None`: absent), from the base: the
+/// sections that reach it (through renames and copies too) applied as `git
+/// apply` applies them (`workspace::apply`), as the scratch copy will.
 fn patched_file(
     prepared: &Prepared,
+    patch: &str,
     files: &[critic_sdk::FileChange],
     path: &str,
 ) -> Result<Option<String>, String> {
-    let Some(f) = files
-        .iter()
-        .find(|f| f.path == path || f.old_path.as_deref() == Some(path))
-    else {
-        return prepared.base_file(path);
-    };
-    if f.status == critic_sdk::FileStatus::Deleted || f.path != path {
-        return Ok(None);
+    use crate::workspace::apply::{self, Entry, Mode};
+    let sections = critic_sdk::diff::sections(patch);
+    let mut wanted = std::collections::BTreeSet::from([path.to_string()]);
+    // The paths whose sections lead to `path`, to a fixpoint.
+    loop {
+        let before = wanted.len();
+        for f in files {
+            if wanted.contains(&f.path) {
+                wanted.extend(f.old_path.clone());
+            }
+        }
+        if wanted.len() == before {
+            break;
+        }
     }
-    let source = f.old_path.as_deref().unwrap_or(path);
-    let old = match f.status {
-        critic_sdk::FileStatus::Added => String::new(),
-        _ => prepared.base_file(source)?.unwrap_or_default(),
+    let reaching: String = files
+        .iter()
+        .zip(&sections)
+        .filter(|(f, _)| {
+            wanted.contains(&f.path) || f.old_path.as_ref().is_some_and(|o| wanted.contains(o))
+        })
+        .map(|(_, s)| *s)
+        .collect();
+    if reaching.is_empty() {
+        return prepared.base_file(path);
+    }
+    let mut read = |p: &str| -> Result<Option<Entry>, String> {
+        Ok(prepared.base_file(p)?.map(|text| Entry {
+            bytes: text.into_bytes(),
+            mode: Mode::File,
+        }))
     };
-    critic_sdk::diff::apply(&old, &f.hunks)
-        .map(Some)
-        .map_err(|e| format!("{path}: {e}"))
+    let results = apply::apply(&reaching, &mut read).map_err(|e| e.to_string())?;
+    match results.get(path) {
+        None => prepared.base_file(path),
+        Some(None) => Ok(None),
+        Some(Some(entry)) => String::from_utf8(entry.bytes.clone())
+            .map(Some)
+            .map_err(|_| format!("{path}: not UTF-8 text")),
+    }
 }
 
 #[cfg(test)]

@@ -190,6 +190,47 @@ impl Beneath {
         }
     }
 
+    /// What `rel` itself is, not followed if it is a link (`None`: nothing
+    /// there).
+    pub fn kind(&self, rel: &Path) -> Result<Option<rustix::fs::FileType>> {
+        let (dir, name) = match self.parent(rel, false) {
+            Ok(p) => p,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(Some(rustix::fs::FileType::from_raw_mode(st.st_mode))),
+            Err(rustix::io::Errno::NOENT) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The target of the symbolic link `rel`.
+    pub fn read_link(&self, rel: &Path) -> Result<Vec<u8>> {
+        let (dir, name) = self.parent(rel, false)?;
+        Ok(rustix::fs::readlinkat(&dir, name, Vec::new())?.into_bytes())
+    }
+
+    /// Make `rel` a symbolic link to `target`, replacing what is there
+    /// (through no link), making missing directories.
+    pub fn symlink(&self, rel: &Path, target: &[u8]) -> Result<()> {
+        let (dir, name) = self.parent(rel, true)?;
+        match rustix::fs::unlinkat(&dir, name, AtFlags::empty()) {
+            Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+            Err(e) => return Err(e.into()),
+        }
+        rustix::fs::symlinkat(OsStr::from_bytes(target), &dir, name)?;
+        Ok(())
+    }
+
+    /// Remove the directory `rel` if it is empty; anything else (not
+    /// empty, missing, not a directory) is left as it is.
+    pub fn remove_empty_dir(&self, rel: &Path) {
+        if let Ok((dir, name)) = self.parent(rel, false) {
+            let _ = rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR);
+        }
+    }
+
     /// The directory `rel`, reached with no symlink followed (`rel` itself
     /// included).
     pub fn dir(&self, rel: &Path) -> Result<Beneath> {

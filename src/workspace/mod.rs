@@ -6,6 +6,7 @@
 //! intent-to-add in a *copy* of the index, so the user's index, objects and files
 //! stay untouched (intent-to-add writes no blobs).
 
+pub mod apply;
 pub(crate) mod git;
 #[doc(hidden)] // public for the fuzz tests only
 pub mod new_file_diff;
@@ -510,14 +511,19 @@ fn resolve_commit(dir: &Path, rev: &str) -> Result<String, GitError> {
     Ok(id)
 }
 
+/// The parse error of text in which no file's section begins.
+const NO_FILES: &str = "no file's section in the text";
+
 /// What the diff parser expected where it stopped, in words that quote
 /// nothing of the text. The parser's own message quotes the line it met
 /// (it also serves detectors, which parse diffs of their own), so only its
 /// fixed beginning is read here; a unit test holds every form to its words.
 fn expected(e: &DiffError) -> &'static str {
     let m = e.message.as_str();
-    if m.starts_with("expected 'diff --git'") {
-        "expected a `diff --git a/<path> b/<path>` line"
+    if m == NO_FILES {
+        "expected a `diff --git a/<path> b/<path>` line (or `--- a/<path>` and `+++ b/<path>`)"
+    } else if m.starts_with("patch fragment without header") {
+        "a hunk with no file's header before it"
     } else if m.starts_with("cannot read the paths") {
         "cannot tell the two paths of this `diff --git` line apart"
     } else if m.starts_with("malformed hunk header") {
@@ -545,6 +551,16 @@ pub fn parse_patch(
         source_name: source_name.to_string(),
         error,
     })?;
+    // Text with no file's section in it is not an empty patch.
+    if files.is_empty() && !raw.trim().is_empty() {
+        return Err(PatchError::Parse {
+            source_name: source_name.to_string(),
+            error: DiffError {
+                line: 1,
+                message: NO_FILES.into(),
+            },
+        });
+    }
     for f in &mut files {
         tests.classify(f);
     }
@@ -629,6 +645,11 @@ mod tests {
         let secret = "hunter2";
         for (raw, place, words) in [
             (format!("{secret}\n"), ":1:1:", "expected a `diff --git"),
+            (
+                format!("{secret}\n@@ -1 +1 @@\n"),
+                ":2:1:",
+                "no file's header before it",
+            ),
             (format!("diff --git {secret}\n"), ":1:1:", "two paths"),
             (
                 format!("diff --git a/x b/x\n@@ -1,{secret} +1 @@\n"),

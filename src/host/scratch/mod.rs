@@ -464,42 +464,65 @@ fn prepare(dir: &Path, request: &RunRequest) -> Result<(), String> {
     Ok(())
 }
 
+/// Apply `patch` to the slot as `git apply` would (see
+/// [`crate::workspace::apply`]): every result computed first, then removals,
+/// then writes, each through no link.
 fn apply_patch(slot: &Beneath, patch: &str) -> Result<(), String> {
-    use critic_sdk::FileStatus;
-    let files = critic_sdk::diff::parse(patch)
-        .map_err(|e| format!("the patch is not a valid diff: {e}"))?;
-    for f in &files {
-        if f.binary {
-            return Err(format!(
-                "{}: binary changes cannot be applied in a scratch copy",
-                f.path
-            ));
-        }
-        let target = relative(&f.path)?;
-        let source = match (&f.status, &f.old_path) {
-            (FileStatus::Renamed | FileStatus::Copied, Some(old)) => relative(old)?,
-            _ => target,
+    use crate::workspace::apply::{self, Entry, Mode};
+    let max = crate::host::confine::MAX_FILE_BYTES;
+    let mut read = |path: &str| -> Result<Option<Entry>, String> {
+        let rel = relative(path)?;
+        let kind = slot.kind(rel).map_err(|e| e.to_string())?;
+        let entry = match kind {
+            None => return Ok(None),
+            Some(rustix::fs::FileType::Symlink) => Entry {
+                bytes: slot.read_link(rel).map_err(|e| e.to_string())?,
+                mode: Mode::Symlink,
+            },
+            Some(rustix::fs::FileType::RegularFile) => {
+                let executable = slot
+                    .open_file(rel)
+                    .and_then(|f| f.metadata())
+                    .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o100 != 0)
+                    .map_err(|e| e.to_string())?;
+                Entry {
+                    bytes: slot.read(rel, max).map_err(|e| e.to_string())?,
+                    mode: if executable {
+                        Mode::Executable
+                    } else {
+                        Mode::File
+                    },
+                }
+            }
+            // A directory where the patch names a file: git finds no file.
+            Some(_) => return Ok(None),
         };
-        let old = match f.status {
-            FileStatus::Added => String::new(),
-            _ => slot
-                .read(source, crate::host::confine::MAX_FILE_BYTES)
-                .and_then(|b| String::from_utf8(b).map_err(std::io::Error::other))
-                .map_err(|e| format!("the patch does not apply: {}: {e}", f.path))?,
-        };
-        if f.status == FileStatus::Deleted {
-            slot.remove_file(target)
-                .map_err(|e| format!("{}: {e}", f.path))?;
-            continue;
+        Ok(Some(entry))
+    };
+    let results =
+        apply::apply(patch, &mut read).map_err(|e| format!("the patch does not apply: {e}"))?;
+    for (path, entry) in &results {
+        if entry.is_none() {
+            let rel = relative(path)?;
+            slot.remove_file(rel).map_err(|e| format!("{path}: {e}"))?;
+            // git removes the directories a removal leaves empty.
+            for dir in rel.ancestors().skip(1) {
+                if dir.as_os_str().is_empty() {
+                    break;
+                }
+                slot.remove_empty_dir(dir);
+            }
         }
-        let new = critic_sdk::diff::apply(&old, &f.hunks)
-            .map_err(|e| format!("the patch does not apply to the base: {}: {e}", f.path))?;
-        if f.status == FileStatus::Renamed {
-            slot.remove_file(source)
-                .map_err(|e| format!("{}: {e}", f.path))?;
+    }
+    for (path, entry) in &results {
+        let Some(entry) = entry else { continue };
+        let rel = relative(path)?;
+        match entry.mode {
+            Mode::Symlink => slot.symlink(rel, &entry.bytes),
+            Mode::File => slot.write_atomic_mode(rel, &entry.bytes, 0o644),
+            Mode::Executable => slot.write_atomic_mode(rel, &entry.bytes, 0o755),
         }
-        slot.write(target, new.as_bytes())
-            .map_err(|e| format!("{}: {e}", f.path))?;
+        .map_err(|e| format!("{path}: {e}"))?;
     }
     Ok(())
 }
