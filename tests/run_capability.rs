@@ -337,3 +337,46 @@ fn copies_left_by_a_killed_host_are_swept_by_the_next_one() {
     );
     assert_eq!(snapshot(repo.path()), before);
 }
+
+/// A run's network reaches nothing, but an address off this machine
+/// behaves as from a container whose packets go nowhere: the connection
+/// waits and times out (a client's timeout test, such as requests' to
+/// 10.255.255.1, passes as in SWE-bench's harness) instead of failing at
+/// once as unreachable; loopback still answers at once.
+#[test]
+fn a_connection_off_the_machine_times_out_in_a_confined_run() {
+    use pluggable_critic::host::scratch::ScratchPool;
+    let repo = Repo::new(&[("README", "x\n")]);
+    let pool = ScratchPool::new(repo.path(), "HEAD", 1, true).unwrap();
+    let probe = r#"
+import socket, time
+def attempt(family, address):
+    s = socket.socket(family, socket.SOCK_STREAM)
+    s.settimeout(1.5)
+    start = time.monotonic()
+    try:
+        s.connect(address)
+        return "connected"
+    except socket.timeout:
+        return f"timed out after {time.monotonic() - start:.1f}"
+    except OSError as e:
+        return f"{e.strerror}"
+print("v4", attempt(socket.AF_INET, ("10.255.255.1", 80)))
+print("v6", attempt(socket.AF_INET6, ("2001:db8::1", 80)))
+print("lo", attempt(socket.AF_INET, ("127.0.0.1", 9)))
+"#;
+    let request = critic_sdk::RunRequest {
+        argv: vec!["python3".into(), "-c".into(), probe.into()],
+        ..Default::default()
+    };
+    let result = pool.run(
+        &request,
+        std::time::Instant::now() + std::time::Duration::from_secs(60),
+    );
+    assert_eq!(result.exit_code, Some(0), "{result:?}");
+    let lines: Vec<&str> = result.stdout.lines().collect();
+    assert!(lines[0].starts_with("v4 timed out after 1."), "{lines:?}");
+    // Docker's default network has no IPv6: unreachable there too.
+    assert_eq!(lines[1], "v6 Network is unreachable", "{lines:?}");
+    assert_eq!(lines[2], "lo Connection refused", "{lines:?}");
+}

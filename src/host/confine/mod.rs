@@ -690,6 +690,11 @@ pub struct Confinement {
     filter: Option<seccomp::Filter>,
     /// The listeners an agent's turn opens in its network namespace.
     listen: Option<agent::ChildListen>,
+    /// Whether addresses off this machine are routed nowhere (a run's), so
+    /// a connection to one times out as in a container whose packets go
+    /// nowhere, instead of failing at once as unreachable (an agent's turn,
+    /// which should learn at once that the network is closed).
+    black_hole: bool,
 }
 
 /// Which cover a directory put back lies under (see [`Confinement::new`]).
@@ -1064,6 +1069,7 @@ impl Confinement {
             },
             filter,
             listen,
+            black_hole: reach.is_none(),
         };
         Ok((confinement, listeners))
     }
@@ -1077,6 +1083,7 @@ impl Confinement {
             mounts,
             filter,
             listen,
+            black_hole,
         } = self;
         let limits = [
             (libc::RLIMIT_CORE, 0),
@@ -1095,6 +1102,7 @@ impl Confinement {
                     &mounts,
                     filter.as_ref(),
                     listen.as_ref(),
+                    black_hole,
                     &limits,
                 )
             });
@@ -1126,6 +1134,7 @@ fn enter(
     mounts: &Mounts,
     filter: Option<&seccomp::Filter>,
     listen: Option<&agent::ChildListen>,
+    black_hole: bool,
     limits: &[(libc::__rlimit_resource_t, u64)],
 ) -> std::io::Result<()> {
     let os = std::io::Error::last_os_error;
@@ -1167,6 +1176,9 @@ fn enter(
             return Err(os());
         }
         loopback_up();
+        if black_hole {
+            routes_to_nowhere();
+        }
         if let Some(listen) = listen {
             listen.open_and_send()?;
         }
@@ -1706,6 +1718,32 @@ unsafe fn wait_and_exit(pid: libc::pid_t, alive: libc::c_int, ended: libc::c_int
         libc::_exit(128 + sig);
     }
     libc::_exit(libc::WEXITSTATUS(status))
+}
+
+/// Route every IPv4 address off this machine through the namespace's
+/// loopback, where nothing forwards it: a connection to one waits and times
+/// out, as from a container whose packets go nowhere, where without a route
+/// it would fail at once with "Network is unreachable" (a test of a
+/// client's timeout, such as requests' connection to 10.255.255.1, then
+/// fails). Loopback addresses are unchanged. IPv6 stays unreachable, as in
+/// Docker's default network, which has none (the kernel turns an IPv6 route
+/// through the loopback into a rejecting one anyway). Best effort.
+///
+/// # Safety
+/// Async-signal-safe; for the forked child, after [`loopback_up`].
+unsafe fn routes_to_nowhere() {
+    let sock = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+    if sock >= 0 {
+        let mut route: libc::rtentry = std::mem::zeroed();
+        for addr in [&mut route.rt_dst, &mut route.rt_genmask] {
+            let any = addr as *mut libc::sockaddr as *mut libc::sockaddr_in;
+            (*any).sin_family = libc::AF_INET as libc::sa_family_t;
+        }
+        route.rt_flags = libc::RTF_UP;
+        route.rt_dev = c"lo".as_ptr() as *mut libc::c_char;
+        libc::ioctl(sock, libc::SIOCADDRT, &route);
+        libc::close(sock);
+    }
 }
 
 /// Bring up the new network namespace's loopback, so a test suite can still
