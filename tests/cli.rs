@@ -3,6 +3,7 @@
 mod common;
 
 use common::*;
+use std::path::PathBuf;
 
 /// Run `critic demo ARGS`; its output and the verdict lines in it.
 fn demo(args: &[&str]) -> (String, Vec<String>) {
@@ -157,6 +158,46 @@ fn demo_with_an_unknown_name_lists_the_recorded_runs() {
         e.contains("no demo named \"nope\"") && e.contains(", coharden"),
         "{e}"
     );
+}
+
+/// A researcher's clone lies in their home, which confinement covers: a
+/// new skill names the SDK there by its absolute path, and the confined
+/// build still reads it (bound back read-only, as cargo's metadata lists
+/// it), instead of failing with a misleading word about the wasm target.
+#[test]
+fn a_new_skill_builds_against_an_sdk_in_the_home_directory() {
+    let home = PathBuf::from(std::env::var_os("HOME").expect("HOME is set"));
+    std::fs::create_dir_all(home.join(".cache")).unwrap();
+    let clone = tempfile::tempdir_in(home.join(".cache")).unwrap();
+    // A workspace of the SDK alone, as the project's root declares it.
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let start = manifest.find("[workspace.package]").unwrap();
+    let end = manifest[start..]
+        .find("\n[package]")
+        .map_or(manifest.len(), |e| start + e);
+    std::fs::write(
+        clone.path().join("Cargo.toml"),
+        format!(
+            "[workspace]\nresolver = \"2\"\nmembers = [\"critic-sdk\"]\n\n{}",
+            &manifest[start..end]
+        ),
+    )
+    .unwrap();
+    copy_tree(&root().join("critic-sdk"), &clone.path().join("critic-sdk"));
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(critic()
+        .args(["new", "home-gate", "--dir"])
+        .arg(dir.path())
+        .arg("--sdk")
+        .arg(clone.path().join("critic-sdk")));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let skill = dir.path().join("home-gate");
+    let out = run(critic()
+        .arg("build")
+        .arg(&skill)
+        .env("CARGO_TARGET_DIR", root().join("target/scaffold-test")));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(skill.join("home_gate.wasm").is_file());
 }
 
 #[test]

@@ -203,6 +203,78 @@ fn cargo_step(mut cmd: Command, manifest: &Path, what: &str) -> Result<(), Error
     Ok(())
 }
 
+/// The directories of the local (path) packages `manifest`'s build reads,
+/// as cargo resolves them (`cargo metadata`, which builds nothing), with
+/// their workspaces' roots.
+fn local_packages(toolchain: Option<&str>, manifest: &Path) -> Result<Vec<PathBuf>, Error> {
+    #[derive(Deserialize)]
+    struct Metadata {
+        packages: Vec<Package>,
+    }
+    #[derive(Deserialize)]
+    struct Package {
+        source: Option<String>,
+        manifest_path: PathBuf,
+    }
+    let mut cmd = cargo(toolchain);
+    cmd.args([
+        "metadata",
+        "--offline",
+        "--locked",
+        "--format-version",
+        "1",
+        "--filter-platform",
+        TARGET,
+        "--manifest-path",
+    ])
+    .arg(manifest)
+    .stderr(Stdio::inherit());
+    let out = cmd
+        .output()
+        .map_err(|e| Error::Usage(format!("cannot run cargo: {e}")))?;
+    if !out.status.success() {
+        return Err(Error::Usage(format!(
+            "{}: cannot list its packages (see cargo's output above)",
+            manifest.display()
+        )));
+    }
+    let metadata: Metadata = serde_json::from_slice(&out.stdout).map_err(|e| {
+        Error::Usage(format!(
+            "{}: cargo metadata: {}",
+            manifest.display(),
+            crate::sys::json_error::describe(&e)
+        ))
+    })?;
+    let mut dirs = Vec::new();
+    for package in metadata.packages.into_iter().filter(|p| p.source.is_none()) {
+        // A package inherits from its workspace's manifest, read too.
+        let mut locate = cargo(toolchain);
+        locate
+            .args([
+                "locate-project",
+                "--workspace",
+                "--message-format",
+                "plain",
+                "--manifest-path",
+            ])
+            .arg(&package.manifest_path)
+            .stderr(Stdio::null());
+        let workspace = locate
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+        dirs.extend(
+            workspace
+                .as_deref()
+                .and_then(Path::parent)
+                .map(Path::to_path_buf),
+        );
+        dirs.extend(package.manifest_path.parent().map(Path::to_path_buf));
+    }
+    Ok(dirs)
+}
+
 /// The private target directory of the workspace at `root`: the one the
 /// user names (`CARGO_TARGET_DIR`), else one under the user's cache that
 /// no other build uses. Never the workspace's own `target/`, which the
@@ -290,13 +362,25 @@ fn build_crate(dir: &Path, trust: Trust) -> Result<Vec<(std::ffi::OsString, Vec<
     .arg(&manifest)
     .env("CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS", flags.join(" "))
     .stderr(Stdio::inherit());
-    confined_build::confine(&mut cmd, trust, &[&target_dir], &[&root])?;
+    // Path dependencies outside the workspace (the SDK a new skill names by
+    // its absolute path, in a clone under the home, say) are read too.
+    let local = local_packages(toolchain.as_deref(), &manifest)?;
+    let mut seen: Vec<&Path> = vec![&root];
+    seen.extend(
+        local
+            .iter()
+            .map(PathBuf::as_path)
+            .filter(|p| !p.starts_with(&root)),
+    );
+    confined_build::confine(&mut cmd, trust, &[&target_dir], &seen)?;
     let out = cmd
         .output()
         .map_err(|e| Error::Usage(format!("cannot run cargo: {e}")))?;
     if !out.status.success() {
+        // The target was checked before the build: what failed is in
+        // cargo's own words.
         return Err(Error::Usage(format!(
-            "{}: build failed (see cargo's output above; is the {TARGET} target installed? `rustup target add {TARGET}`)",
+            "{}: build failed (see cargo's output above)",
             manifest.display()
         )));
     }

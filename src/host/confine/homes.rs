@@ -122,7 +122,24 @@ pub(super) fn needed(seen: &Path, homes: &[PathBuf]) -> Vec<PathBuf> {
         return Vec::new();
     }
     match seen.parent() {
-        Some(parent) if !seen.is_dir() => with_prefix(parent, homes),
+        Some(parent) if !seen.is_dir() => {
+            let mut dirs = with_prefix(parent, homes);
+            // An npm program is a link in `node_modules/.bin` into its
+            // package, which needs its dependencies beside it: all of
+            // `node_modules`. Any other link brings its target's prefix.
+            if parent.file_name() == Some(".bin".as_ref())
+                && parent.parent().and_then(Path::file_name) == Some("node_modules".as_ref())
+            {
+                dirs.extend(parent.parent().map(Path::to_path_buf));
+            } else if let Some(target) = std::fs::canonicalize(seen)
+                .ok()
+                .filter(|t| t != seen)
+                .and_then(|t| t.parent().map(Path::to_path_buf))
+            {
+                dirs.extend(with_prefix(&target, homes));
+            }
+            dirs
+        }
         _ => vec![seen.to_path_buf()],
     }
 }
@@ -167,6 +184,29 @@ fn npm_prefix(home: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_npm_program_brings_its_node_modules_and_a_link_its_target() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        let modules = home.join("clone/target/agents/node_modules");
+        std::fs::create_dir_all(modules.join(".bin")).unwrap();
+        std::fs::create_dir_all(modules.join("@scope/agent")).unwrap();
+        std::fs::write(modules.join("@scope/agent/cli.js"), "").unwrap();
+        std::os::unix::fs::symlink("../@scope/agent/cli.js", modules.join(".bin/agent")).unwrap();
+        let homes = [home.clone()];
+        let got = needed(&modules.join(".bin/agent"), &homes);
+        assert_eq!(got, [modules.join(".bin"), modules.clone()]);
+        // A link elsewhere brings the prefix of what it points to.
+        std::fs::create_dir_all(home.join("venv/bin")).unwrap();
+        std::fs::create_dir_all(home.join("tools")).unwrap();
+        std::fs::write(home.join("venv/bin/python3.12"), "").unwrap();
+        std::os::unix::fs::symlink(home.join("venv/bin/python3.12"), home.join("tools/py"))
+            .unwrap();
+        let got = needed(&home.join("tools/py"), &homes);
+        let venv = home.join("venv").canonicalize().unwrap();
+        assert_eq!(got, [home.join("tools"), venv]);
+    }
 
     #[test]
     fn toolchains_path_and_program_prefixes_are_kept_and_nothing_else() {
