@@ -690,11 +690,6 @@ pub struct Confinement {
     filter: Option<seccomp::Filter>,
     /// The listeners an agent's turn opens in its network namespace.
     listen: Option<agent::ChildListen>,
-    /// Whether addresses off this machine are routed nowhere (a run's), so
-    /// a connection to one times out as in a container whose packets go
-    /// nowhere, instead of failing at once as unreachable (an agent's turn,
-    /// which should learn at once that the network is closed).
-    black_hole: bool,
 }
 
 /// Which cover a directory put back lies under (see [`Confinement::new`]).
@@ -1069,7 +1064,6 @@ impl Confinement {
             },
             filter,
             listen,
-            black_hole: reach.is_none(),
         };
         Ok((confinement, listeners))
     }
@@ -1083,7 +1077,6 @@ impl Confinement {
             mounts,
             filter,
             listen,
-            black_hole,
         } = self;
         let limits = [
             (libc::RLIMIT_CORE, 0),
@@ -1102,7 +1095,6 @@ impl Confinement {
                     &mounts,
                     filter.as_ref(),
                     listen.as_ref(),
-                    black_hole,
                     &limits,
                 )
             });
@@ -1134,7 +1126,6 @@ fn enter(
     mounts: &Mounts,
     filter: Option<&seccomp::Filter>,
     listen: Option<&agent::ChildListen>,
-    black_hole: bool,
     limits: &[(libc::__rlimit_resource_t, u64)],
 ) -> std::io::Result<()> {
     let os = std::io::Error::last_os_error;
@@ -1176,7 +1167,10 @@ fn enter(
             return Err(os());
         }
         loopback_up();
-        if black_hole {
+        // A run's addresses off the machine lead nowhere, so a connection
+        // times out as in a container; an agent's turn (the one with
+        // listeners) should learn at once that its network is closed.
+        if listen.is_none() {
             routes_to_nowhere();
         }
         if let Some(listen) = listen {
