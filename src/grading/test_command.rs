@@ -212,6 +212,22 @@ fn assignment(word: &str) -> Option<(&str, &str)> {
 
 #[cfg(test)]
 mod tests {
+
+    /// The extensions SWE-bench leaves out of a test command's arguments,
+    /// as `data/swebench-specs.json` carries them.
+    #[test]
+    fn files_left_out_of_the_arguments_agree_with_swe_benchs_data() {
+        let data: serde_json::Value =
+            serde_json::from_str(include_str!("../../data/swebench-specs.json")).unwrap();
+        let theirs: Vec<&str> = data["harness"]["non_test_exts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_str().unwrap())
+            .collect();
+        assert_eq!(theirs, NOT_TESTS);
+    }
+
     use super::*;
 
     fn cmd(
