@@ -16,7 +16,8 @@
 //! * `fuzz_patch`: [`diff::parse`], [`diff::sections`], [`diff::apply`] of the
 //!   parsed hunks (onto the old text they describe, onto unrelated text, and
 //!   back again with [`Hunk::reversed`]), [`diff::unified`], the host's
-//!   [`patch::parse_patch`] and [`new_file_diff`]'s section splitting;
+//!   [`patch::parse_patch`], [`new_file_diff`]'s section splitting, and the
+//!   applier grading uses ([`apply::apply`], binary patches included);
 //! * `fuzz_eliminate`: covered-code elimination
 //!   ([`critic_sdk::python::eliminate`]) of every function of a Python
 //!   source, for each statement line alone and all of them at once, lines
@@ -69,6 +70,7 @@ use pluggable_critic::agents::{self, EventsFormat};
 use pluggable_critic::detector::feed::EventFeed;
 use pluggable_critic::evaluate::state::{Session, StateStore};
 use pluggable_critic::skill;
+use pluggable_critic::workspace::apply;
 use pluggable_critic::workspace::new_file_diff;
 use pluggable_critic::workspace::{self, TestClassifier};
 use proptest::collection::vec;
@@ -445,6 +447,16 @@ const JSON_TOKENS: &[&[u8]] = &[
 
 const DIFF_TOKENS: &[&[u8]] = &[
     b"diff --git a/x b/x\n",
+    b"--- a/x\n+++ b/x\n",
+    b"--- /dev/null\n+++ b/link\n",
+    b"new file mode 120000\n",
+    b"old mode 100644\nnew mode 100755\n",
+    b"rename from x\nrename to missing\n",
+    b"index 0000000000000000000000000000000000000000..e69de29bb2d1d6434b8b29ae775ad8c2e48c5391\n",
+    b"GIT binary patch\nliteral 0\nHcmV?d00001\n\n",
+    b"GIT binary patch\ndelta 5\nMcmV+{0Mq}t7u6TA\n\n",
+    b"\\ No newline at end of file\n",
+    b"x\r\n",
     b"diff --git a/a b/b b/a b/b\n",
     b"diff --git \"a/\\303\\251\" \"b/\\303\\251\"\n",
     b"diff --git \"a/\\1a\xc3\xa9\" b/x\n",
@@ -1336,6 +1348,19 @@ fn check_patch(inputs: &[Vec<u8>], classifier: &TestClassifier) {
             }
         }
     }
+    // The applier grading uses, as `git apply` applies: onto a tree where
+    // every path holds the unrelated text (a link for paths named `*link*`).
+    let mut base = |path: &str| -> Result<Option<apply::Entry>, String> {
+        Ok((!path.contains("missing")).then(|| apply::Entry {
+            bytes: unrelated.as_bytes().to_vec(),
+            mode: if path.contains("link") {
+                apply::Mode::Symlink
+            } else {
+                apply::Mode::File
+            },
+        }))
+    };
+    let _ = apply::apply(&raw, &mut base);
     let _ = workspace::parse_patch(raw, "base", PatchOrigin::File, "fuzz.patch", classifier);
 }
 
