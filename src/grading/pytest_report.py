@@ -1,8 +1,12 @@
 # The runner's pytest: pytest as the instance's test command would start it,
 # plus a report of every test's outcome written to the stderr pytest started
 # with, so grading never depends on how the repository configured pytest's
-# terminal output. Passed to `python -c`; argv: MODE ARGS..., MODE `module`
-# for `python -m pytest`, `script` for the `pytest` script. The runner
+# terminal output. Passed to `python -c`; argv: MODE ORIGIN ARGS..., MODE
+# `module` for `python -m pytest`, `script` for the `pytest` script; ORIGIN
+# `environment` (pytest is the environment's, imported before the copy is
+# on the path) or `copy` (the repository under test is pytest itself: the
+# graded pytest is the copy's, as SWE-bench's editable install of the
+# checkout makes it). The runner
 # starts it without PYTHONPATH (kept in CRITIC_PYTHONPATH), so nothing of
 # the copy under test runs while the interpreter starts.
 # Written for Python 3.5 and later: SWE-bench's oldest environments.
@@ -12,26 +16,30 @@ import sys
 def _critic_pytest():
     import os
 
-    mode, args = sys.argv[1], sys.argv[2:]
+    mode, origin, args = sys.argv[1], sys.argv[2], sys.argv[3:]
     cwd = os.path.realpath(os.getcwd())
 
     def in_copy(entry):
         path = os.path.realpath(entry or ".")
         return path == cwd or path.startswith(cwd + os.sep)
 
-    # Nothing of the copy is on the path while this file's own modules and
-    # pytest are imported: a module there cannot stand in for them.
-    path = [p for p in sys.path if not in_copy(p)]
-    sys.path[:] = path
-    import json
-    import pytest
-
     # The copy on the path as PYTHONPATH and `python -m` put it.
+    path = [p for p in sys.path if not in_copy(p)]
     extra = [p for p in os.environ.pop("CRITIC_PYTHONPATH", "").split(os.pathsep) if p]
     extra.append(cwd)
     if os.path.isdir(os.path.join(cwd, "src")):
         extra.append(os.path.join(cwd, "src"))
     first = os.path.dirname(sys.executable) if mode == "script" else ""
+    if origin == "copy":
+        # pytest under test: its own code is the runner.
+        sys.path[:] = [os.path.join(cwd, "src"), first] + extra + path
+    else:
+        # Nothing of the copy is on the path while this file's own modules
+        # and pytest are imported: a module there cannot stand in for them.
+        sys.path[:] = path
+    import json
+    import pytest
+
     sys.path[:] = [first] + extra + path
     os.environ["PYTHONPATH"] = os.pathsep.join(extra)
     if mode == "script":

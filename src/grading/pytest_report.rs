@@ -33,6 +33,28 @@ impl Mode {
     }
 }
 
+/// Whose pytest runs the tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Origin {
+    /// The environment's, imported before the copy is on the path: a
+    /// module of the copy cannot stand in for it.
+    #[default]
+    Environment,
+    /// The copy's own: the repository under test is pytest (SWE-bench's
+    /// `pytest-dev/pytest`), whose editable install makes the graded code
+    /// the runner.
+    Copy,
+}
+
+impl Origin {
+    fn arg(self) -> &'static str {
+        match self {
+            Origin::Environment => "environment",
+            Origin::Copy => "copy",
+        }
+    }
+}
+
 /// Options the runner adds after the command's own (a later option wins
 /// over `addopts`): every outcome in a plain-text short summary, which the
 /// SWE-bench parsers read.
@@ -60,8 +82,9 @@ pub const PYTHONPATH_VAR: &str = "CRITIC_PYTHONPATH";
 /// bootstrap, with `python`: started by `env -u PYTHONPATH`, so that no
 /// module of the copy under test (which a scratch copy puts on
 /// `PYTHONPATH`, ahead of the standard library) runs while the interpreter
-/// starts; the bootstrap puts the copy on the path once pytest is imported.
-pub fn bootstrapped(python: &str, mode: Mode, args: &[String]) -> Vec<String> {
+/// starts; the bootstrap puts the copy on the path once pytest is imported
+/// (before, when `origin` says the copy is pytest).
+pub fn bootstrapped(python: &str, mode: Mode, origin: Origin, args: &[String]) -> Vec<String> {
     let mut argv = vec![
         "env".to_string(),
         "-u".into(),
@@ -70,6 +93,7 @@ pub fn bootstrapped(python: &str, mode: Mode, args: &[String]) -> Vec<String> {
         "-c".into(),
         BOOTSTRAP.into(),
         mode.arg().into(),
+        origin.arg().into(),
     ];
     argv.extend(args.iter().cloned());
     argv.extend(SUMMARY_OPTIONS.iter().map(|s| s.to_string()));

@@ -50,6 +50,13 @@ pub struct RunRecord {
     /// grades it, though the report still says what ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contradiction: Option<String>,
+    /// Statuses the text gives for ids pytest's report has no test of: an
+    /// inner session's summary as pytester prints it (pytest's own tests),
+    /// or a line the code under test printed. They stay in the map, as in
+    /// SWE-bench's, and make the run unbelievable only when a graded id is
+    /// found as one of them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unbacked: BTreeMap<String, Status>,
     /// What the report corrected in, or added to, the text's reading.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -91,6 +98,7 @@ impl RunRecord {
             report: None,
             problem: None,
             contradiction: None,
+            unbacked: BTreeMap::new(),
             notes: Vec::new(),
             tail: critic_sdk::reproduction::tail(run, TAIL_CHARS),
             duration_ms: run.duration_ms,
@@ -196,26 +204,47 @@ impl RunRecord {
         // Every status the text gives must be one the report gives.
         let mut contradictions = Vec::new();
         for (key, &said) in &text {
-            let agrees = match expected.get(key) {
+            match expected.get(key) {
                 Some(&e) => {
-                    e == said
+                    let agrees = e == said
                         || (said == Status::Passed && subtests_failed(report, format, key))
                         || backing.get(key).is_some_and(|b| b.contains(&said))
-                            && format == LogFormat::PytestV2
+                            && format == LogFormat::PytestV2;
+                    if !agrees {
+                        contradictions.push(format!(
+                            "`{key}` {} (report: {})",
+                            said.word(),
+                            e.word()
+                        ));
+                    }
                 }
                 None => {
-                    let backed = |k: &str| backing.get(k).is_some_and(|b| b.contains(&said));
-                    backed(key)
-                        || (format == LogFormat::PytestV2
-                            && key.split_once(" - ").is_some_and(|(id, _)| backed(id)))
+                    // The report's test the line names: its key, or (v2)
+                    // the id before a message.
+                    let test = if backing.contains_key(key) {
+                        Some(key.as_str())
+                    } else if format == LogFormat::PytestV2 {
+                        key.split_once(" - ")
+                            .map(|(id, _)| id)
+                            .filter(|id| backing.contains_key(*id))
+                    } else {
+                        None
+                    };
+                    match test.map(|t| &backing[t]) {
+                        Some(statuses) if statuses.contains(&said) => {}
+                        Some(statuses) => {
+                            let words: Vec<&str> = statuses.iter().map(|s| s.word()).collect();
+                            contradictions.push(format!(
+                                "`{key}` {} (report: {})",
+                                said.word(),
+                                words.join("/")
+                            ));
+                        }
+                        None => {
+                            self.unbacked.insert(key.clone(), said);
+                        }
+                    }
                 }
-            };
-            if !agrees {
-                let report_says = expected
-                    .get(key)
-                    .map(|s| s.word().to_string())
-                    .unwrap_or_else(|| "no such test".into());
-                contradictions.push(format!("`{key}` {} (report: {report_says})", said.word()));
             }
         }
         let mut statuses = text;
@@ -458,6 +487,21 @@ pub fn judge_ids(
     let ids = status::grade_ids(&run.statuses, fail_to_pass, pass_to_pass, eval_type, &|k| {
         run.whole_ids.get(k).cloned()
     });
+    // A graded id found as a status no test of pytest's report stands
+    // behind is a line printed to look like pytest's.
+    let unbacked: Vec<String> = ids
+        .iter()
+        .filter_map(|g| g.key.as_ref())
+        .filter_map(|k| run.unbacked.get(k).map(|s| format!("`{k}` {}", s.word())))
+        .collect();
+    let problem = problem.or_else(|| {
+        (!unbacked.is_empty()).then(|| {
+            format!(
+                "the log's summary contradicts pytest's report: {} (report: no such test)",
+                unbacked.join("; ")
+            )
+        })
+    });
     IdsJudged {
         resolved: problem.is_none() && status::resolved(&ids),
         ids,
@@ -550,6 +594,48 @@ FAILED t.py::test_bad - assert 1 == 2
             Judged::Fail {
                 failed: ids(&["t.py::test_bad"])
             }
+        );
+    }
+
+    /// pytest's own tests run inner sessions (pytester) whose summaries
+    /// reach the log: SWE-bench's parser adds their ids to its map, and so
+    /// does this one, but only a graded id found as such a line, which no
+    /// test of the report stands behind, makes the run unbelievable.
+    #[test]
+    fn an_inner_sessions_summary_is_read_as_swe_bench_reads_it() {
+        let log = "\
+----------------------------- Captured stdout call -----------------------------
+FAILED test_inner.py::test_x - assert 0
+XFAIL test_inner.py::test_y
+=========================== short test summary info ============================
+PASSED testing/test_a.py::test_outer
+";
+        let reports = json!([call("testing/test_a.py::test_outer", "passed")]);
+        let r = RunRecord::of(&run(log, 0, reports), LogFormat::Pytest);
+        assert!(r.contradiction.is_none() && r.problem.is_none(), "{r:?}");
+        assert_eq!(
+            r.statuses.get("test_inner.py::test_x"),
+            Some(&Status::Failed)
+        );
+        let j = judge_ids(
+            &r,
+            &ids(&["testing/test_a.py::test_outer"]),
+            &[],
+            EvalType::PassAndFail,
+        );
+        assert!(j.resolved, "{j:?}");
+        // The same line, for an id the instance grades, is not believed.
+        let j = judge_ids(
+            &r,
+            &ids(&["test_inner.py::test_y"]),
+            &[],
+            EvalType::PassAndFail,
+        );
+        assert!(!j.resolved, "{j:?}");
+        let p = j.problem.unwrap();
+        assert!(
+            p.contains("`test_inner.py::test_y` XFAIL (report: no such test)"),
+            "{p}"
         );
     }
 

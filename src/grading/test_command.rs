@@ -45,6 +45,9 @@ pub struct TestCommand {
     pub setup: Vec<String>,
     /// The instance's interpreter, which runs a `pytest` script.
     python: String,
+    /// Whose pytest runs the tests (the copy's when the repository under
+    /// test is pytest: see [`TestCommand::testing_pytest`]).
+    origin: pytest_report::Origin,
 }
 
 impl TestCommand {
@@ -107,7 +110,17 @@ impl TestCommand {
             pytest,
             setup: eval_commands.to_vec(),
             python: python.into_owned(),
+            origin: pytest_report::Origin::Environment,
         })
+    }
+
+    /// The command for a repository that is pytest itself (its base holds
+    /// pytest's package): the tests run under the graded copy's pytest, as
+    /// SWE-bench's editable install of the checkout runs them, not under
+    /// the environment's (installed from the base commit).
+    pub fn testing_pytest(mut self) -> TestCommand {
+        self.origin = pytest_report::Origin::Copy;
+        self
     }
 
     /// The default command of a repository with no record to say more.
@@ -145,7 +158,7 @@ impl TestCommand {
                 };
                 let mut args = args.to_vec();
                 args.extend(targets.iter().cloned());
-                pytest_report::bootstrapped(&python, mode, &args)
+                pytest_report::bootstrapped(&python, mode, self.origin, &args)
             }
             None => {
                 let mut argv = self.argv.clone();

@@ -357,3 +357,25 @@ pub fn quotes(text: &str, secret: &Path) -> bool {
             .lines()
             .any(|line| line.trim().len() >= 8 && text.contains(line.trim()))
 }
+
+/// `git args` in `dir` (a committer set, no hooks, no signing); its stdout.
+pub fn git_in(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@localhost"])
+        .args([
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "core.hooksPath=/dev/null",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
