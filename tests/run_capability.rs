@@ -342,7 +342,8 @@ fn copies_left_by_a_killed_host_are_swept_by_the_next_one() {
 /// behaves as from a container whose packets go nowhere: the connection
 /// waits and times out (a client's timeout test, such as requests' to
 /// 10.255.255.1, passes as in SWE-bench's harness) instead of failing at
-/// once as unreachable; loopback still answers at once.
+/// once as unreachable; loopback still answers at once, and a name lookup
+/// fails at once instead of waiting on a name server it cannot reach.
 #[test]
 fn a_connection_off_the_machine_times_out_in_a_confined_run() {
     use pluggable_critic::host::scratch::ScratchPool;
@@ -364,6 +365,12 @@ def attempt(family, address):
 print("v4", attempt(socket.AF_INET, ("10.255.255.1", 80)))
 print("v6", attempt(socket.AF_INET6, ("2001:db8::1", 80)))
 print("lo", attempt(socket.AF_INET, ("127.0.0.1", 9)))
+start = time.monotonic()
+try:
+    socket.getaddrinfo("pypi.org", 443)
+    print("dns answered")
+except OSError:
+    print(f"dns failed after {time.monotonic() - start:.1f}")
 "#;
     let request = critic_sdk::RunRequest {
         argv: vec!["python3".into(), "-c".into(), probe.into()],
@@ -379,4 +386,6 @@ print("lo", attempt(socket.AF_INET, ("127.0.0.1", 9)))
     // Docker's default network has no IPv6: unreachable there too.
     assert_eq!(lines[1], "v6 Network is unreachable", "{lines:?}");
     assert_eq!(lines[2], "lo Connection refused", "{lines:?}");
+    // A name lookup fails at once: no name server is there to wait on.
+    assert_eq!(lines[3], "dns failed after 0.0", "{lines:?}");
 }

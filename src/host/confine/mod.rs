@@ -1023,7 +1023,14 @@ impl Confinement {
                 Cover::Late => push_new(&mut late_mountpoints, chain),
             }
         }
-        let hidden = Hidden::collect(&writable)?;
+        let mut hidden = Hidden::collect(&writable)?;
+        if reach.is_none() && Path::new(RESOLV_CONF).exists() {
+            // A run's addresses off the machine lead nowhere (see
+            // `routes_to_nowhere`): with no name server named, its resolver
+            // asks the loopback, where nothing answers, and fails at once
+            // instead of waiting out its time limit on every lookup.
+            hidden.files.push(c(Path::new(RESOLV_CONF))?);
+        }
         let devices: Vec<PathBuf> = DEVICES
             .iter()
             .map(PathBuf::from)
@@ -1713,6 +1720,9 @@ unsafe fn wait_and_exit(pid: libc::pid_t, alive: libc::c_int, ended: libc::c_int
     }
     libc::_exit(libc::WEXITSTATUS(status))
 }
+
+/// The resolver's configuration, covered in a run (see [`Confinement::new`]).
+const RESOLV_CONF: &str = "/etc/resolv.conf";
 
 /// Route every IPv4 address off this machine through the namespace's
 /// loopback, where nothing forwards it: a connection to one waits and times
