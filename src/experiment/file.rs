@@ -646,6 +646,7 @@ impl Checker<'_> {
                         spec: crate::grading::environment::Spec {
                             pre_install: e.pre_install,
                             requirements,
+                            resolve: Vec::new(),
                             install: e.install,
                         },
                         eval_commands: e.eval_commands,

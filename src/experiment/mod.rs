@@ -339,11 +339,28 @@ fn one_instance(
             repo.display()
         ));
     }
-    let spec = environment::Spec::of(&inst);
-    let base_python = exp
+    // A record with SWE-bench's fields alone gets SWE-bench's environment.
+    let mut inst = inst;
+    let swebench = crate::grading::swebench_specs::fill(&mut inst, &repo)?;
+    let mut spec = environment::Spec::of(&inst);
+    let mut base_python = exp
         .environment_of(&inst)
         .and_then(|e| e.python.clone())
         .or_else(|| exp.python.clone());
+    if let Some(swebench) = swebench {
+        spec.resolve = swebench.resolve;
+        if let (None, Some(version)) = (&base_python, &swebench.python) {
+            let found = crate::grading::swebench_specs::find_python(version).map_err(|e| {
+                format!(
+                    "{}: SWE-bench's environment of {} {}: {e}",
+                    inst.place,
+                    inst.repo,
+                    inst.version.as_deref().unwrap_or("")
+                )
+            })?;
+            base_python = Some(found);
+        }
+    }
     let python = match (&inst.python, spec.builds(), out) {
         (Some(own), _, _) => own.clone(),
         (None, true, Some(out)) => environment::python_for(

@@ -39,6 +39,9 @@ pub struct Instance {
     /// `version`: the repository's version (SWE-bench groups environments
     /// by it).
     pub version: Option<String>,
+    /// `environment_setup_commit`: the commit whose requirements file the
+    /// environment is built from (SWE-bench's), when the record gives it.
+    pub environment_setup_commit: Option<String>,
     /// `requirements`: pinned requirements (pip's format, text or a list of
     /// lines) the instance's environment is built from.
     pub requirements: Option<String>,
@@ -315,6 +318,16 @@ pub fn read_instances(path: &Path) -> Result<Vec<Instance>, DatasetError> {
                     None
                 }
             },
+            environment_setup_commit: f.optional_string("environment_setup_commit").filter(|c| {
+                let hex = !c.is_empty() && c.chars().all(|c| c.is_ascii_hexdigit());
+                if !hex {
+                    f.fail(
+                        "environment_setup_commit",
+                        "must be a commit id (hexadecimal)",
+                    );
+                }
+                hex
+            }),
             requirements: match map.get("requirements") {
                 None | Some(Value::Null) => None,
                 Some(Value::String(r)) => Some(r.clone()),

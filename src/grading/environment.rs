@@ -32,8 +32,22 @@ pub struct Spec {
     pub pre_install: Vec<String>,
     /// Pinned requirements (pip's format).
     pub requirements: Option<String>,
+    /// Requirements installed with their dependencies, as SWE-bench
+    /// installs them, in order (see `swebench_specs`). What they resolve
+    /// to is kept as a lock beside the environment, which a rebuild
+    /// installs instead, so it gets the same packages.
+    pub resolve: Vec<Resolve>,
     /// Shell lines run per instance in a checkout of its base commit.
     pub install: Vec<String>,
+}
+
+/// One step of requirements installed with their dependencies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolve {
+    /// A requirements file's text (`pip install -r`).
+    File(String),
+    /// Requirements as pip's arguments (`pip install A B==1`).
+    Packages(Vec<String>),
 }
 
 impl Spec {
@@ -42,13 +56,17 @@ impl Spec {
         Spec {
             pre_install: instance.pre_install.clone(),
             requirements: instance.requirements.clone(),
+            resolve: Vec::new(),
             install: instance.install.clone(),
         }
     }
 
     /// Whether there is an environment to build.
     pub fn builds(&self) -> bool {
-        !self.pre_install.is_empty() || self.requirements.is_some() || !self.install.is_empty()
+        !self.pre_install.is_empty()
+            || self.requirements.is_some()
+            || !self.resolve.is_empty()
+            || !self.install.is_empty()
     }
 }
 
@@ -76,6 +94,18 @@ pub fn python_for(
             .map_err(|e| format!("{}: an unfinished environment: {e}", dir.display()))?;
     }
     std::fs::create_dir_all(root).map_err(|e| format!("{}: {e}", root.display()))?;
+    // Minutes, the first time: say what is happening.
+    let started = std::time::Instant::now();
+    eprintln!(
+        "building the environment {} from {}{} ...",
+        dir.display(),
+        base.display(),
+        if lock_of(&dir).is_file() {
+            " and its lock"
+        } else {
+            ""
+        }
+    );
     let venv = Command::new(base)
         .args(["-m", "venv"])
         .arg(&dir)
@@ -118,14 +148,111 @@ pub fn python_for(
             return Err(failed(at, "requirements", "pip install", &pip));
         }
     }
+    if !spec.resolve.is_empty() {
+        resolve(instance, spec, &dir, &python)?;
+    }
+    eprintln!(
+        "built the environment {} in {:.0} s",
+        dir.display(),
+        started.elapsed().as_secs_f64()
+    );
     std::fs::write(&done, b"").map_err(|e| format!("{}: {e}", done.display()))?;
     Ok(python)
+}
+
+/// Install `spec.resolve` into the environment at `dir`: from the lock
+/// beside it when a build before this one wrote it, else with pip
+/// resolving each step's dependencies, then the resolved set written as
+/// that lock.
+fn resolve(instance: &Instance, spec: &Spec, dir: &Path, python: &Path) -> Result<(), String> {
+    let at = &instance.place;
+    let lock = lock_of(dir);
+    let pip = |args: &[&std::ffi::OsStr]| {
+        Command::new(python)
+            .args(["-m", "pip", "install", "-q", "--disable-pip-version-check"])
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| format!("{at}: cannot run pip: {e}"))
+    };
+    if lock.is_file() {
+        let out = pip(&["--no-deps".as_ref(), "-r".as_ref(), lock.as_os_str()])?;
+        if !out.status.success() {
+            return Err(failed(
+                at,
+                "requirements",
+                &format!("pip install -r {}", lock.display()),
+                &out,
+            ));
+        }
+        return Ok(());
+    }
+    for (i, step) in spec.resolve.iter().enumerate() {
+        let out = match step {
+            Resolve::File(text) => {
+                let file = dir.join(format!("requirements-{i}.txt"));
+                std::fs::write(&file, text).map_err(|e| format!("{}: {e}", file.display()))?;
+                pip(&["-r".as_ref(), file.as_os_str()])?
+            }
+            Resolve::Packages(packages) => {
+                let args: Vec<&std::ffi::OsStr> = packages.iter().map(|p| p.as_ref()).collect();
+                pip(&args)?
+            }
+        };
+        if !out.status.success() {
+            return Err(failed(
+                at,
+                "requirements",
+                "pip install (SWE-bench's requirements, with their dependencies)",
+                &out,
+            ));
+        }
+    }
+    let freeze = Command::new(python)
+        .args([
+            "-m",
+            "pip",
+            "freeze",
+            "--all",
+            "--disable-pip-version-check",
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("{at}: cannot run pip: {e}"))?;
+    if !freeze.status.success() {
+        return Err(failed(at, "requirements", "pip freeze", &freeze));
+    }
+    let pinned: String = String::from_utf8_lossy(&freeze.stdout)
+        .lines()
+        // An editable or local install is the repository's own, made per
+        // instance.
+        .filter(|l| !l.starts_with("-e ") && !l.contains(" @ file:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    crate::sys::atomic_file::write(&lock, pinned.as_bytes(), true)
+        .map_err(|e| format!("{}: {e}", lock.display()))
+}
+
+/// The lock of the environment at `dir`: beside it, so it outlives a
+/// rebuild of it.
+pub fn lock_of(dir: &Path) -> PathBuf {
+    let mut name = dir.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    dir.with_file_name(name)
 }
 
 /// `OUT/envs/<owner>__<name>-<version>-<digest>`.
 fn env_dir(instance: &Instance, spec: &Spec, base: &Path, root: &Path) -> PathBuf {
     let mut h = Sha256::new();
     let lines = |l: &[String]| l.join("\n");
+    let resolve: Vec<String> = spec
+        .resolve
+        .iter()
+        .map(|r| match r {
+            Resolve::File(text) => format!("file\n{text}"),
+            Resolve::Packages(p) => format!("packages\n{}", p.join("\n")),
+        })
+        .collect();
     for part in [
         instance.repo.as_str(),
         instance.version.as_deref().unwrap_or(""),
@@ -133,6 +260,7 @@ fn env_dir(instance: &Instance, spec: &Spec, base: &Path, root: &Path) -> PathBu
         &base.to_string_lossy(),
         &lines(&spec.pre_install),
         &lines(&spec.install),
+        &lines(&resolve),
     ] {
         h.update(part.as_bytes());
         h.update([0]);

@@ -27,6 +27,7 @@ pub mod record;
 pub mod restore;
 pub mod runner;
 pub mod status;
+pub mod swebench_specs;
 pub mod test_command;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,210 @@
+//! Records as SWE-bench publishes them are enough: a record with only
+//! SWE-bench's fields (no `python`, `requirements`, `install`, `test_cmd`,
+//! no `--python`, no `environments` block) is graded in the environment
+//! SWE-bench's own specification of its repository and version describes
+//! (`data/swebench-specs.json`): the Python version found on the machine,
+//! the repository's requirements file at `environment_setup_commit` and the
+//! pinned packages installed with their dependencies, the resolved set kept
+//! as a lock a rebuild installs, the repository installed as SWE-bench
+//! installs it, its test command. A Python version the machine lacks is a
+//! clear error before any run.
+//!
+//! The repositories are small stand-ins under the real names (pallets/flask
+//! 2.3, django/django 2.2), so that SWE-bench's specifications of those
+//! apply; their packages come from PyPI.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+fn write(root: &Path, files: &[(&str, &str)]) {
+    for (path, text) in files {
+        let p = root.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+}
+
+/// A repository at `dir` holding `files`, committed; its commit.
+fn repository(dir: &Path, files: &[(&str, &str)]) -> String {
+    std::fs::create_dir_all(dir).unwrap();
+    write(dir, files);
+    git_in(dir, &["init", "-q", "-b", "main"]);
+    git_in(dir, &["add", "-A"]);
+    git_in(dir, &["commit", "-q", "-m", "base"]);
+    git_in(dir, &["rev-parse", "HEAD"]).trim().to_string()
+}
+
+/// The diff `files` make of the repository at `dir` (left as it was).
+fn diff_of(dir: &Path, files: &[(&str, &str)]) -> String {
+    write(dir, files);
+    git_in(dir, &["add", "-A"]);
+    let diff = git_in(dir, &["diff", "--cached"]);
+    git_in(dir, &["reset", "-q", "--hard"]);
+    diff
+}
+
+fn grade(lab: &Path, out: &str) -> std::process::Output {
+    run(critic()
+        .args(["experiment", "grade", out])
+        .args(["--instances", "instances.jsonl"])
+        .args(["--predictions", "predictions.jsonl"])
+        .args(["--repos", "repos"])
+        .current_dir(lab))
+}
+
+#[test]
+fn a_record_with_swe_benchs_fields_alone_is_graded_in_swe_benchs_environment() {
+    let lab = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let repo = lab.path().join("repos/pallets__flask");
+    let base = repository(
+        &repo,
+        &[
+            (
+                "pyproject.toml",
+                "[build-system]\nrequires = [\"setuptools\"]\nbuild-backend = \"setuptools.build_meta\"\n\n[project]\nname = \"flaskish\"\nversion = \"2.3.0\"\n",
+            ),
+            ("src/flaskish/__init__.py", "def answer():\n    return 41\n"),
+            // SWE-bench reads requirements/dev.txt, with its -r files.
+            ("requirements/dev.txt", "-e .\n-r tests.txt\n# tools\n"),
+            ("requirements/tests.txt", "pytest==8.3.5\n"),
+            (
+                "tests/test_other.py",
+                "import werkzeug\n\n\ndef test_ok():\n    assert werkzeug\n",
+            ),
+        ],
+    );
+    let patch = diff_of(
+        &repo,
+        &[("src/flaskish/__init__.py", "def answer():\n    return 42\n")],
+    );
+    let test_patch = diff_of(
+        &repo,
+        &[(
+            "tests/test_answer.py",
+            "from flaskish import answer\n\n\ndef test_answer():\n    assert answer() == 42\n",
+        )],
+    );
+    let record = json!({
+        "instance_id": "pallets__flask-99999",
+        "repo": "pallets/flask",
+        "base_commit": base,
+        "environment_setup_commit": base,
+        "version": "2.3",
+        "patch": patch,
+        "test_patch": test_patch,
+        "FAIL_TO_PASS": "[\"tests/test_answer.py::test_answer\"]",
+        "PASS_TO_PASS": "[\"tests/test_other.py::test_ok\"]",
+        "problem_statement": "answer() is off by one.",
+    });
+    std::fs::write(lab.path().join("instances.jsonl"), format!("{record}\n")).unwrap();
+    let predictions: String = [("gold", patch.as_str()), ("empty", "")]
+        .iter()
+        .map(|(m, p)| {
+            format!(
+                "{}\n",
+                json!({"instance_id": "pallets__flask-99999", "model_name_or_path": m, "model_patch": p})
+            )
+        })
+        .collect();
+    std::fs::write(lab.path().join("predictions.jsonl"), predictions).unwrap();
+    let out = grade(lab.path(), "out");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("building the environment"), "{err}");
+    let results: BTreeMap<String, Value> =
+        std::fs::read_to_string(lab.path().join("out/results.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .map(|r| (r["arm"].as_str().unwrap().to_string(), r))
+            .collect();
+    assert_eq!(results["gold"]["resolved"], true, "{}", results["gold"]);
+    assert_eq!(results["empty"]["resolved"], false, "{}", results["empty"]);
+    // The environment: SWE-bench's Python and packages, resolved into a lock.
+    let envs = lab.path().join("out/envs");
+    let lock = std::fs::read_dir(&envs)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "lock"))
+        .expect("a lock beside the environment");
+    let pinned = std::fs::read_to_string(&lock).unwrap();
+    for wanted in [
+        "pytest==8.3.5",
+        "Werkzeug==2.3.7",
+        "iniconfig==",
+        "MarkupSafe==",
+    ] {
+        assert!(pinned.contains(wanted), "{wanted}: {pinned}");
+    }
+    let env = lock.with_extension("");
+    let version = std::process::Command::new(env.join("bin/python"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&version.stdout).starts_with("Python 3.11"),
+        "{version:?}"
+    );
+    // A rebuild installs the lock: the same packages, no resolving.
+    std::fs::remove_file(env.join(".complete")).unwrap();
+    std::fs::remove_file(lab.path().join("out/results.sqlite")).unwrap();
+    let again = grade(lab.path(), "out");
+    let err = stderr(&again);
+    assert_eq!(again.status.code(), Some(0), "{err}");
+    assert!(err.contains("and its lock"), "{err}");
+    assert_eq!(std::fs::read_to_string(&lock).unwrap(), pinned);
+}
+
+#[test]
+fn a_python_version_the_machine_lacks_is_a_clear_error_before_any_run() {
+    let lab = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let repo = lab.path().join("repos/django__django");
+    let base = repository(
+        &repo,
+        &[
+            ("tests/requirements/py3.txt", "asgiref\n"),
+            ("django/__init__.py", "VERSION = (2, 2)\n"),
+        ],
+    );
+    let patch = diff_of(&repo, &[("django/__init__.py", "VERSION = (2, 2, 1)\n")]);
+    let test_patch = diff_of(
+        &repo,
+        &[("tests/version/tests.py", "def test_version():\n    pass\n")],
+    );
+    let record = json!({
+        "instance_id": "django__django-99999",
+        "repo": "django/django",
+        "base_commit": base,
+        "environment_setup_commit": base,
+        "version": "2.2",
+        "patch": patch,
+        "test_patch": test_patch,
+        "FAIL_TO_PASS": "[\"test_version (version.tests.VersionTests)\"]",
+        "PASS_TO_PASS": "[]",
+        "problem_statement": "A version.",
+    });
+    std::fs::write(lab.path().join("instances.jsonl"), format!("{record}\n")).unwrap();
+    std::fs::write(
+        lab.path().join("predictions.jsonl"),
+        format!(
+            "{}\n",
+            json!({"instance_id": "django__django-99999", "model_name_or_path": "gold", "model_patch": patch})
+        ),
+    )
+    .unwrap();
+    let out = grade(lab.path(), "out");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("SWE-bench's environment of django/django 2.2: no Python 3.5"),
+        "{err}"
+    );
+    assert!(err.contains("pyenv install 3.5"), "{err}");
+    assert!(!lab.path().join("out/results.jsonl").exists());
+    assert!(!lab.path().join("out/envs").exists());
+}
