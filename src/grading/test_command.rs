@@ -299,6 +299,7 @@ mod tests {
             argv[6..],
             [
                 "module",
+                "environment",
                 "-rA",
                 "-p",
                 "no:cacheprovider",
@@ -307,6 +308,9 @@ mod tests {
                 "--color=no"
             ]
         );
+        // pytest's own repository runs under its own pytest.
+        let own_runner = p.clone().testing_pytest().argv_for(&[]);
+        assert_eq!(own_runner[7], "copy");
         let script = cmd("acme/widgets", Some("pytest -x"), None).unwrap();
         let argv = script.argv_for(&[]);
         assert_eq!(
