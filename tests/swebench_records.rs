@@ -208,3 +208,75 @@ fn a_python_version_the_machine_lacks_is_a_clear_error_before_any_run() {
     assert!(!lab.path().join("out/results.jsonl").exists());
     assert!(!lab.path().join("out/envs").exists());
 }
+
+/// SWE-bench's Sphinx command, `tox --current-env -epy39 -v --`, runs what
+/// the repository's tox.ini says: its pytest line (interpreter options
+/// included) with its `setenv` variables, the test files as `{posargs}`.
+#[test]
+fn a_tox_command_grades_as_the_pytest_command_it_runs() {
+    let lab = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let repo = lab.path().join("repos/sphinx-doc__sphinx");
+    let tox_ini = "[tox]\nenvlist = py{39,310}\n\n[testenv]\nsetenv =\n    PYTHONWARNINGS = error\n    PYTEST_ADDOPTS = {env:PYTEST_ADDOPTS:} --color yes\ncommands=\n    python -X dev -m pytest -rA --durations 25 {posargs}\n";
+    let base = repository(
+        &repo,
+        &[
+            ("tox.ini", tox_ini),
+            ("sphinxish/__init__.py", "def answer():\n    return 41\n"),
+            (
+                "tests/test_env.py",
+                "import os, sys\n\n\ndef test_tox_settings():\n    assert os.environ['PYTHONWARNINGS'] == 'error'\n    assert sys.flags.dev_mode\n",
+            ),
+        ],
+    );
+    let patch = diff_of(
+        &repo,
+        &[("sphinxish/__init__.py", "def answer():\n    return 42\n")],
+    );
+    let test_patch = diff_of(
+        &repo,
+        &[(
+            "tests/test_answer.py",
+            "from sphinxish import answer\n\n\ndef test_answer():\n    assert answer() == 42\n",
+        )],
+    );
+    let record = json!({
+        "instance_id": "sphinx-doc__sphinx-99999",
+        "repo": "sphinx-doc/sphinx",
+        "base_commit": base,
+        "patch": patch,
+        "test_patch": test_patch,
+        "FAIL_TO_PASS": "[\"tests/test_answer.py::test_answer\"]",
+        "PASS_TO_PASS": "[\"tests/test_env.py::test_tox_settings\"]",
+        "problem_statement": "answer() is off by one.",
+        "requirements": "iniconfig==2.0.0\npackaging==24.2\npluggy==1.5.0\npytest==8.3.5\n",
+        "test_cmd": "tox --current-env -epy39 -v --",
+    });
+    std::fs::write(lab.path().join("instances.jsonl"), format!("{record}\n")).unwrap();
+    let predictions: String = [("gold", patch.as_str()), ("empty", "")]
+        .iter()
+        .map(|(m, p)| {
+            format!(
+                "{}\n",
+                json!({"instance_id": "sphinx-doc__sphinx-99999", "model_name_or_path": m, "model_patch": p})
+            )
+        })
+        .collect();
+    std::fs::write(lab.path().join("predictions.jsonl"), predictions).unwrap();
+    let out = run(critic()
+        .args(["experiment", "grade", "out"])
+        .args(["--instances", "instances.jsonl"])
+        .args(["--predictions", "predictions.jsonl"])
+        .args(["--repos", "repos", "--python", "python3"])
+        .current_dir(lab.path()));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let results: BTreeMap<String, Value> =
+        std::fs::read_to_string(lab.path().join("out/results.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .map(|r| (r["arm"].as_str().unwrap().to_string(), r))
+            .collect();
+    assert_eq!(results["gold"]["resolved"], true, "{}", results["gold"]);
+    assert_eq!(results["empty"]["resolved"], false, "{}", results["empty"]);
+}

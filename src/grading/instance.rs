@@ -115,9 +115,26 @@ impl Prepared {
                     e.message.trim()
                 )
             })?;
+        // A `tox --current-env` command runs what the base's tox.ini says.
+        let test_cmd = match instance.test_cmd.as_deref() {
+            Some(argv) if crate::grading::tox::is_tox(argv) => {
+                let mut show = git::command(repo);
+                show.args(["cat-file", "blob", &format!("{base}:tox.ini")]);
+                let tox_ini = git::run(show)
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .map_err(|_| {
+                        format!("{at}: field `test_cmd`: runs tox, but the base has no tox.ini")
+                    })?;
+                Some(
+                    crate::grading::tox::as_pytest(argv, &tox_ini)
+                        .map_err(|e| format!("{at}: field `test_cmd`: {e}"))?,
+                )
+            }
+            other => other.map(<[String]>::to_vec),
+        };
         let command = TestCommand::new(
             &instance.repo,
-            instance.test_cmd.as_deref(),
+            test_cmd.as_deref(),
             instance.log_parser.as_deref(),
             &instance.eval_commands,
             python,

@@ -29,6 +29,7 @@ pub mod runner;
 pub mod status;
 pub mod swebench_specs;
 pub mod test_command;
+pub mod tox;
 
 use std::path::{Path, PathBuf};
 

@@ -67,11 +67,50 @@ pub fn pytest_invocation(argv: &[String]) -> Option<(Mode, &[String])> {
     let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_string();
     let first = argv.first()?;
     let is_python = first == "{python}" || base(first).starts_with("python");
-    if is_python && argv.get(1).map(String::as_str) == Some("-m") {
-        return matches!(argv.get(2).map(String::as_str), Some("pytest" | "py.test"))
-            .then(|| (Mode::Module, &argv[3..]));
+    if is_python {
+        let m = 1 + interpreter_options(&argv[1..])?;
+        if argv.get(m).map(String::as_str) == Some("-m") {
+            return matches!(
+                argv.get(m + 1).map(String::as_str),
+                Some("pytest" | "py.test")
+            )
+            .then(|| (Mode::Module, &argv[m + 2..]));
+        }
     }
     matches!(base(first).as_str(), "pytest" | "py.test").then(|| (Mode::Script, &argv[1..]))
+}
+
+/// How many of `args` are the interpreter's own options (`-X dev`, `-W
+/// error`, `-b`, as tox commands give them) before what it runs; `None`
+/// when an option takes a value that is missing.
+fn interpreter_options(args: &[String]) -> Option<usize> {
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        match a.as_str() {
+            "-X" | "-W" => {
+                args.get(i + 1)?;
+                i += 2;
+            }
+            a if (a.starts_with("-X") || a.starts_with("-W")) && a.len() > 2 => i += 1,
+            a if a.len() > 1
+                && a.starts_with('-')
+                && a[1..].chars().all(|c| "bBEsuOIq".contains(c)) =>
+            {
+                i += 1
+            }
+            _ => break,
+        }
+    }
+    Some(i)
+}
+
+/// The interpreter options of a `python ... -m pytest` command (see
+/// [`pytest_invocation`]), empty for any other.
+pub fn python_options(argv: &[String]) -> &[String] {
+    match pytest_invocation(argv) {
+        Some((Mode::Module, _)) => &argv[1..1 + interpreter_options(&argv[1..]).unwrap_or(0)],
+        _ => &[],
+    }
 }
 
 /// Where the bootstrap finds the `PYTHONPATH` the run had, which `env`
@@ -79,22 +118,31 @@ pub fn pytest_invocation(argv: &[String]) -> Option<(Mode, &[String])> {
 pub const PYTHONPATH_VAR: &str = "CRITIC_PYTHONPATH";
 
 /// The argv that runs pytest with `args` as `mode` would, through the
-/// bootstrap, with `python`: started by `env -u PYTHONPATH`, so that no
+/// bootstrap, with `python` and its `options` (`-X dev`): started by `env -u PYTHONPATH`, so that no
 /// module of the copy under test (which a scratch copy puts on
 /// `PYTHONPATH`, ahead of the standard library) runs while the interpreter
 /// starts; the bootstrap puts the copy on the path once pytest is imported
 /// (before, when `origin` says the copy is pytest).
-pub fn bootstrapped(python: &str, mode: Mode, origin: Origin, args: &[String]) -> Vec<String> {
+pub fn bootstrapped(
+    python: &str,
+    options: &[String],
+    mode: Mode,
+    origin: Origin,
+    args: &[String],
+) -> Vec<String> {
     let mut argv = vec![
         "env".to_string(),
         "-u".into(),
         "PYTHONPATH".into(),
         python.to_string(),
+    ];
+    argv.extend(options.iter().cloned());
+    argv.extend([
         "-c".into(),
         BOOTSTRAP.into(),
         mode.arg().into(),
         origin.arg().into(),
-    ];
+    ]);
     argv.extend(args.iter().cloned());
     argv.extend(SUMMARY_OPTIONS.iter().map(|s| s.to_string()));
     argv
@@ -274,6 +322,12 @@ mod tests {
         assert_eq!(pytest_invocation(&a), Some((Mode::Module, &a[3..])));
         let a = argv("pytest --no-header -rA");
         assert_eq!(pytest_invocation(&a), Some((Mode::Script, &a[1..])));
+        // The interpreter's own options, as tox's commands give them.
+        let a = argv("{python} -X dev -X warn_default_encoding -bb -Werror -m pytest -rA");
+        assert_eq!(pytest_invocation(&a), Some((Mode::Module, &a[9..])));
+        assert_eq!(python_options(&a), &a[1..7]);
+        assert_eq!(pytest_invocation(&argv("{python} -X")), None);
+        assert!(python_options(&argv("pytest -x")).is_empty());
         for other in [
             "tox -e py",
             "{python} -m unittest",

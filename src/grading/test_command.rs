@@ -158,7 +158,8 @@ impl TestCommand {
                 };
                 let mut args = args.to_vec();
                 args.extend(targets.iter().cloned());
-                pytest_report::bootstrapped(&python, mode, self.origin, &args)
+                let options = pytest_report::python_options(&self.argv);
+                pytest_report::bootstrapped(&python, options, mode, self.origin, &args)
             }
             None => {
                 let mut argv = self.argv.clone();
