@@ -386,7 +386,7 @@ fn one_instance(
             let base = private_copy::fetch(&repo, &inst.base_commit, &copy)
                 .map_err(|e| format!("{}: field `base_commit`: {e}", inst.place))?;
             let base = if !spec.install.is_empty() && *env == Environment::Local {
-                environment::install(&inst, &spec, &python, &copy, &base)?
+                environment::install(&inst, &spec, &python, &copy, &base, &repo)?
             } else {
                 base
             };

@@ -121,7 +121,8 @@ pub fn python_for(
     }
     if !spec.pre_install.is_empty() {
         let out = shell(&spec.pre_install, &dir, &python)
-            .map_err(|e| format!("{at}: field `pre_install`: {e}"))?;
+            .output()
+            .map_err(|e| format!("{at}: field `pre_install`: cannot run bash: {e}"))?;
         if !out.status.success() {
             return Err(failed(at, "pre_install", "its lines", &out));
         }
@@ -138,9 +139,11 @@ pub fn python_for(
                 "install",
                 "-q",
                 "--disable-pip-version-check",
+                "--compile",
                 "--no-deps",
                 "-r",
             ])
+            .env_remove("PYTHONDONTWRITEBYTECODE")
             .arg(&file)
             .output()
             .map_err(|e| format!("{at}: cannot run pip: {e}"))?;
@@ -168,8 +171,19 @@ fn resolve(instance: &Instance, spec: &Spec, dir: &Path, python: &Path) -> Resul
     let at = &instance.place;
     let lock = lock_of(dir);
     let pip = |args: &[&std::ffi::OsStr]| {
+        // Compiled as an image's packages are: a module whose source warns
+        // when compiled (an invalid escape) imports without warning, as in
+        // SWE-bench's, under a repository's `filterwarnings = error`.
         Command::new(python)
-            .args(["-m", "pip", "install", "-q", "--disable-pip-version-check"])
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                "--compile",
+            ])
+            .env_remove("PYTHONDONTWRITEBYTECODE")
             .args(args)
             .stdin(std::process::Stdio::null())
             .output()
@@ -284,6 +298,7 @@ pub fn install(
     python: &Path,
     copy: &Path,
     base: &str,
+    clone: &Path,
 ) -> Result<String, String> {
     let at = &instance.place;
     // Beside the environment it installs into.
@@ -319,8 +334,15 @@ pub fn install(
     };
     with_index(&["read-tree", base])?;
     with_index(&["checkout-index", "--all", "--force"])?;
-    let out = shell(&spec.install, &testbed, python)
-        .map_err(|e| format!("{at}: field `install`: {e}"))?;
+    // The checkout is no git repository: setuptools-scm is told the version
+    // it would have read from the clone's tags.
+    let mut cmd = shell(&spec.install, &testbed, python);
+    if let Some(version) = scm_version(clone, &instance.base_commit) {
+        cmd.env("SETUPTOOLS_SCM_PRETEND_VERSION", version);
+    }
+    let out = cmd
+        .output()
+        .map_err(|e| format!("{at}: field `install`: cannot run bash: {e}"))?;
     if !out.status.success() {
         return Err(failed(at, "install", "its lines", &out));
     }
@@ -386,9 +408,9 @@ fn exists(copy: &Path, commit: &str) -> bool {
     git::run(check).is_ok()
 }
 
-/// Run `lines` as one bash script in `dir`, with `python`'s environment
+/// `lines` as one bash script in `dir`, with `python`'s environment
 /// active (its `bin` first on `PATH`, `VIRTUAL_ENV` set).
-fn shell(lines: &[String], dir: &Path, python: &Path) -> Result<std::process::Output, String> {
+fn shell(lines: &[String], dir: &Path, python: &Path) -> Command {
     let bin = python.parent().unwrap_or(Path::new("."));
     let path = std::env::join_paths(
         std::iter::once(bin.to_path_buf()).chain(
@@ -397,16 +419,64 @@ fn shell(lines: &[String], dir: &Path, python: &Path) -> Result<std::process::Ou
                 .flat_map(std::env::split_paths),
         ),
     )
-    .map_err(|e| e.to_string())?;
-    Command::new("bash")
-        .args(["-e", "-c", &lines.join("\n")])
+    .unwrap_or_default();
+    let mut cmd = Command::new("bash");
+    cmd.args(["-e", "-c", &lines.join("\n")])
         .current_dir(dir)
         .env("PATH", path)
         .env("VIRTUAL_ENV", bin.parent().unwrap_or(bin))
         .env("PYTHONDONTWRITEBYTECODE", "1")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run bash: {e}"))
+        .stdin(std::process::Stdio::null());
+    cmd
+}
+
+/// The version setuptools-scm gives `commit` in `clone` by its default
+/// scheme (the nearest tag, the next patch release plus `.devN+g<id>`
+/// past it), for an install in a checkout that has no history of its own;
+/// `None` when no tag names a version.
+fn scm_version(clone: &Path, commit: &str) -> Option<String> {
+    let mut describe = git::command(clone);
+    describe.args([
+        "describe",
+        "--tags",
+        "--long",
+        "--abbrev=7",
+        "--match",
+        "*[0-9]*",
+        "--end-of-options",
+        commit,
+    ]);
+    let text = String::from_utf8(git::run(describe).ok()?).ok()?;
+    scm_version_of(text.trim())
+}
+
+/// [`scm_version`] of `git describe --long`'s words (`v5.4.1-23-gabc1234`).
+fn scm_version_of(described: &str) -> Option<String> {
+    let mut parts = described.rsplitn(3, '-');
+    let (node, distance, tag) = (parts.next()?, parts.next()?, parts.next()?);
+    let tag = tag.strip_prefix('v').unwrap_or(tag);
+    let distance: u32 = distance.parse().ok()?;
+    if !tag.chars().next()?.is_ascii_digit() {
+        return None;
+    }
+    if distance == 0 {
+        return Some(tag.to_string());
+    }
+    // A development tag counts on from itself.
+    if let Some((release, _)) = tag.split_once(".dev") {
+        return Some(format!("{release}.dev{distance}+{node}"));
+    }
+    // guess-next-dev: the last number of the release, plus one.
+    let release: Vec<&str> = tag.split('.').collect();
+    let last = release.last()?;
+    let digits: String = last.chars().take_while(char::is_ascii_digit).collect();
+    let next = digits.parse::<u64>().ok()? + 1;
+    let mut bumped: Vec<String> = release[..release.len() - 1]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    bumped.push(next.to_string());
+    Some(format!("{}.dev{distance}+{node}", bumped.join(".")))
 }
 
 /// A step's failure: the record, the field, and the end of its output.
@@ -422,4 +492,30 @@ fn failed(at: &str, field: &str, what: &str, out: &std::process::Output) -> Stri
         out.status,
         tail.into_iter().rev().collect::<Vec<_>>().join("\n")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn setuptools_scm_versions_are_read_from_the_clones_tags() {
+        assert_eq!(
+            scm_version_of("5.4.1-23-gabc1234").as_deref(),
+            Some("5.4.2.dev23+gabc1234")
+        );
+        assert_eq!(
+            scm_version_of("v2.3.0-0-gabc1234").as_deref(),
+            Some("2.3.0")
+        );
+        assert_eq!(
+            scm_version_of("v3.0.0rc1-4-gabc1234").as_deref(),
+            Some("3.0.1.dev4+gabc1234")
+        );
+        assert_eq!(scm_version_of("release-x-1-gabc"), None);
+        assert_eq!(
+            scm_version_of("6.3.0.dev0-202-g4964b46").as_deref(),
+            Some("6.3.0.dev202+g4964b46")
+        );
+    }
 }

@@ -488,10 +488,13 @@ pub fn judge_ids(
         run.whole_ids.get(k).cloned()
     });
     // A graded id found as a status no test of pytest's report stands
-    // behind is a line printed to look like pytest's.
+    // behind is a line printed to look like pytest's. One that names no
+    // test (no `::`: SWE-bench's datasets hold such ids, read from inner
+    // sessions' lines, like `[100%]`) is read as SWE-bench reads it.
     let unbacked: Vec<String> = ids
         .iter()
         .filter_map(|g| g.key.as_ref())
+        .filter(|k| k.contains("::"))
         .filter_map(|k| run.unbacked.get(k).map(|s| format!("`{k}` {}", s.word())))
         .collect();
     let problem = problem.or_else(|| {
@@ -637,6 +640,19 @@ PASSED testing/test_a.py::test_outer
             p.contains("`test_inner.py::test_y` XFAIL (report: no such test)"),
             "{p}"
         );
+        // An id that names no test, as SWE-bench's pytest datasets hold
+        // some, is read as SWE-bench reads it.
+        let log = format!("PASSED [100%]\n{log}");
+        let r = RunRecord::of(
+            &run(
+                &log,
+                0,
+                json!([call("testing/test_a.py::test_outer", "passed")]),
+            ),
+            LogFormat::Pytest,
+        );
+        let j = judge_ids(&r, &[], &ids(&["[100%]"]), EvalType::PassAndFail);
+        assert!(j.resolved, "{j:?}");
     }
 
     #[test]
