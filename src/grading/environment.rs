@@ -155,7 +155,7 @@ pub fn python_for(
         resolve(instance, spec, &dir, &python)?;
     }
     eprintln!(
-        "built the environment {} in {:.0} s",
+        "built the environment {} in {:.1} s",
         dir.display(),
         started.elapsed().as_secs_f64()
     );
