@@ -177,17 +177,28 @@ pub fn requirements_text(text: &str, dir: &str, read: &dyn Fn(&str) -> Option<St
         }
     }
     additional.push(original.join("\n"));
-    let mut all = additional.join("\n");
-    for pair in data()["harness"]["replace_req_packages"]
+    let all = additional.join("\n");
+    // A package pip no longer has: the line, version and all, becomes its
+    // replacement (`^pkg([<>=!~]=?.*|$)` in SWE-bench's harness).
+    let replacements: Vec<(&str, &str)> = data()["harness"]["replace_req_packages"]
         .as_array()
         .into_iter()
         .flatten()
-    {
-        if let (Some(from), Some(to)) = (pair[0].as_str(), pair[1].as_str()) {
-            all = all.replace(from, to);
-        }
-    }
-    all
+        .filter_map(|pair| Some((pair[0].as_str()?, pair[1].as_str()?)))
+        .collect();
+    all.split('\n')
+        .map(|line| {
+            for (from, to) in &replacements {
+                if let Some(rest) = line.strip_prefix(from) {
+                    if rest.is_empty() || rest.starts_with(['<', '>', '=', '!', '~']) {
+                        return to.to_string();
+                    }
+                }
+            }
+            line.to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// An interpreter of Python `version` (`3.9`) on this machine: pyenv's
@@ -379,7 +390,7 @@ mod tests {
         let read =
             |p: &str| (p == "requirements/tests.txt").then(|| "pytest==8\n# c\n".to_string());
         let text = requirements_text(
-            "-e .\n-r tests.txt\nclick==8\n.[test]\ntypes-pkg_resources\n",
+            "-e .\n-r tests.txt\nclick==8\n.[test]\ntypes-pkg_resources==0.1.3\n",
             "requirements",
             &read,
         );
