@@ -10,8 +10,10 @@
 //! parsers in `log_parsers.rs`), pytest's own report of a run
 //! (`pytest_report.rs`), a run's output read into a status per test id and
 //! judged (`record.rs`), SWE-bench's rules for those statuses
-//! (`status.rs`), and whether an interpreter can grade at all
-//! (`interpreter.rs`).
+//! (`status.rs`), whether an interpreter can grade at all
+//! (`interpreter.rs`), SWE-bench's environment specifications for records
+//! that give only its fields (`swebench_specs.rs`), and a `tox
+//! --current-env` command read as the pytest command it runs (`tox.rs`).
 
 pub mod container;
 pub mod dataset;
