@@ -54,7 +54,7 @@ def lab(place):
                           "[project]\nname = \"flaskish\"\nversion = \"2.3.0\"\n",
         "src/flaskish/__init__.py": "def answer():\n    return 41\n",
         "requirements/dev.txt": "-e .\n-r tests.txt\n",
-        "requirements/tests.txt": "pytest==8.3.5\n",
+        "requirements/tests.txt": "pytest==8.3.4\n",
         "tests/test_other.py": "def test_ok():\n    pass\n",
     })
     git(repo, "init", "-q", "-b", "main")

@@ -647,6 +647,7 @@ impl Checker<'_> {
                             pre_install: e.pre_install,
                             requirements,
                             resolve: Vec::new(),
+                            resolved_before: None,
                             install: e.install,
                         },
                         eval_commands: e.eval_commands,

@@ -349,6 +349,7 @@ fn one_instance(
         .or_else(|| exp.python.clone());
     if let Some(swebench) = swebench {
         spec.resolve = swebench.resolve;
+        spec.resolved_before = Some(crate::grading::swebench_specs::RESOLVED_BEFORE.into());
         if let (None, Some(version)) = (&base_python, &swebench.python) {
             let found = crate::grading::swebench_specs::find_python(version).map_err(|e| {
                 format!(

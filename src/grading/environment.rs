@@ -37,6 +37,10 @@ pub struct Spec {
     /// to is kept as a lock beside the environment, which a rebuild
     /// installs instead, so it gets the same packages.
     pub resolve: Vec<Resolve>,
+    /// When `resolve` is resolved, only packages uploaded before this
+    /// (an ISO 8601 datetime) are considered, as when the environment
+    /// SWE-bench's verdicts came from was built.
+    pub resolved_before: Option<String>,
     /// Shell lines run per instance in a checkout of its base commit.
     pub install: Vec<String>,
 }
@@ -57,6 +61,7 @@ impl Spec {
             pre_install: instance.pre_install.clone(),
             requirements: instance.requirements.clone(),
             resolve: Vec::new(),
+            resolved_before: None,
             install: instance.install.clone(),
         }
     }
@@ -201,18 +206,32 @@ fn resolve(instance: &Instance, spec: &Spec, dir: &Path, python: &Path) -> Resul
         }
         return Ok(());
     }
+    // pip learned to leave out later uploads in 26.1; an interpreter too
+    // old for it resolves against today's index, and says so.
+    let mut before: Vec<std::ffi::OsString> = Vec::new();
+    if let Some(date) = &spec.resolved_before {
+        let upgraded = pip(&["--upgrade".as_ref(), "pip>=26.1".as_ref()])?;
+        if upgraded.status.success() {
+            before = vec!["--uploaded-prior-to".into(), date.into()];
+        } else {
+            eprintln!(
+                "{at}: this environment's pip cannot leave out packages uploaded after {date}: \
+                 resolving against the index as it is today"
+            );
+        }
+    }
     for (i, step) in spec.resolve.iter().enumerate() {
-        let out = match step {
+        let mut args: Vec<std::ffi::OsString> = before.clone();
+        match step {
             Resolve::File(text) => {
                 let file = dir.join(format!("requirements-{i}.txt"));
                 std::fs::write(&file, text).map_err(|e| format!("{}: {e}", file.display()))?;
-                pip(&["-r".as_ref(), file.as_os_str()])?
+                args.extend(["-r".into(), file.into_os_string()]);
             }
-            Resolve::Packages(packages) => {
-                let args: Vec<&std::ffi::OsStr> = packages.iter().map(|p| p.as_ref()).collect();
-                pip(&args)?
-            }
-        };
+            Resolve::Packages(packages) => args.extend(packages.iter().map(Into::into)),
+        }
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+        let out = pip(&args)?;
         if !out.status.success() {
             return Err(failed(
                 at,
@@ -275,6 +294,7 @@ fn env_dir(instance: &Instance, spec: &Spec, base: &Path, root: &Path) -> PathBu
         &lines(&spec.pre_install),
         &lines(&spec.install),
         &lines(&resolve),
+        spec.resolved_before.as_deref().unwrap_or(""),
     ] {
         h.update(part.as_bytes());
         h.update([0]);
