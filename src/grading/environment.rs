@@ -206,22 +206,15 @@ fn resolve(instance: &Instance, spec: &Spec, dir: &Path, python: &Path) -> Resul
         }
         return Ok(());
     }
-    // pip learned to leave out later uploads in 26.1; an interpreter too
-    // old for it resolves against today's index, and says so.
-    let mut before: Vec<std::ffi::OsString> = Vec::new();
-    if let Some(date) = &spec.resolved_before {
-        let upgraded = pip(&["--upgrade".as_ref(), "pip>=26.1".as_ref()])?;
-        if upgraded.status.success() {
-            before = vec!["--uploaded-prior-to".into(), date.into()];
-        } else {
-            eprintln!(
-                "{at}: this environment's pip cannot leave out packages uploaded after {date}: \
-                 resolving against the index as it is today"
-            );
-        }
-    }
+    // As of a date: uv's resolver, which leaves out later uploads for any
+    // interpreter (pip learned to in 26.1, which the oldest ones cannot
+    // run), installing into the environment.
+    let dated = match &spec.resolved_before {
+        Some(date) => Some((uv(dir.parent().unwrap_or(dir), at)?, date)),
+        None => None,
+    };
     for (i, step) in spec.resolve.iter().enumerate() {
-        let mut args: Vec<std::ffi::OsString> = before.clone();
+        let mut args: Vec<std::ffi::OsString> = Vec::new();
         match step {
             Resolve::File(text) => {
                 let file = dir.join(format!("requirements-{i}.txt"));
@@ -231,7 +224,23 @@ fn resolve(instance: &Instance, spec: &Spec, dir: &Path, python: &Path) -> Resul
             Resolve::Packages(packages) => args.extend(packages.iter().map(Into::into)),
         }
         let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
-        let out = pip(&args)?;
+        let out = match &dated {
+            Some((uv, date)) => Command::new(uv)
+                .args([
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--compile-bytecode",
+                    "--python",
+                ])
+                .arg(python)
+                .args(["--exclude-newer", date.as_str()])
+                .args(&args)
+                .stdin(std::process::Stdio::null())
+                .output()
+                .map_err(|e| format!("{at}: cannot run {}: {e}", uv.display()))?,
+            None => pip(&args)?,
+        };
         if !out.status.success() {
             return Err(failed(
                 at,
@@ -264,6 +273,54 @@ fn resolve(instance: &Instance, spec: &Spec, dir: &Path, python: &Path) -> Resul
         .collect();
     crate::sys::atomic_file::write(&lock, pinned.as_bytes(), true)
         .map_err(|e| format!("{}: {e}", lock.display()))
+}
+
+/// The uv that resolves requirements as of a date, installed once under
+/// `root` (beside the environments) from PyPI, pinned.
+fn uv(root: &Path, at: &str) -> Result<PathBuf, String> {
+    const UV: &str = "uv==0.5.31";
+    let tool = root.join(".uv");
+    let uv = tool.join("bin/uv");
+    let done = tool.join(".complete");
+    if done.is_file() && uv.is_file() {
+        return Ok(uv);
+    }
+    let _ = crate::sys::remove_tree::remove_tree(&tool);
+    let venv = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&tool)
+        .output()
+        .map_err(|e| format!("{at}: cannot run python3 to install {UV}: {e}"))?;
+    if !venv.status.success() {
+        return Err(failed(
+            at,
+            "requirements",
+            "python3 -m venv (for uv)",
+            &venv,
+        ));
+    }
+    let pip = Command::new(tool.join("bin/python"))
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            UV,
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("{at}: cannot run pip to install {UV}: {e}"))?;
+    if !pip.status.success() {
+        return Err(failed(
+            at,
+            "requirements",
+            &format!("pip install {UV}"),
+            &pip,
+        ));
+    }
+    std::fs::write(&done, b"").map_err(|e| format!("{}: {e}", done.display()))?;
+    Ok(uv)
 }
 
 /// The lock of the environment at `dir`: beside it, so it outlives a

@@ -257,7 +257,7 @@ pub fn find_python(version: &str) -> Result<PathBuf, String> {
 }
 
 /// Packages uploaded after this are not considered when SWE-bench's
-/// requirements are resolved: the environment images behind the
+/// requirements are resolved (uv's `--exclude-newer`): the environment images behind the
 /// leaderboard's official verdicts were built before it, and later releases
 /// change what the tests see (docutils 0.22, of mid-2025, no longer carries
 /// the `roman` module Sphinx 3's LaTeX builder imports).
