@@ -675,7 +675,7 @@ fn bad_experiment_files_and_records_are_refused_with_their_place() {
     );
     assert!(
         err.contains(
-            "(instance acme__stats-1): field `test_cmd`: `tox -e py` does not start pytest"
+            "(instance acme__stats-1): field `test_cmd`: tox without `--current-env` builds environments of its own"
         ),
         "{err}"
     );

@@ -27,9 +27,9 @@ fn is_assignment(word: &str) -> bool {
 
 /// The pytest command `argv` (a `tox --current-env` command) runs, as a
 /// test command (`NAME=value` words first, `{python}` for the
-/// interpreter), from the repository's `tox_ini`. An error says what is not
-/// understood.
-pub fn as_pytest(argv: &[String], tox_ini: &str) -> Result<Vec<String>, String> {
+/// interpreter), from the repository's `tox_ini` (`None`: it has none). An
+/// error says what is not understood.
+pub fn as_pytest(argv: &[String], tox_ini: Option<&str>) -> Result<Vec<String>, String> {
     let at = argv.iter().position(|w| !is_assignment(w)).unwrap_or(0);
     let (assignments, args) = (&argv[..at], &argv[at + 1..]);
     let mut env_name = None;
@@ -59,6 +59,7 @@ pub fn as_pytest(argv: &[String], tox_ini: &str) -> Result<Vec<String>, String> 
     if args.len() > i + 1 {
         return Err("tox's positional arguments go after `--` (the test files are added)".into());
     }
+    let tox_ini = tox_ini.ok_or("it runs tox, but the base has no tox.ini")?;
     let ini = Ini::parse(tox_ini);
     let section = env_name
         .as_deref()
@@ -209,7 +210,7 @@ commands =
 
     #[test]
     fn swe_benchs_sphinx_command_is_the_pytest_command_tox_would_run() {
-        let cmd = as_pytest(&argv("tox --current-env -epy39 -v --"), SPHINX).unwrap();
+        let cmd = as_pytest(&argv("tox --current-env -epy39 -v --"), Some(SPHINX)).unwrap();
         assert_eq!(
             cmd,
             argv(
@@ -223,9 +224,9 @@ commands =
 
     #[test]
     fn what_is_not_understood_is_said() {
-        let e = as_pytest(&argv("tox -epy39 --"), SPHINX).unwrap_err();
+        let e = as_pytest(&argv("tox -epy39 --"), None).unwrap_err();
         assert!(e.contains("--current-env"), "{e}");
-        let e = as_pytest(&argv("tox --current-env -r -epy39"), SPHINX).unwrap_err();
+        let e = as_pytest(&argv("tox --current-env -r -epy39"), Some(SPHINX)).unwrap_err();
         assert!(e.contains("`-r`"), "{e}");
         let e = as_pytest(
             &argv("tox --current-env -edocs"),
