@@ -275,6 +275,17 @@ fn resolve(instance: &Instance, spec: &Spec, dir: &Path, python: &Path) -> Resul
         .map_err(|e| format!("{}: {e}", lock.display()))
 }
 
+/// Bash functions that send an install line's `pip install` (as `pip` or
+/// `python -m pip`) to uv, as of `CRITIC_RESOLVED_BEFORE`; pip's
+/// `--no-use-pep517`, which uv has no use for, is dropped.
+const PIP_AS_OF: &str = r#"__critic_pip_install() {
+  local a; local args=()
+  for a in "$@"; do case "$a" in --no-use-pep517) ;; *) args+=("$a") ;; esac; done
+  "$CRITIC_UV" pip install --python "$VIRTUAL_ENV/bin/python" --exclude-newer "$CRITIC_RESOLVED_BEFORE" --compile-bytecode "${args[@]}"
+}
+python() { if [ "${1-}" = -m ] && [ "${2-}" = pip ] && [ "${3-}" = install ]; then shift 3; __critic_pip_install "$@"; else command python "$@"; fi; }
+pip() { if [ "${1-}" = install ]; then shift; __critic_pip_install "$@"; else command pip "$@"; fi; }"#;
+
 /// The uv that resolves requirements as of a date, installed once under
 /// `root` (beside the environments) from PyPI, pinned.
 fn uv(root: &Path, at: &str) -> Result<PathBuf, String> {
@@ -413,7 +424,19 @@ pub fn install(
     with_index(&["checkout-index", "--all", "--force"])?;
     // The checkout is no git repository: setuptools-scm is told the version
     // it would have read from the clone's tags.
-    let mut cmd = shell(&spec.install, &testbed, python);
+    // Resolved as of a date, what the install pulls in too: its `pip
+    // install`s go through uv (see `resolve`).
+    let lines = match &spec.resolved_before {
+        Some(_) => std::iter::once(PIP_AS_OF.to_string())
+            .chain(spec.install.iter().cloned())
+            .collect(),
+        None => spec.install.clone(),
+    };
+    let mut cmd = shell(&lines, &testbed, python);
+    if let Some(date) = &spec.resolved_before {
+        cmd.env("CRITIC_UV", uv(env.parent().unwrap_or(env), at)?)
+            .env("CRITIC_RESOLVED_BEFORE", date);
+    }
     if let Some(version) = scm_version(clone, &instance.base_commit) {
         cmd.env("SETUPTOOLS_SCM_PRETEND_VERSION", version);
     }
