@@ -277,11 +277,14 @@ fn resolve(instance: &Instance, spec: &Spec, dir: &Path, python: &Path) -> Resul
 
 /// Bash functions that send an install line's `pip install` (as `pip` or
 /// `python -m pip`) to uv, as of `CRITIC_RESOLVED_BEFORE`; pip's
-/// `--no-use-pep517`, which uv has no use for, is dropped.
+/// `--no-use-pep517`, which uv has no use for, is dropped. What uv cannot
+/// build (an editable install of a project whose pinned setuptools predates
+/// PEP 660, which pip builds the old way) is left to pip.
 const PIP_AS_OF: &str = r#"__critic_pip_install() {
   local a; local args=()
   for a in "$@"; do case "$a" in --no-use-pep517) ;; *) args+=("$a") ;; esac; done
-  "$CRITIC_UV" pip install --python "$VIRTUAL_ENV/bin/python" --exclude-newer "$CRITIC_RESOLVED_BEFORE" --compile-bytecode "${args[@]}"
+  "$CRITIC_UV" pip install --python "$VIRTUAL_ENV/bin/python" --exclude-newer "$CRITIC_RESOLVED_BEFORE" --compile-bytecode "${args[@]}" \
+    || command python -m pip install "$@"
 }
 python() { if [ "${1-}" = -m ] && [ "${2-}" = pip ] && [ "${3-}" = install ]; then shift 3; __critic_pip_install "$@"; else command python "$@"; fi; }
 pip() { if [ "${1-}" = install ]; then shift; __critic_pip_install "$@"; else command pip "$@"; fi; }"#;
