@@ -270,6 +270,7 @@ fn a_tox_command_grades_as_the_pytest_command_it_runs() {
         .args(["--instances", "instances.jsonl"])
         .args(["--predictions", "predictions.jsonl"])
         .args(["--repos", "repos", "--python", "python3"])
+        .env("CRITIC_CACHE_DIR", lab.path().join("cache"))
         .current_dir(lab.path()));
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
@@ -282,4 +283,28 @@ fn a_tox_command_grades_as_the_pytest_command_it_runs() {
             .collect();
     assert_eq!(results["gold"]["resolved"], true, "{}", results["gold"]);
     assert_eq!(results["empty"]["resolved"], false, "{}", results["empty"]);
+    // Another output with the same record, environment and critic reuses
+    // the pre-flight, with its log.
+    let again = run(critic()
+        .args(["experiment", "grade", "out2"])
+        .args(["--instances", "instances.jsonl"])
+        .args(["--predictions", "predictions.jsonl"])
+        .args(["--repos", "repos", "--python", "python3"])
+        .env("CRITIC_CACHE_DIR", lab.path().join("cache"))
+        .current_dir(lab.path()));
+    let err = stderr(&again);
+    assert_eq!(again.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("the pre-flight of an earlier output is reused"),
+        "{err}"
+    );
+    let golden = lab
+        .path()
+        .join("out2/preflight/sphinx-doc__sphinx-99999/golden.json");
+    assert!(
+        std::fs::read_to_string(golden)
+            .unwrap()
+            .contains("test_answer"),
+        "the reused log"
+    );
 }

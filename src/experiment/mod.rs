@@ -20,6 +20,7 @@ pub mod manifest;
 pub mod merge;
 pub mod mpe_eval;
 pub mod predictions;
+pub mod preflight_cache;
 pub mod report;
 pub mod session;
 pub mod slurm;
@@ -686,12 +687,28 @@ pub(crate) fn preflight(
         .iter()
         .filter(|r| pending.iter().any(|(k, _)| k.instance_id == r.instance.id))
         .collect();
+    let cache = preflight_cache::PreflightCache::open();
+    let environment = format!("{:?} unconfined={}", graders.env, graders.unconfined_runs);
     let checked = crate::sys::parallel::map(wanted.len(), workers.max(1), |i| {
         let ready = wanted[i];
         let dir = out
             .join("preflight")
             .join(crate::sys::path_name::slug(&ready.instance.id));
-        graders.preflight(ready, &dir)
+        let key = preflight_cache::PreflightCache::key(ready, &environment);
+        let golden = dir.join("golden.json");
+        if let Some(outcome) = cache.get(&key, &ready.instance.id, &golden) {
+            eprintln!(
+                "experiment: {}: the pre-flight of an earlier output is reused (same record, \
+                 environment and critic)",
+                ready.instance.id
+            );
+            return outcome;
+        }
+        // What is kept is this run's log, never an earlier call's.
+        let _ = std::fs::remove_file(&golden);
+        let outcome = graders.preflight(ready, &dir);
+        cache.put(&key, outcome.as_ref(), &golden);
+        outcome
     });
     let mut broken = Vec::new();
     for (ready, outcome) in wanted.iter().zip(checked) {
