@@ -523,6 +523,10 @@ fn blob_id(bytes: &[u8]) -> String {
     hex::encode(h.finalize())
 }
 
+/// The largest file a binary patch may make (its sizes are the patch's
+/// word, so they bound what is reserved and inflated).
+const MAX_BINARY_BYTES: usize = 64 << 20;
+
 enum Block {
     Literal(Vec<u8>),
     Delta(Vec<u8>),
@@ -547,6 +551,13 @@ fn binary_block(section: &str) -> Result<Block, String> {
         .trim()
         .parse()
         .map_err(|_| format!("bad size in {kind:?}"))?;
+    // The size is the patch's word: nothing is reserved or inflated past
+    // the bound.
+    if size > MAX_BINARY_BYTES {
+        return Err(format!(
+            "a binary patch of {size} bytes (more than {MAX_BINARY_BYTES} are refused)"
+        ));
+    }
     let mut deflated = Vec::new();
     for line in lines.take_while(|l| !l.is_empty()) {
         decode_base85_line(line, &mut deflated)?;
@@ -616,10 +627,10 @@ fn apply_delta(base: &[u8], delta: &[u8]) -> Option<Vec<u8>> {
         }
     };
     let (source_size, target_size) = (size()?, size()?);
-    if source_size != base.len() {
+    if source_size != base.len() || target_size > MAX_BINARY_BYTES {
         return None;
     }
-    let mut out = Vec::with_capacity(target_size.min(1 << 30));
+    let mut out = Vec::with_capacity(target_size);
     while at < delta.len() {
         let cmd = delta[at];
         at += 1;
@@ -724,5 +735,13 @@ mod tests {
         let delta = [5, 7, 0x80 | 0x10, 5, 2, b'!', b'!'];
         assert_eq!(apply_delta(b"hello", &delta).unwrap(), b"hello!!");
         assert!(apply_delta(b"hell", &delta).is_none());
+        // A target size past the bound reserves nothing.
+        let huge = [5, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x80 | 0x10, 5];
+        assert!(apply_delta(b"hello", &huge).is_none());
+        let section = "GIT binary patch\nliteral 99999999999\nzcmV\n\n";
+        let Err(e) = binary_block(section) else {
+            panic!("a huge literal was accepted")
+        };
+        assert!(e.contains("are refused"), "{e}");
     }
 }
