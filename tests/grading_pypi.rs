@@ -34,27 +34,6 @@ const TESTS: [&str; 2] = ["tests/test_number.py", "tests/test_time.py"];
 const INSTALL: &str =
     "SETUPTOOLS_SCM_PRETEND_VERSION=4.14.0 python -m pip install -q --no-deps --no-build-isolation -e .";
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@localhost"])
-        .args([
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "core.hooksPath=/dev/null",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
 /// Files of `dir` (relative), generated ones left out: the sdist's
 /// metadata, the version file hatch-vcs writes, compiled translations.
 fn sources(dir: &Path) -> Vec<PathBuf> {
@@ -156,31 +135,31 @@ impl Lab {
         let repo = dir.path().join("repos/python-humanize__humanize");
         std::fs::create_dir_all(&repo).unwrap();
         copy(&old, &repo, &sources(&old));
-        git(&repo, &["init", "-q", "-b", "main"]);
-        git(&repo, &["add", "-A"]);
-        git(&repo, &["commit", "-q", "-m", "humanize 4.14.0"]);
-        let base = git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+        git_in(&repo, &["init", "-q", "-b", "main"]);
+        git_in(&repo, &["add", "-A"]);
+        git_in(&repo, &["commit", "-q", "-m", "humanize 4.14.0"]);
+        let base = git_in(&repo, &["rev-parse", "HEAD"]).trim().to_string();
         // The fix: 4.15.0's sources; its tests: the two modules' new tests.
         let fix: Vec<PathBuf> = sources(&new)
             .into_iter()
             .filter(|f| f.starts_with("src"))
             .collect();
         copy(&new, &repo, &fix);
-        git(&repo, &["add", "-A"]);
-        let patch = git(&repo, &["diff", "--cached"]);
+        git_in(&repo, &["add", "-A"]);
+        let patch = git_in(&repo, &["diff", "--cached"]);
         let fixed: BTreeMap<PathBuf, Vec<u8>> = fix
             .iter()
             .map(|f| (f.clone(), std::fs::read(new.join(f)).unwrap()))
             .collect();
-        git(&repo, &["reset", "-q", "--hard", &base]);
+        git_in(&repo, &["reset", "-q", "--hard", &base]);
         let tests: Vec<PathBuf> = TESTS.iter().map(PathBuf::from).collect();
         copy(&new, &repo, &tests);
-        let test_patch = git(&repo, &["diff"]);
+        let test_patch = git_in(&repo, &["diff"]);
         let golden_tests: BTreeMap<PathBuf, Vec<u8>> = tests
             .iter()
             .map(|f| (f.clone(), std::fs::read(new.join(f)).unwrap()))
             .collect();
-        git(&repo, &["checkout", "-q", "--", "."]);
+        git_in(&repo, &["checkout", "-q", "--", "."]);
         assert!(!patch.is_empty() && !test_patch.is_empty());
         // The lists, as SWE-bench makes them: from the tests on the base and
         // on the fix.
@@ -254,8 +233,8 @@ impl Lab {
         let repo = self.path("repos/python-humanize__humanize");
         let before = std::fs::read_to_string(repo.join(path)).unwrap();
         std::fs::write(repo.join(path), edit(&before)).unwrap();
-        let diff = git(&repo, &["diff", "--", path]);
-        git(&repo, &["checkout", "-q", "--", path]);
+        let diff = git_in(&repo, &["diff", "--", path]);
+        git_in(&repo, &["checkout", "-q", "--", path]);
         assert!(!diff.is_empty(), "{path}");
         diff
     }
@@ -263,9 +242,9 @@ impl Lab {
     /// A diff that deletes `path` of the clone.
     fn deletes(&self, path: &str) -> String {
         let repo = self.path("repos/python-humanize__humanize");
-        git(&repo, &["rm", "-q", "--", path]);
-        let diff = git(&repo, &["diff", "--cached", "--", path]);
-        git(&repo, &["reset", "-q", "--hard"]);
+        git_in(&repo, &["rm", "-q", "--", path]);
+        let diff = git_in(&repo, &["diff", "--cached", "--", path]);
+        git_in(&repo, &["reset", "-q", "--hard"]);
         diff
     }
 }

@@ -137,21 +137,11 @@ pub fn python_for(
         std::fs::write(&file, requirements).map_err(|e| format!("{}: {e}", file.display()))?;
         // Pinned as given: nothing but the listed packages (hashes, when the
         // file has them, are checked by pip).
-        let pip = Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "--disable-pip-version-check",
-                "--compile",
-                "--no-deps",
-                "-r",
-            ])
-            .env_remove("PYTHONDONTWRITEBYTECODE")
-            .arg(&file)
-            .output()
-            .map_err(|e| format!("{at}: cannot run pip: {e}"))?;
+        let pip = pip_install(
+            &python,
+            &["--no-deps".as_ref(), "-r".as_ref(), file.as_os_str()],
+            at,
+        )?;
         if !pip.status.success() {
             return Err(failed(at, "requirements", "pip install", &pip));
         }
@@ -175,25 +165,7 @@ pub fn python_for(
 fn resolve(instance: &Instance, spec: &Spec, dir: &Path, python: &Path) -> Result<(), String> {
     let at = &instance.place;
     let lock = lock_of(dir);
-    let pip = |args: &[&std::ffi::OsStr]| {
-        // Compiled as an image's packages are: a module whose source warns
-        // when compiled (an invalid escape) imports without warning, as in
-        // SWE-bench's, under a repository's `filterwarnings = error`.
-        Command::new(python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "--disable-pip-version-check",
-                "--compile",
-            ])
-            .env_remove("PYTHONDONTWRITEBYTECODE")
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .map_err(|e| format!("{at}: cannot run pip: {e}"))
-    };
+    let pip = |args: &[&std::ffi::OsStr]| pip_install(python, args, at);
     if lock.is_file() {
         let out = pip(&["--no-deps".as_ref(), "-r".as_ref(), lock.as_os_str()])?;
         if !out.status.success() {
@@ -288,6 +260,31 @@ const PIP_AS_OF: &str = r#"__critic_pip_install() {
 }
 python() { if [ "${1-}" = -m ] && [ "${2-}" = pip ] && [ "${3-}" = install ]; then shift 3; __critic_pip_install "$@"; else command python "$@"; fi; }
 pip() { if [ "${1-}" = install ]; then shift; __critic_pip_install "$@"; else command pip "$@"; fi; }"#;
+
+/// `pip install ARGS` into `python`'s environment, compiled as an image's
+/// packages are: a module whose source warns when compiled (an invalid
+/// escape) then imports without warning, as in SWE-bench's, under a
+/// repository's `filterwarnings = error`.
+fn pip_install(
+    python: &Path,
+    args: &[&std::ffi::OsStr],
+    at: &str,
+) -> Result<std::process::Output, String> {
+    Command::new(python)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            "--compile",
+        ])
+        .env_remove("PYTHONDONTWRITEBYTECODE")
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("{at}: cannot run pip: {e}"))
+}
 
 /// The uv that resolves requirements as of a date, installed once under
 /// `root` (beside the environments) from PyPI, pinned.
