@@ -53,6 +53,7 @@
 
 mod agent;
 mod homes;
+mod network;
 mod seccomp;
 
 pub use agent::{hosts_file, listenable, AgentReach, Listeners, MAX_LISTENERS};
@@ -1024,12 +1025,12 @@ impl Confinement {
             }
         }
         let mut hidden = Hidden::collect(&writable)?;
-        if reach.is_none() && Path::new(RESOLV_CONF).exists() {
+        if reach.is_none() && Path::new(network::RESOLV_CONF).exists() {
             // A run's addresses off the machine lead nowhere (see
             // `routes_to_nowhere`): with no name server named, its resolver
             // asks the loopback, where nothing answers, and fails at once
             // instead of waiting out its time limit on every lookup.
-            hidden.files.push(c(Path::new(RESOLV_CONF))?);
+            hidden.files.push(c(Path::new(network::RESOLV_CONF))?);
         }
         let devices: Vec<PathBuf> = DEVICES
             .iter()
@@ -1173,12 +1174,12 @@ fn enter(
         {
             return Err(os());
         }
-        loopback_up();
+        network::loopback_up();
         // A run's addresses off the machine lead nowhere, so a connection
         // times out as in a container; an agent's turn (the one with
         // listeners) should learn at once that its network is closed.
         if listen.is_none() {
-            routes_to_nowhere();
+            network::routes_to_nowhere();
         }
         if let Some(listen) = listen {
             listen.open_and_send()?;
@@ -1719,55 +1720,4 @@ unsafe fn wait_and_exit(pid: libc::pid_t, alive: libc::c_int, ended: libc::c_int
         libc::_exit(128 + sig);
     }
     libc::_exit(libc::WEXITSTATUS(status))
-}
-
-/// The resolver's configuration, covered in a run (see [`Confinement::new`]).
-const RESOLV_CONF: &str = "/etc/resolv.conf";
-
-/// Route every IPv4 address off this machine through the namespace's
-/// loopback, where nothing forwards it: a connection to one waits and times
-/// out, as from a container whose packets go nowhere, where without a route
-/// it would fail at once with "Network is unreachable" (a test of a
-/// client's timeout, such as requests' connection to 10.255.255.1, then
-/// fails). Loopback addresses are unchanged. IPv6 stays unreachable, as in
-/// Docker's default network, which has none (the kernel turns an IPv6 route
-/// through the loopback into a rejecting one anyway). Best effort.
-///
-/// # Safety
-/// Async-signal-safe; for the forked child, after [`loopback_up`].
-unsafe fn routes_to_nowhere() {
-    let sock = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
-    if sock >= 0 {
-        let mut route: libc::rtentry = std::mem::zeroed();
-        for addr in [&mut route.rt_dst, &mut route.rt_genmask] {
-            let any = addr as *mut libc::sockaddr as *mut libc::sockaddr_in;
-            (*any).sin_family = libc::AF_INET as libc::sa_family_t;
-        }
-        route.rt_flags = libc::RTF_UP;
-        route.rt_dev = c"lo".as_ptr() as *mut libc::c_char;
-        libc::ioctl(sock, libc::SIOCADDRT, &route);
-        libc::close(sock);
-    }
-}
-
-/// Bring up the new network namespace's loopback, so a test suite can still
-/// talk to servers it starts itself. Best effort: without it the command
-/// simply has no network at all.
-///
-/// # Safety
-/// Async-signal-safe; for the forked child.
-unsafe fn loopback_up() {
-    let sock = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
-    if sock < 0 {
-        return;
-    }
-    let mut req: libc::ifreq = std::mem::zeroed();
-    for (dst, src) in req.ifr_name.iter_mut().zip(b"lo\0") {
-        *dst = *src as libc::c_char;
-    }
-    if libc::ioctl(sock, libc::SIOCGIFFLAGS, &mut req) == 0 {
-        req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
-        libc::ioctl(sock, libc::SIOCSIFFLAGS, &req);
-    }
-    libc::close(sock);
 }
