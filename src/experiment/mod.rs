@@ -349,19 +349,7 @@ fn one_instance(
         .and_then(|e| e.python.clone())
         .or_else(|| exp.python.clone());
     if let Some(swebench) = swebench {
-        spec.resolve = swebench.resolve;
-        spec.resolved_before = Some(crate::grading::swebench_specs::RESOLVED_BEFORE.into());
-        if let (None, Some(version)) = (&base_python, &swebench.python) {
-            let found = crate::grading::swebench_specs::find_python(version).map_err(|e| {
-                format!(
-                    "{}: SWE-bench's environment of {} {}: {e}",
-                    inst.place,
-                    inst.repo,
-                    inst.version.as_deref().unwrap_or("")
-                )
-            })?;
-            base_python = Some(found);
-        }
+        swebench.apply(&inst, &mut spec, &mut base_python)?;
     }
     let python = match (&inst.python, spec.builds(), out) {
         (Some(own), _, _) => own.clone(),
@@ -694,21 +682,7 @@ pub(crate) fn preflight(
         let dir = out
             .join("preflight")
             .join(crate::sys::path_name::slug(&ready.instance.id));
-        let key = preflight_cache::PreflightCache::key(ready, &environment);
-        let golden = dir.join("golden.json");
-        if let Some(outcome) = cache.get(&key, &ready.instance.id, &golden) {
-            eprintln!(
-                "experiment: {}: the pre-flight of an earlier output is reused (same record, \
-                 environment and critic)",
-                ready.instance.id
-            );
-            return outcome;
-        }
-        // What is kept is this run's log, never an earlier call's.
-        let _ = std::fs::remove_file(&golden);
-        let outcome = graders.preflight(ready, &dir);
-        cache.put(&key, outcome.as_ref(), &golden);
-        outcome
+        cache.or_grade(ready, &environment, &dir, || graders.preflight(ready, &dir))
     });
     let mut broken = Vec::new();
     for (ready, outcome) in wanted.iter().zip(checked) {

@@ -44,9 +44,35 @@ impl PreflightCache {
         PreflightCache { dir }
     }
 
+    /// `ready`'s pre-flight, its log in `dir`: the kept one, else `grade`'s
+    /// (then kept).
+    pub fn or_grade(
+        &self,
+        ready: &Ready,
+        environment: &str,
+        dir: &Path,
+        grade: impl FnOnce() -> Option<Broken>,
+    ) -> Option<Broken> {
+        let key = Self::key(ready, environment);
+        let golden = dir.join("golden.json");
+        if let Some(outcome) = self.get(&key, &ready.instance.id, &golden) {
+            eprintln!(
+                "experiment: {}: the pre-flight of an earlier output is reused (same record, \
+                 environment and critic)",
+                ready.instance.id
+            );
+            return outcome;
+        }
+        // What is kept is this run's log, never an earlier call's.
+        let _ = std::fs::remove_file(&golden);
+        let outcome = grade();
+        self.put(&key, outcome.as_ref(), &golden);
+        outcome
+    }
+
     /// The key of `ready`'s pre-flight where tests run as `environment`
     /// says.
-    pub fn key(ready: &Ready, environment: &str) -> String {
+    fn key(ready: &Ready, environment: &str) -> String {
         let i = &ready.instance;
         // An environment critic built is known by its name (its digest),
         // wherever the output directory holding it lies.
@@ -81,7 +107,7 @@ impl PreflightCache {
 
     /// The kept outcome of `key`, its golden run's log written to
     /// `golden` (as a fresh pre-flight would write it).
-    pub fn get(&self, key: &str, instance_id: &str, golden: &Path) -> Option<Option<Broken>> {
+    fn get(&self, key: &str, instance_id: &str, golden: &Path) -> Option<Option<Broken>> {
         let file = self.dir.as_ref()?.join(format!("{key}.json"));
         let bytes = crate::sys::bounded_read::read_regular_file_nofollow(&file, 64 << 20).ok()?;
         let entry: Entry = serde_json::from_slice(&bytes).ok()?;
@@ -99,7 +125,7 @@ impl PreflightCache {
     /// Keep `outcome` of `key`, with the golden run's log at `golden`;
     /// not when the harness failed (a run that could not be made may be
     /// made next time).
-    pub fn put(&self, key: &str, outcome: Option<&Broken>, golden: &Path) {
+    fn put(&self, key: &str, outcome: Option<&Broken>, golden: &Path) {
         let Some(dir) = &self.dir else { return };
         let Some(golden) = std::fs::read(golden)
             .ok()

@@ -272,6 +272,33 @@ pub struct Environment {
     pub resolve: Vec<crate::grading::environment::Resolve>,
 }
 
+impl Environment {
+    /// Make `spec` this environment for `instance`: its requirements,
+    /// resolved as of [`RESOLVED_BEFORE`], and its Python version found on
+    /// the machine unless `base_python` already names an interpreter.
+    pub fn apply(
+        self,
+        instance: &crate::grading::dataset::Instance,
+        spec: &mut crate::grading::environment::Spec,
+        base_python: &mut Option<PathBuf>,
+    ) -> Result<(), String> {
+        spec.resolve = self.resolve;
+        spec.resolved_before = Some(RESOLVED_BEFORE.into());
+        if let (None, Some(version)) = (&base_python, &self.python) {
+            let found = find_python(version).map_err(|e| {
+                format!(
+                    "{}: SWE-bench's environment of {} {}: {e}",
+                    instance.place,
+                    instance.repo,
+                    instance.version.as_deref().unwrap_or("")
+                )
+            })?;
+            *base_python = Some(found);
+        }
+        Ok(())
+    }
+}
+
 /// `instance` (cloned at `clone`) completed from SWE-bench's specification
 /// of its repository and version, when its record (with the experiment
 /// file's block) makes no environment of its own (no `python`,
