@@ -16,7 +16,6 @@ mod common;
 use common::swebench;
 use common::*;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 const REPO: &str = "pytest-dev/pytest";
@@ -122,13 +121,7 @@ fn pytest_itself_grades_under_its_own_patched_code_and_its_inner_sessions_are_re
         .current_dir(dir.path()));
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
-    let results: BTreeMap<String, Value> =
-        std::fs::read_to_string(dir.path().join("out/results.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .map(|r| (r["arm"].as_str().unwrap().to_string(), r))
-            .collect();
+    let results = swebench::results_by_arm(&dir.path().join("out/results.jsonl"));
     for (model, resolves) in [("gold", true), ("empty", false), ("gold-after-prose", true)] {
         let r = &results[model];
         assert_eq!(r["status"], "ok", "{model}: {r}");

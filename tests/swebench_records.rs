@@ -16,9 +16,9 @@
 
 mod common;
 
+use common::swebench;
 use common::*;
-use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use serde_json::json;
 use std::path::Path;
 
 fn write(root: &Path, files: &[(&str, &str)]) {
@@ -116,13 +116,7 @@ fn a_record_with_swe_benchs_fields_alone_is_graded_in_swe_benchs_environment() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("building the environment"), "{err}");
-    let results: BTreeMap<String, Value> =
-        std::fs::read_to_string(lab.path().join("out/results.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .map(|r| (r["arm"].as_str().unwrap().to_string(), r))
-            .collect();
+    let results = swebench::results_by_arm(&lab.path().join("out/results.jsonl"));
     assert_eq!(results["gold"]["resolved"], true, "{}", results["gold"]);
     assert_eq!(results["empty"]["resolved"], false, "{}", results["empty"]);
     // The environment: SWE-bench's Python and packages, resolved into a lock.
@@ -274,13 +268,7 @@ fn a_tox_command_grades_as_the_pytest_command_it_runs() {
         .current_dir(lab.path()));
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
-    let results: BTreeMap<String, Value> =
-        std::fs::read_to_string(lab.path().join("out/results.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .map(|r| (r["arm"].as_str().unwrap().to_string(), r))
-            .collect();
+    let results = swebench::results_by_arm(&lab.path().join("out/results.jsonl"));
     assert_eq!(results["gold"]["resolved"], true, "{}", results["gold"]);
     assert_eq!(results["empty"]["resolved"], false, "{}", results["empty"]);
     // Another output with the same record, environment and critic reuses

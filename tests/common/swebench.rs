@@ -100,3 +100,14 @@ pub fn sdist(lock: &str, dir_name: &str) -> PathBuf {
     std::fs::rename(download.path().join(dir_name), &unpacked).unwrap();
     unpacked
 }
+
+/// An output's `results.jsonl`, one record per arm (each prediction's
+/// model, for graded predictions).
+pub fn results_by_arm(path: &Path) -> std::collections::BTreeMap<String, Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|r| (r["arm"].as_str().unwrap().to_string(), r))
+        .collect()
+}
