@@ -1615,19 +1615,28 @@ fn an_instance_that_pins_its_requirements_gets_an_environment_built_once() {
         true,
         "{r:#?}"
     );
-    let envs: Vec<PathBuf> = std::fs::read_dir(lab.path("out/envs"))
+    // Built in critic's cache, where every output finds it.
+    let envs: Vec<PathBuf> = std::fs::read_dir(cache_dir().join("envs"))
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with("acme__textutil-1.0-") && p.is_dir()
+        })
         .collect();
     assert_eq!(envs.len(), 1, "{envs:?}");
-    let name = envs[0].file_name().unwrap().to_string_lossy().into_owned();
-    assert!(name.starts_with("acme__textutil-1.0-"), "{name}");
     let done = envs[0].join(".complete");
     let built = std::fs::metadata(&done).unwrap().modified().unwrap();
-    // A second experiment into the same output reuses it.
+    // A second experiment into the same output reuses it, and so does one
+    // into another output.
     let out = lab.run(&file, "out", &["--force-new-manifest"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let elsewhere = lab.run(&file, "elsewhere", &[]);
+    assert_eq!(elsewhere.status.code(), Some(0), "{}", stderr(&elsewhere));
+    assert!(!stderr(&elsewhere).contains("building the environment"));
     assert_eq!(std::fs::metadata(&done).unwrap().modified().unwrap(), built);
+    let r = results(&lab.path("elsewhere"));
+    assert_eq!(r[&key("textutil", "fix-only")]["resolved"], true, "{r:#?}");
 
     // Requirements pip cannot meet are the record's error, before any run.
     records[0]["requirements"] = json!(["no-such-package-critic-test==0.0.1"]);
@@ -2289,18 +2298,48 @@ fn an_install_step_makes_a_package_that_needs_building_gradable() {
         .lines()
         .find(|l| l.starts_with('+') && l.contains("/envs/"))
         .unwrap_or_else(|| panic!("the agent ran the environment's python: {patch}"));
+    let envs = cache_dir().join("envs");
     assert!(
-        prefix.contains(&lab.path("out/envs").display().to_string()),
+        prefix.contains(&format!("{}/acme__versioned-", envs.display())),
         "{prefix}"
     );
     // The install ran once, in a checkout of the base that stays.
-    let installs: Vec<PathBuf> = std::fs::read_dir(lab.path("out/envs"))
+    let installs: Vec<PathBuf> = std::fs::read_dir(&envs)
         .unwrap()
-        .flat_map(|e| std::fs::read_dir(e.unwrap().path().join("installs")).unwrap())
         .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("acme__versioned-")
+        })
+        .filter(|p| p.is_dir())
+        .flat_map(|e| std::fs::read_dir(e.join("installs")).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir() && p.to_string_lossy().ends_with(&base[..12]))
         .collect();
     assert_eq!(installs.len(), 1, "{installs:?}");
     assert!(installs[0].join("testbed/versioned/_version.py").is_file());
+    // Another output takes the install's commit into its own copy of the
+    // repository without installing again.
+    let installed = std::fs::metadata(installs[0].join(".complete"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    let out = lab.run(&file, "second", &["--control", "gold"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = results(&lab.path("second"));
+    assert_eq!(
+        r[&("acme__versioned-1".to_string(), "@gold".to_string())]["resolved"],
+        true
+    );
+    assert_eq!(
+        std::fs::metadata(installs[0].join(".complete"))
+            .unwrap()
+            .modified()
+            .unwrap(),
+        installed
+    );
 }
 
 /// A TCP service on the host's loopback that counts the connections it
@@ -2346,6 +2385,10 @@ fn a_confined_agent_reaches_its_workspace_and_its_model_and_nothing_else() {
     // A file the runner can read: its transcript, made a link to it, is not
     // followed by the runner's check.
     let secret = lab.path("secret.jsonl");
+    // critic's cache keeps the pre-flights' logs, which quote golden tests.
+    let canary = cache_dir().join(format!("preflight/canary-{}", std::process::id()));
+    std::fs::create_dir_all(canary.parent().unwrap()).unwrap();
+    std::fs::write(&canary, "a golden test's log").unwrap();
     std::fs::write(
         &secret,
         "{\"index\": 0, \"kind\": \"message\", \"source\": \"user\", \"text\": \"SECRET-TRANSCRIPT\"}\n",
@@ -2357,6 +2400,7 @@ a=$(cd "$HOME/.." && pwd)
 echo "out $(find {out} -type f -not -path "$a/*" -not -path "$CRITIC_WORKSPACE/*" 2>/dev/null | wc -l)" >> "$p"
 echo "instances $(cat {instances} 2>/dev/null | wc -c)" >> "$p"
 echo "repos $(ls -A {repos} 2>/dev/null | wc -l)" >> "$p"
+echo "cache $(cat {canary} 2>/dev/null | wc -c)" >> "$p"
 touch {outside} 2>/dev/null && echo "outside written" >> "$p"
 python3 -c "import os,urllib.request; print('model', urllib.request.urlopen(os.environ['CRITIC_MODEL_BASE_URL']).read().decode())" >> "$p" 2>&1
 python3 -c "import socket; socket.create_connection(('127.0.0.1', {service_port}), timeout=3); print('service reached')" >> "$p" 2>/dev/null || echo "service unreachable" >> "$p"
@@ -2368,6 +2412,7 @@ ln -sf {secret} "$CRITIC_EVENTS_FILE"
         out = lab.path("out").display(),
         instances = lab.path("instances.jsonl").display(),
         repos = lab.path("repos").display(),
+        canary = canary.display(),
         outside = outside.display(),
     );
     let plan = json!({
@@ -2412,12 +2457,14 @@ ln -sf {secret} "$CRITIC_EVENTS_FILE"
             "out 0",
             "instances 0",
             "repos 0",
+            "cache 0",
             "model model ok",
             "service unreachable",
             "index index ok"
         ],
         "{found}"
     );
+    let _ = std::fs::remove_file(&canary);
     assert!(!outside.exists());
     // The model, named by host, reached through the turn's own /etc/hosts.
     assert!(std::fs::read_to_string(agent_dir.join("../hosts"))

@@ -54,6 +54,8 @@ fn grade(lab: &Path, out: &str) -> std::process::Output {
         .args(["--instances", "instances.jsonl"])
         .args(["--predictions", "predictions.jsonl"])
         .args(["--repos", "repos"])
+        // Its own cache: environments are built in it.
+        .env("CRITIC_CACHE_DIR", lab.join("cache"))
         .current_dir(lab))
 }
 
@@ -138,7 +140,15 @@ fn a_record_with_swe_benchs_fields_alone_is_graded_in_swe_benchs_environment() {
     ] {
         assert!(pinned.contains(wanted), "{wanted}: {pinned}");
     }
-    let env = lock.with_extension("");
+    // Built in critic's cache, the output keeping its lock.
+    let env = lab
+        .path()
+        .join("cache/envs")
+        .join(lock.file_stem().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(environment_lock(&env)).unwrap(),
+        pinned
+    );
     let version = std::process::Command::new(env.join("bin/python"))
         .arg("--version")
         .output()
@@ -146,6 +156,20 @@ fn a_record_with_swe_benchs_fields_alone_is_graded_in_swe_benchs_environment() {
     assert!(
         String::from_utf8_lossy(&version.stdout).starts_with("Python 3.11"),
         "{version:?}"
+    );
+    // Another output uses it as it is, and gets its lock.
+    let other = grade(lab.path(), "other");
+    let err = stderr(&other);
+    assert_eq!(other.status.code(), Some(0), "{err}");
+    assert!(!err.contains("building the environment"), "{err}");
+    let other_lock = lab
+        .path()
+        .join("other/envs")
+        .join(lock.file_name().unwrap());
+    assert_eq!(std::fs::read_to_string(&other_lock).unwrap(), pinned);
+    assert_eq!(
+        swebench::results_by_arm(&lab.path().join("other/results.jsonl"))["gold"]["resolved"],
+        true
     );
     // A rebuild installs the lock: the same packages, no resolving.
     std::fs::remove_file(env.join(".complete")).unwrap();
@@ -155,6 +179,41 @@ fn a_record_with_swe_benchs_fields_alone_is_graded_in_swe_benchs_environment() {
     assert_eq!(again.status.code(), Some(0), "{err}");
     assert!(err.contains("and its lock"), "{err}");
     assert_eq!(std::fs::read_to_string(&lock).unwrap(), pinned);
+    // An output whose lock says otherwise gets an environment of that lock,
+    // beside the one of the first.
+    let older = pinned.replace("iniconfig==2.0.0", "iniconfig==1.1.1");
+    std::fs::write(&other_lock, &older).unwrap();
+    std::fs::remove_file(lab.path().join("other/results.sqlite")).unwrap();
+    let twin = grade(lab.path(), "other");
+    let err = stderr(&twin);
+    assert_eq!(twin.status.code(), Some(0), "{err}");
+    assert!(err.contains("-lock-"), "{err}");
+    assert_eq!(std::fs::read_to_string(&other_lock).unwrap(), older);
+    assert_eq!(
+        std::fs::read_to_string(environment_lock(&env)).unwrap(),
+        pinned
+    );
+    let twins: Vec<_> = std::fs::read_dir(lab.path().join("cache/envs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir() && p.to_string_lossy().contains("-lock-"))
+        .collect();
+    assert_eq!(twins.len(), 1, "{twins:?}");
+    let freeze = std::process::Command::new(twins[0].join("bin/python"))
+        .args(["-m", "pip", "freeze"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&freeze.stdout).contains("iniconfig==1.1.1"),
+        "{freeze:?}"
+    );
+}
+
+/// The lock kept beside the environment at `env`.
+fn environment_lock(env: &Path) -> std::path::PathBuf {
+    let mut name = env.file_name().unwrap().to_os_string();
+    name.push(".lock");
+    env.with_file_name(name)
 }
 
 #[test]

@@ -258,8 +258,8 @@ pub struct Ready {
 
 /// The instances of `exp` after its filter, each made ready; every problem
 /// found, each naming its record and field. With an output directory
-/// `out`, each gets its environment built under `OUT/envs` (see
-/// [`crate::grading::environment`]) and its base commit copied into the
+/// `out`, each gets its environment, built once in critic's cache and its
+/// lock kept under `OUT/envs` (see [`crate::grading::environment`]), and its base commit copied into the
 /// grader's own copy under `OUT/repos` (see
 /// [`crate::grading::private_copy`]); without one (a check before
 /// submitting), nothing is built or copied. Interpreters are asked
@@ -357,6 +357,7 @@ fn one_instance(
             &inst,
             &spec,
             &base_python.unwrap_or_else(|| PathBuf::from("python3")),
+            &environment::cache_root().unwrap_or_else(|| out.join("envs")),
             &out.join("envs"),
         )?,
         // Checked, not built: the interpreter it would be built from.

@@ -36,12 +36,14 @@ pub struct PreflightCache {
 impl PreflightCache {
     /// The user's cache, when it can be made private to the user.
     pub fn open() -> PreflightCache {
-        let dir = std::env::var_os("CRITIC_CACHE_DIR")
-            .map(PathBuf::from)
-            .or_else(|| crate::sys::private_dir::user_dir("XDG_CACHE_HOME", ".cache"))
-            .map(|d| d.join("preflight"))
-            .filter(|d| crate::sys::private_dir::ensure(d).is_ok());
+        let dir = Self::place().filter(|d| crate::sys::private_dir::ensure(d).is_ok());
         PreflightCache { dir }
+    }
+
+    /// Where outcomes are kept when the cache can be had: an agent's turn
+    /// must not see them (a golden run's log quotes the golden tests).
+    pub fn place() -> Option<PathBuf> {
+        crate::sys::private_dir::cache_root().map(|d| d.join("preflight"))
     }
 
     /// `ready`'s pre-flight, its log in `dir`: the kept one, else `grade`'s

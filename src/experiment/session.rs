@@ -50,13 +50,18 @@ impl Context<'_> {
         }
         // What the agent must not read: every run's files (the gold
         // control's patch among them), the user's clones, the instances
-        // with their golden patches.
+        // with their golden patches, critic's cache (the pre-flights' logs
+        // quote the golden tests; its environment is shown again, below).
         let mut covered = vec![
             self.out.to_path_buf(),
             self.experiment.repos.clone(),
             job.repo.clone(),
             self.experiment.instances.clone(),
         ];
+        covered.extend(
+            crate::sys::private_dir::cache_root()
+                .filter(|p| !crate::host::confine::in_private_dir(p)),
+        );
         // Where grading's scratch copies are (a gold control's among them),
         // unless the turn gets that place empty and its own anyway.
         let scratch = [crate::host::scratch::scratch_root(), std::env::temp_dir()];
@@ -65,8 +70,8 @@ impl Context<'_> {
                 .into_iter()
                 .filter(|p| !crate::host::confine::in_private_dir(p)),
         );
-        // The interpreter (its environment may lie under the output
-        // directory) and `critic`, which a Stop hook runs.
+        // The interpreter (its environment lies in critic's cache, or
+        // under the output directory) and `critic`, which a Stop hook runs.
         let seen = vec![job.python.clone(), self.critic.to_path_buf()];
         Reach::new(
             &job.dir,

@@ -13,10 +13,15 @@
 //! the grader's see the same files; a patch is taken against it. The
 //! checkout stays where the install ran, as editable installs point there.
 //!
+//! Environments and installs are built once, in critic's cache, and shared
+//! by every output directory (a second output of the same instance gets
+//! the install's commit into its own copy without installing again); a
+//! lock file beside each one keeps two critics from building it at once.
 //! Everything is built where it stays (scripts name their interpreter by
 //! path) and marked finished last; an unfinished one is built again. Each
-//! environment's digest covers the repository, version, lines,
-//! requirements and base interpreter.
+//! environment's digest covers how environments are made, the repository,
+//! version, lines, requirements and base interpreter. What resolved
+//! requirements came to is the output's lock (`OUT/envs/<env>.lock`).
 
 use crate::grading::dataset::Instance;
 use crate::sys::path_name::slug;
@@ -78,16 +83,81 @@ impl Spec {
 /// The most output of a failed step quoted in its error.
 const TAIL_LINES: usize = 12;
 
-/// The interpreter of `instance`'s environment under `root`, built from
-/// `spec` with `base` if it is not there yet. An error names the record and
-/// the field, and quotes the end of what failed.
+/// The interpreter of `instance`'s environment under `root` (critic's
+/// cache of environments, shared by every output), built from `spec` with
+/// `base` if it is not there yet. When the spec resolves requirements, the
+/// output's lock (`locks/<environment>.lock`) says what they resolve to: an
+/// environment built from another lock is not used but built beside it,
+/// and an output without a lock gets the one its environment was built
+/// from. An error names the record and the field, and quotes the end of
+/// what failed.
 pub fn python_for(
     instance: &Instance,
     spec: &Spec,
     base: &Path,
     root: &Path,
+    locks: &Path,
 ) -> Result<PathBuf, String> {
-    let dir = env_dir(instance, spec, base, root);
+    let mut dir = env_dir(instance, spec, base, root);
+    let name = dir.file_name().unwrap_or_default().to_os_string();
+    std::fs::create_dir_all(root).map_err(|e| format!("{}: {e}", root.display()))?;
+    // Another critic may be building it (or the lock's twin) right now.
+    let _building = hold(&dir)?;
+    let output_lock = locks.join(lock_of(Path::new(&name)));
+    if !spec.resolve.is_empty() {
+        if let Ok(given) = std::fs::read(&output_lock) {
+            let built = dir.join(".complete").is_file();
+            if built && std::fs::read(lock_of(&dir)).ok().as_deref() != Some(given.as_slice()) {
+                let digest = hex::encode(&Sha256::digest(&given)[..6]);
+                let mut twin = name.clone();
+                twin.push(format!("-lock-{digest}"));
+                dir = root.join(twin);
+            }
+            if !dir.join(".complete").is_file() {
+                crate::sys::atomic_file::write(&lock_of(&dir), &given, true)
+                    .map_err(|e| format!("{}: {e}", lock_of(&dir).display()))?;
+            }
+        }
+    }
+    let python = build(instance, spec, base, &dir)?;
+    if !spec.resolve.is_empty() {
+        let kept = lock_of(&dir);
+        let pinned = std::fs::read(&kept).map_err(|e| format!("{}: {e}", kept.display()))?;
+        if std::fs::read(&output_lock).ok().as_deref() != Some(pinned.as_slice()) {
+            std::fs::create_dir_all(locks).map_err(|e| format!("{}: {e}", locks.display()))?;
+            crate::sys::atomic_file::write(&output_lock, &pinned, true)
+                .map_err(|e| format!("{}: {e}", output_lock.display()))?;
+        }
+    }
+    Ok(python)
+}
+
+/// Hold `place` (a lock file beside it) until the result is dropped,
+/// saying so while another process holds it.
+fn hold(place: &Path) -> Result<std::fs::File, String> {
+    let mut name = place.file_name().unwrap_or_default().to_os_string();
+    name.push(".building");
+    let path = place.with_file_name(name);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if file.try_lock().is_err() {
+        eprintln!(
+            "waiting for another critic to finish with {} ...",
+            place.display()
+        );
+        file.lock()
+            .map_err(|e| format!("{}: cannot lock: {e}", path.display()))?;
+    }
+    Ok(file)
+}
+
+/// The environment at `dir`, built from `spec` with `base` unless a build
+/// finished there.
+fn build(instance: &Instance, spec: &Spec, base: &Path, dir: &Path) -> Result<PathBuf, String> {
     let python = dir.join("bin/python");
     let done = dir.join(".complete");
     if done.is_file() {
@@ -98,14 +168,13 @@ pub fn python_for(
         crate::sys::remove_tree::remove_tree(&dir)
             .map_err(|e| format!("{}: an unfinished environment: {e}", dir.display()))?;
     }
-    std::fs::create_dir_all(root).map_err(|e| format!("{}: {e}", root.display()))?;
     // Minutes, the first time: say what is happening.
     let started = std::time::Instant::now();
     eprintln!(
         "building the environment {} from {}{} ...",
         dir.display(),
         base.display(),
-        if lock_of(&dir).is_file() {
+        if lock_of(dir).is_file() {
             " and its lock"
         } else {
             ""
@@ -113,7 +182,7 @@ pub fn python_for(
     );
     let venv = Command::new(base)
         .args(["-m", "venv"])
-        .arg(&dir)
+        .arg(dir)
         .output()
         .map_err(|e| format!("{at}: cannot run {}: {e}", base.display()))?;
     if !venv.status.success() {
@@ -125,7 +194,7 @@ pub fn python_for(
         ));
     }
     if !spec.pre_install.is_empty() {
-        let out = shell(&spec.pre_install, &dir, &python)
+        let out = shell(&spec.pre_install, dir, &python)
             .output()
             .map_err(|e| format!("{at}: field `pre_install`: cannot run bash: {e}"))?;
         if !out.status.success() {
@@ -147,7 +216,7 @@ pub fn python_for(
         }
     }
     if !spec.resolve.is_empty() {
-        resolve(instance, spec, &dir, &python)?;
+        resolve(instance, spec, dir, &python)?;
     }
     eprintln!(
         "built the environment {} in {:.1} s",
@@ -291,6 +360,7 @@ fn pip_install(
 fn uv(root: &Path, at: &str) -> Result<PathBuf, String> {
     const UV: &str = "uv==0.5.31";
     let tool = root.join(".uv");
+    let _installing = hold(&tool)?;
     let uv = tool.join("bin/uv");
     let done = tool.join(".complete");
     if done.is_file() && uv.is_file() {
@@ -342,7 +412,19 @@ pub fn lock_of(dir: &Path) -> PathBuf {
     dir.with_file_name(name)
 }
 
-/// `OUT/envs/<owner>__<name>-<version>-<digest>`.
+/// What makes environments: a change to how they are built changes this,
+/// so that no environment built the old way is taken from the cache.
+const RECIPE: &str = "1";
+
+/// Where environments are kept across outputs: `envs` in critic's cache
+/// (see [`crate::sys::private_dir::cache_root`]), private to the user.
+pub fn cache_root() -> Option<PathBuf> {
+    crate::sys::private_dir::cache_root()
+        .map(|d| d.join("envs"))
+        .filter(|d| crate::sys::private_dir::ensure(d).is_ok())
+}
+
+/// `ROOT/<owner>__<name>-<version>-<digest>`.
 fn env_dir(instance: &Instance, spec: &Spec, base: &Path, root: &Path) -> PathBuf {
     let mut h = Sha256::new();
     let lines = |l: &[String]| l.join("\n");
@@ -355,6 +437,7 @@ fn env_dir(instance: &Instance, spec: &Spec, base: &Path, root: &Path) -> PathBu
         })
         .collect();
     for part in [
+        RECIPE,
         instance.repo.as_str(),
         instance.version.as_deref().unwrap_or(""),
         spec.requirements.as_deref().unwrap_or(""),
@@ -399,10 +482,19 @@ pub fn install(
         slug(&instance.id),
         &base[..base.len().min(12)]
     ));
+    let installs = env.join("installs");
+    std::fs::create_dir_all(&installs).map_err(|e| format!("{}: {e}", installs.display()))?;
+    // Another output may be installing the same instance right now.
+    let _installing = hold(&dir)?;
     let done = dir.join(".complete");
     if let Ok(commit) = std::fs::read_to_string(&done) {
         let commit = commit.trim().to_string();
         if exists(copy, &commit) {
+            return Ok(commit);
+        }
+        // Installed for another output: its files committed in this
+        // output's copy make the same commit.
+        if commit_testbed(copy, base, &dir).as_deref() == Ok(commit.as_str()) {
             return Ok(commit);
         }
     }
@@ -413,15 +505,17 @@ pub fn install(
     let testbed = dir.join("testbed");
     std::fs::create_dir_all(&testbed).map_err(|e| format!("{}: {e}", testbed.display()))?;
     let index = dir.join("index");
-    let with_index = |args: &[&str]| {
-        let mut cmd = git::command(copy);
-        cmd.env("GIT_INDEX_FILE", &index)
+    for args in [
+        &["read-tree", base][..],
+        &["checkout-index", "--all", "--force"],
+    ] {
+        let mut checkout = git::command(copy);
+        checkout
+            .env("GIT_INDEX_FILE", &index)
             .env("GIT_WORK_TREE", &testbed)
             .args(args);
-        git::run(cmd).map_err(|e| e.to_string())
-    };
-    with_index(&["read-tree", base])?;
-    with_index(&["checkout-index", "--all", "--force"])?;
+        git::run(checkout).map_err(|e| e.to_string())?;
+    }
     // The checkout is no git repository: setuptools-scm is told the version
     // it would have read from the clone's tags.
     // Resolved as of a date, what the install pulls in too: its `pip
@@ -446,8 +540,26 @@ pub fn install(
     if !out.status.success() {
         return Err(failed(at, "install", "its lines", &out));
     }
-    // What the install left: new files (ignored ones too: a generated
-    // `_version.py` usually is) and changed ones, without bytecode.
+    let commit = commit_testbed(copy, base, &dir)?;
+    std::fs::write(&done, &commit).map_err(|e| format!("{}: {e}", done.display()))?;
+    Ok(commit)
+}
+
+/// The commit of what the install at `dir` left in its checkout, on top of
+/// `base` in the grader's copy `copy` (`base` itself when it left nothing):
+/// new files (ignored ones too: a generated `_version.py` usually is) and
+/// changed ones, without bytecode. Fixed names and dates: the same files
+/// make the same commit, in any copy.
+fn commit_testbed(copy: &Path, base: &str, dir: &Path) -> Result<String, String> {
+    let index = dir.join("index");
+    let with_index = |args: &[&str]| {
+        let mut cmd = git::command(copy);
+        cmd.env("GIT_INDEX_FILE", &index)
+            .env("GIT_WORK_TREE", dir.join("testbed"))
+            .args(args);
+        git::run(cmd).map_err(|e| e.to_string())
+    };
+    with_index(&["read-tree", base])?;
     with_index(&[
         "add",
         "--all",
@@ -460,45 +572,41 @@ pub fn install(
     let tree = String::from_utf8_lossy(&with_index(&["write-tree"])?)
         .trim()
         .to_string();
+    let _ = std::fs::remove_file(&index);
     let mut base_tree = git::command(copy);
     base_tree.args(["rev-parse", &format!("{base}^{{tree}}")]);
     let unchanged = git::run(base_tree)
         .map(|out| String::from_utf8_lossy(&out).trim() == tree)
         .unwrap_or(false);
-    let commit = if unchanged {
-        base.to_string()
-    } else {
-        let mut commit = git::command(copy);
-        // Fixed names and dates: the same install gives the same commit.
-        for (k, v) in [
-            ("GIT_AUTHOR_NAME", "critic"),
-            ("GIT_AUTHOR_EMAIL", "critic@localhost"),
-            ("GIT_AUTHOR_DATE", "@0 +0000"),
-            ("GIT_COMMITTER_NAME", "critic"),
-            ("GIT_COMMITTER_EMAIL", "critic@localhost"),
-            ("GIT_COMMITTER_DATE", "@0 +0000"),
-        ] {
-            commit.env(k, v);
-        }
-        commit.args([
-            "commit-tree",
-            &tree,
-            "-p",
-            base,
-            "-m",
-            "The files the environment's install made (critic experiment)",
-        ]);
-        let id = String::from_utf8_lossy(&git::run(commit).map_err(|e| e.to_string())?)
-            .trim()
-            .to_string();
-        let mut keep = git::command(copy);
-        keep.args(["update-ref", &format!("refs/critic/env/{id}"), &id]);
-        git::run(keep).map_err(|e| e.to_string())?;
-        id
-    };
-    let _ = std::fs::remove_file(&index);
-    std::fs::write(&done, &commit).map_err(|e| format!("{}: {e}", done.display()))?;
-    Ok(commit)
+    if unchanged {
+        return Ok(base.to_string());
+    }
+    let mut commit = git::command(copy);
+    for (k, v) in [
+        ("GIT_AUTHOR_NAME", "critic"),
+        ("GIT_AUTHOR_EMAIL", "critic@localhost"),
+        ("GIT_AUTHOR_DATE", "@0 +0000"),
+        ("GIT_COMMITTER_NAME", "critic"),
+        ("GIT_COMMITTER_EMAIL", "critic@localhost"),
+        ("GIT_COMMITTER_DATE", "@0 +0000"),
+    ] {
+        commit.env(k, v);
+    }
+    commit.args([
+        "commit-tree",
+        &tree,
+        "-p",
+        base,
+        "-m",
+        "The files the environment's install made (critic experiment)",
+    ]);
+    let id = String::from_utf8_lossy(&git::run(commit).map_err(|e| e.to_string())?)
+        .trim()
+        .to_string();
+    let mut keep = git::command(copy);
+    keep.args(["update-ref", &format!("refs/critic/env/{id}"), &id]);
+    git::run(keep).map_err(|e| e.to_string())?;
+    Ok(id)
 }
 
 /// Whether `commit` is in the copy.

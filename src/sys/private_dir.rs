@@ -22,6 +22,15 @@ pub fn user_dir(xdg_var: &str, home_rel: &str) -> Option<PathBuf> {
         .map(|base| base.join("pluggable-critic"))
 }
 
+/// critic's cache: `CRITIC_CACHE_DIR`, else `pluggable-critic` in the
+/// user's cache directory (`XDG_CACHE_HOME`, else `~/.cache`).
+pub fn cache_root() -> Option<PathBuf> {
+    std::env::var_os("CRITIC_CACHE_DIR")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| user_dir("XDG_CACHE_HOME", ".cache"))
+}
+
 /// Create `dir` (and missing parents) private to this user, and check that
 /// it is a directory this user owns that no one else may write.
 pub fn ensure(dir: &Path) -> Result<(), String> {
