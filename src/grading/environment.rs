@@ -165,7 +165,7 @@ fn build(instance: &Instance, spec: &Spec, base: &Path, dir: &Path) -> Result<Pa
     }
     let at = &instance.place;
     if dir.exists() {
-        crate::sys::remove_tree::remove_tree(&dir)
+        crate::sys::remove_tree::remove_tree(dir)
             .map_err(|e| format!("{}: an unfinished environment: {e}", dir.display()))?;
     }
     // Minutes, the first time: say what is happening.
