@@ -17,6 +17,7 @@ pip's either way.)
 """
 
 import json
+import os
 import re
 import shutil
 import statistics
@@ -85,7 +86,8 @@ def grade(place):
     out = subprocess.run(
         [str(CRITIC), "experiment", "grade", "out", "--instances", "instances.jsonl",
          "--predictions", "predictions.jsonl", "--repos", "repos"],
-        cwd=place, capture_output=True, text=True)
+        cwd=place, capture_output=True, text=True,
+        env={**os.environ, "CRITIC_CACHE_DIR": str(place / "cache")})
     if out.returncode != 0:
         sys.exit(f"critic experiment grade failed:\n{out.stderr}")
     return out.stderr
@@ -97,9 +99,8 @@ def main():
     try:
         lab(place)
         grade(place)
-        envs = place / "out/envs"
-        lock = next(envs.glob("*.lock"))
-        env = lock.with_suffix("")
+        lock = next((place / "out/envs").glob("*.lock"))
+        env = place / "cache/envs" / lock.stem
         python = Path((env / "pyvenv.cfg").read_text().split("home = ")[1].split("\n")[0])
         base_python = python / "python3.11"
         ours, theirs = [], []

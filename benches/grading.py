@@ -112,15 +112,16 @@ def main():
             proc = subprocess.run([CRITIC, "experiment", "grade", out, "--instances",
                                    lab / "instances.jsonl", "--predictions", preds,
                                    "--repos", lab / "repos", "--python", sys.executable],
-                                  capture_output=True, text=True)
+                                  capture_output=True, text=True,
+                                  env={**os.environ, "CRITIC_CACHE_DIR": str(lab / "cache")})
             return time.perf_counter() - t, proc
 
         # The first call builds the environment and the grader's copy; its
         # placeholder list makes the instance broken, which is all it is for.
         (lab / "instances.jsonl").write_text(json.dumps(instance) + "\n")
         warm, proc = grade(["warm-up"])
-        env_python = next((out / "envs").glob("*/bin/python"))
-        testbed = next((out / "envs").glob("*/installs/*/testbed"))
+        env_python = next((lab / "cache/envs").glob("*/bin/python"))
+        testbed = next((lab / "cache/envs").glob("*/installs/*/testbed"))
         # On the same file system as the grader's scratch copies (tmpfs), with
         # the variables every grading run pins.
         shm = Path("/dev/shm") if Path("/dev/shm").is_dir() else lab
