@@ -1939,6 +1939,64 @@ fn an_interpreter_without_pytest_is_refused_before_any_agent_runs() {
     assert!(!lab.path("out/runs").exists());
 }
 
+/// The pre-flights run beside the agents: a run of an instance whose
+/// golden patch resolved it ends before the slow pre-flight of another
+/// instance finds it broken, whose runs are then not made.
+#[test]
+fn pre_flights_run_beside_the_agents_and_a_broken_instances_runs_are_not_made() {
+    let lab = Lab::new();
+    let stats = &PACKAGES[1];
+    let clone = lab.path("repos/acme__stats");
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&clone)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // Its "golden" patch is slow to import and fixes nothing.
+    std::fs::write(
+        clone.join(stats.module),
+        format!(
+            "import time\ntime.sleep(4)\n{}",
+            stats.source.replace(stats.bug, stats.wrong)
+        ),
+    )
+    .unwrap();
+    let slow = git(&["diff"]);
+    git(&["checkout", "-q", "--", "."]);
+    let mut records = jsonl(&lab.path("instances.jsonl"));
+    records[1]["patch"] = json!(slow);
+    write_jsonl(&lab.path("instances.jsonl"), &records);
+    let file = lab.write(
+        &plan(),
+        "filter: {ids: [acme__textutil-1, acme__stats-1]}\n",
+    );
+    let out = lab.run(&file, "out", &["--workers", "2"]);
+    let err = stderr(&out);
+    assert!(
+        err.contains("4 of 4 runs to make (0 already finished)") && err.contains("beside them"),
+        "{err}"
+    );
+    let broken_at = err
+        .find("acme__stats-1: broken instance (the golden patch does not resolve it")
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        err[broken_at..].contains("its 2 runs are not made"),
+        "{err}"
+    );
+    let first_run = err
+        .find("acme__textutil-1 / fix-only / 0: ok")
+        .or_else(|| err.find("acme__textutil-1 / brt-only / 0: ok"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(first_run < broken_at, "{err}");
+    let r = results(&lab.path("out"));
+    assert_eq!(r.len(), 2, "{r:#?}");
+    assert_eq!(r[&key("textutil", "fix-only")]["resolved"], true);
+}
+
 /// The interpreter the experiment names, in a virtual environment under
 /// `/tmp` and named through a link there: every confined run (the agent's
 /// turns, the critic's checks, grading) sees it, so the run grades as it

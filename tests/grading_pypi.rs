@@ -402,6 +402,8 @@ fn predictions_on_a_real_fix_grade_as_swe_bench_and_no_forgery_resolves() {
             .arg("--repos")
             .arg(lab.path("repos"))
             .args(["--python", "python3", "--workers", "2"])
+            // Its own cache: no pre-flight is known before the first call.
+            .env("CRITIC_CACHE_DIR", lab.path("cache"))
             .current_dir(lab.dir.path()))
     };
     let out = grade("out");
@@ -415,13 +417,18 @@ fn predictions_on_a_real_fix_grade_as_swe_bench_and_no_forgery_resolves() {
         "{err}"
     );
     assert!(err.contains("experiment: |"), "the log's tail: {err}");
-    // The start line counts only the runs it makes: none had finished.
+    // The pre-flights run beside the gradings; the broken instance's run is
+    // not made once its pre-flight has found it broken.
+    let t = preds.len() + 1;
     let wanted = format!(
-        "{n} of {t} runs to make (0 already finished, 1 of broken instances not made)",
-        n = preds.len(),
-        t = preds.len() + 1
+        "{t} of {t} runs to make (0 already finished); 2 instances' pre-flights run beside them"
     );
     assert!(err.contains(&wanted), "{wanted}: {err}");
+    assert!(
+        err.contains(&format!("{ID}-uninstalled: broken instance ("))
+            && err.contains("its run is not made"),
+        "{err}"
+    );
     let results: BTreeMap<String, Value> = std::fs::read_to_string(lab.path("out/results.jsonl"))
         .unwrap()
         .lines()
@@ -512,8 +519,12 @@ fn predictions_on_a_real_fix_grade_as_swe_bench_and_no_forgery_resolves() {
         rules.contains(&"first-space") && rules.contains(&"exact"),
         "{rules:?}"
     );
-    // Grading again takes only what is new or changed.
+    // Grading again takes only what is new or changed; the kept pre-flight
+    // says at once that the broken instance's run is not made.
     let again = grade("out");
-    let wanted = format!("0 of {} runs to make", preds.len() + 1);
+    let wanted = format!(
+        "0 of {t} runs to make ({} already finished, 1 of broken instances not made)",
+        preds.len()
+    );
     assert!(stderr(&again).contains(&wanted), "{}", stderr(&again));
 }

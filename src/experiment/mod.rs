@@ -20,6 +20,7 @@ pub mod manifest;
 pub mod merge;
 pub mod mpe_eval;
 pub mod predictions;
+pub mod preflight;
 pub mod preflight_cache;
 pub mod report;
 pub mod session;
@@ -198,8 +199,11 @@ pub enum ExperimentError {
 /// What the caller shows while runs go.
 pub trait Progress: Sync {
     /// `pending` of `total` runs are to be made; `broken` others are not,
-    /// their instance being broken.
-    fn start(&self, total: usize, pending: usize, broken: usize);
+    /// their instance being broken; `checking` instances' pre-flights are
+    /// still to run, beside the runs.
+    fn start(&self, total: usize, pending: usize, broken: usize, checking: usize);
+    /// A pre-flight found `broken`: `runs` of the runs to make are not made.
+    fn broken(&self, broken: &db::Broken, runs: usize);
     /// A run ended (`retrying`: an infrastructure error that is tried again).
     fn finished(&self, run: &Run, retrying: bool);
 }
@@ -208,7 +212,8 @@ pub trait Progress: Sync {
 pub struct Quiet;
 
 impl Progress for Quiet {
-    fn start(&self, _: usize, _: usize, _: usize) {}
+    fn start(&self, _: usize, _: usize, _: usize, _: usize) {}
+    fn broken(&self, _: &db::Broken, _: usize) {}
     fn finished(&self, _: &Run, _: bool) {}
 }
 
@@ -557,73 +562,86 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         opts.env.clone(),
         out.join("container-input"),
     );
-    // Before any agent runs, each instance's golden patch must resolve it:
-    // one that does not is a broken instance, whose runs are not made.
-    let before = pending.len();
-    let broken = preflight(&instances, &mut pending, &graders, &db, out, opts.workers)?;
-    progress.start(keys.len(), pending.len(), before - pending.len());
     let failures: Mutex<Vec<ExperimentError>> = Mutex::new(Vec::new());
     // The global cost cap: what stored runs cost, and each run as it ends.
     let cost: Mutex<f64> = Mutex::new(db.runs()?.iter().filter_map(|r| r.cost).sum());
     let not_started = std::sync::atomic::AtomicUsize::new(0);
-    crate::sys::parallel::map(pending.len(), opts.workers.max(1), |i| {
-        let (key, before) = &pending[i];
-        if let Some(cap) = exp.budget.total_cost {
-            if *cost.lock().unwrap_or_else(|p| p.into_inner()) >= cap {
-                not_started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                graders.done(&key.instance_id);
-                return;
-            }
-        }
-        let ready = instances
-            .iter()
-            .find(|r| r.instance.id == key.instance_id)
-            .expect("pending runs are of the instances");
-        let (inst, repo, python) = (&ready.instance, &ready.repo, &ready.python);
-        let control = Control::of_arm(&key.arm);
-        let arm = arms.iter().find(|a| a.name == key.arm);
-        let own = match arm {
-            Some(a) => grade::ArmTests::of(&a.test_patterns, &a.config),
-            None => grade::ArmTests::of(&[], &serde_json::Value::Null),
-        };
-        let grader = |patch: &str, dir: &Path| graders.grade(ready, &own, patch, dir);
-        for attempt in before + 1..=before.saturating_add(1).saturating_add(opts.retries) {
-            let dir = run_dir(out, key);
-            let (run, rounds) = match (control, arm) {
-                (Some(control), _) => session::control(key, inst, control, &dir, attempt, &grader),
-                (None, Some(arm)) => {
-                    let job = session::Job {
-                        key: key.clone(),
-                        instance: inst,
-                        arm,
-                        dir,
-                        python: python.clone(),
-                        repo: repo.clone(),
-                        copy: ready.prepared.repo.clone(),
-                        base: ready.base.clone(),
-                        attempt,
-                    };
-                    session::run(&ctx, &job, &grader)
+    // An instance's agents start once its golden patch resolved it; one
+    // that does not is a broken instance, whose runs are not made.
+    let of: Vec<&str> = pending
+        .iter()
+        .map(|(k, _)| k.instance_id.as_str())
+        .collect();
+    let made = preflight::make(
+        &instances,
+        &of,
+        &graders,
+        &db,
+        out,
+        opts.workers.max(1),
+        progress,
+        keys.len(),
+        |i| {
+            let (key, before) = &pending[i];
+            if let Some(cap) = exp.budget.total_cost {
+                if *cost.lock().unwrap_or_else(|p| p.into_inner()) >= cap {
+                    not_started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    graders.done(&key.instance_id);
+                    return;
                 }
-                (None, None) => unreachable!("every run is of an arm or a control"),
+            }
+            let ready = instances
+                .iter()
+                .find(|r| r.instance.id == key.instance_id)
+                .expect("pending runs are of the instances");
+            let (inst, repo, python) = (&ready.instance, &ready.repo, &ready.python);
+            let control = Control::of_arm(&key.arm);
+            let arm = arms.iter().find(|a| a.name == key.arm);
+            let own = match arm {
+                Some(a) => grade::ArmTests::of(&a.test_patterns, &a.config),
+                None => grade::ArmTests::of(&[], &serde_json::Value::Null),
             };
-            *cost.lock().unwrap_or_else(|p| p.into_inner()) += run.cost.unwrap_or(0.0);
-            if let Err(e) = db.finish(&run, &rounds) {
-                failures
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(e.into());
-                break;
+            let grader = |patch: &str, dir: &Path| graders.grade(ready, &own, patch, dir);
+            for attempt in before + 1..=before.saturating_add(1).saturating_add(opts.retries) {
+                let dir = run_dir(out, key);
+                let (run, rounds) = match (control, arm) {
+                    (Some(control), _) => {
+                        session::control(key, inst, control, &dir, attempt, &grader)
+                    }
+                    (None, Some(arm)) => {
+                        let job = session::Job {
+                            key: key.clone(),
+                            instance: inst,
+                            arm,
+                            dir,
+                            python: python.clone(),
+                            repo: repo.clone(),
+                            copy: ready.prepared.repo.clone(),
+                            base: ready.base.clone(),
+                            attempt,
+                        };
+                        session::run(&ctx, &job, &grader)
+                    }
+                    (None, None) => unreachable!("every run is of an arm or a control"),
+                };
+                *cost.lock().unwrap_or_else(|p| p.into_inner()) += run.cost.unwrap_or(0.0);
+                if let Err(e) = db.finish(&run, &rounds) {
+                    failures
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(e.into());
+                    break;
+                }
+                let retrying = run.status == Status::InfraError
+                    && attempt <= before.saturating_add(opts.retries);
+                progress.finished(&run, retrying);
+                if !retrying {
+                    break;
+                }
             }
-            let retrying =
-                run.status == Status::InfraError && attempt <= before.saturating_add(opts.retries);
-            progress.finished(&run, retrying);
-            if !retrying {
-                break;
-            }
-        }
-        graders.done(&key.instance_id);
-    });
+            graders.done(&key.instance_id);
+        },
+    )?;
     if let Some(e) = failures
         .into_inner()
         .unwrap_or_else(|p| p.into_inner())
@@ -653,53 +671,12 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
     let not_started = not_started.into_inner();
     Ok(Finished {
         total: keys.len(),
-        ran: pending.len() - not_started,
+        ran: made.made - not_started,
         not_started,
         runs,
         mpe_error,
-        broken,
+        broken: made.broken,
     })
-}
-
-/// The pre-flight: each instance with runs in `pending` graded on its
-/// golden patch, the outcome stored; the broken ones (and their pending
-/// runs) taken out of `pending` and returned.
-pub(crate) fn preflight(
-    instances: &[Ready],
-    pending: &mut Vec<(RunKey, u32)>,
-    graders: &Graders,
-    db: &Db,
-    out: &Path,
-    workers: usize,
-) -> Result<Vec<db::Broken>, ExperimentError> {
-    let wanted: Vec<&Ready> = instances
-        .iter()
-        .filter(|r| pending.iter().any(|(k, _)| k.instance_id == r.instance.id))
-        .collect();
-    let cache = preflight_cache::PreflightCache::open();
-    let environment = format!("{:?} unconfined={}", graders.env, graders.unconfined_runs);
-    let checked = crate::sys::parallel::map(wanted.len(), workers.max(1), |i| {
-        let ready = wanted[i];
-        let dir = out
-            .join("preflight")
-            .join(crate::sys::path_name::slug(&ready.instance.id));
-        cache.or_grade(ready, &environment, &dir, || graders.preflight(ready, &dir))
-    });
-    let mut broken = Vec::new();
-    for (ready, outcome) in wanted.iter().zip(checked) {
-        db.set_preflight(&ready.instance.id, outcome.as_ref())?;
-        if let Some(b) = outcome {
-            pending.retain(|(k, _)| {
-                let keep = k.instance_id != b.instance_id;
-                if !keep {
-                    graders.done(&k.instance_id);
-                }
-                keep
-            });
-            broken.push(b);
-        }
-    }
-    Ok(broken)
 }
 
 /// How `critic experiment grade` grades again.
@@ -762,7 +739,7 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
                 .is_file()
         })
         .collect();
-    let mut pending: Vec<(RunKey, u32)> = runs.iter().map(|r| (r.key.clone(), 0)).collect();
+    let pending: Vec<(RunKey, u32)> = runs.iter().map(|r| (r.key.clone(), 0)).collect();
     let graders = Graders::new(
         &pending,
         opts.workers,
@@ -771,44 +748,48 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
         out.join("container-input"),
     );
     // A broken instance's runs keep their grades: nothing can grade them.
-    let broken = preflight(&instances, &mut pending, &graders, &db, out, opts.workers)?;
-    let total = runs.len();
-    let runs: Vec<Run> = runs
-        .into_iter()
-        .filter(|r| pending.iter().any(|(k, _)| *k == r.key))
-        .collect();
-    progress.start(total, runs.len(), total - runs.len());
     let failures: Mutex<Vec<ExperimentError>> = Mutex::new(Vec::new());
-    crate::sys::parallel::map(runs.len(), opts.workers.max(1), |i| {
-        let mut run = runs[i].clone();
-        let dir = run_dir(out, &run.key);
-        let ready = instances
-            .iter()
-            .find(|r| r.instance.id == run.key.instance_id);
-        let own = tests
-            .get(&run.key.arm)
-            .or_else(|| Control::of_arm(&run.key.arm).map(|_| &no_tests));
-        let (Some(ready), Some(own)) = (ready, own) else {
-            graders.done(&run.key.instance_id);
-            return;
-        };
-        let generation: Option<session::Generation> =
-            std::fs::read(dir.join(session::GENERATION_FILE))
-                .ok()
-                .and_then(|b| serde_json::from_slice(&b).ok());
-        if let Some(generation) = generation {
-            let graded = graders.grade(ready, own, &run.model_patch, &dir);
-            session::apply_grade(&mut run, &generation, &graded);
-            if let Err(e) = db.regrade(&run) {
-                failures
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(e.into());
+    let of: Vec<&str> = runs.iter().map(|r| r.key.instance_id.as_str()).collect();
+    let made = preflight::make(
+        &instances,
+        &of,
+        &graders,
+        &db,
+        out,
+        opts.workers.max(1),
+        progress,
+        runs.len(),
+        |i| {
+            let mut run = runs[i].clone();
+            let dir = run_dir(out, &run.key);
+            let ready = instances
+                .iter()
+                .find(|r| r.instance.id == run.key.instance_id);
+            let own = tests
+                .get(&run.key.arm)
+                .or_else(|| Control::of_arm(&run.key.arm).map(|_| &no_tests));
+            let (Some(ready), Some(own)) = (ready, own) else {
+                graders.done(&run.key.instance_id);
+                return;
+            };
+            let generation: Option<session::Generation> =
+                std::fs::read(dir.join(session::GENERATION_FILE))
+                    .ok()
+                    .and_then(|b| serde_json::from_slice(&b).ok());
+            if let Some(generation) = generation {
+                let graded = graders.grade(ready, own, &run.model_patch, &dir);
+                session::apply_grade(&mut run, &generation, &graded);
+                if let Err(e) = db.regrade(&run) {
+                    failures
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(e.into());
+                }
+                progress.finished(&run, false);
             }
-            progress.finished(&run, false);
-        }
-        graders.done(&run.key.instance_id);
-    });
+            graders.done(&run.key.instance_id);
+        },
+    )?;
     if let Some(e) = failures
         .into_inner()
         .unwrap_or_else(|p| p.into_inner())
@@ -821,11 +802,11 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
     report::write(out, &manifest, &all, &db, None)?;
     Ok(Finished {
         total: all.len(),
-        ran: runs.len(),
+        ran: made.made,
         not_started: 0,
         runs: all,
         mpe_error: None,
-        broken,
+        broken: made.broken,
     })
 }
 

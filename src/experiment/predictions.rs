@@ -115,7 +115,7 @@ pub fn grade_predictions(
                 .is_none_or(|r| r.status == Status::InfraError || r.model_patch != p.patch)
         })
         .collect();
-    let mut pending: Vec<(RunKey, u32)> = todo.iter().map(|p| (key_of(p), 0)).collect();
+    let pending: Vec<(RunKey, u32)> = todo.iter().map(|p| (key_of(p), 0)).collect();
     let graders = Graders::new(
         &pending,
         opts.workers,
@@ -123,76 +123,80 @@ pub fn grade_predictions(
         Environment::Local,
         out.join("container-input"),
     );
-    let broken = preflight(&instances, &mut pending, &graders, &db, out, opts.workers)?;
-    let before = todo.len();
-    let todo: Vec<&dataset::Prediction> = todo
-        .into_iter()
-        .filter(|p| pending.iter().any(|(k, _)| *k == key_of(p)))
-        .collect();
-    progress.start(predictions.len(), todo.len(), before - todo.len());
     let no_tests = grade::ArmTests::of(&[], &serde_json::Value::Null);
     let failures: Mutex<Vec<ExperimentError>> = Mutex::new(Vec::new());
-    crate::sys::parallel::map(todo.len(), opts.workers.max(1), |i| {
-        let p = todo[i];
-        let key = key_of(p);
-        let ready = instances
-            .iter()
-            .find(|r| r.instance.id == p.instance_id)
-            .expect("every prediction's instance is ready");
-        let started = Instant::now();
-        let dir = run_dir(out, &key);
-        let graded = (|| -> Result<grade::Graded, String> {
-            if dir.exists() {
-                crate::sys::remove_tree::remove_tree(&dir)
+    let of: Vec<&str> = todo.iter().map(|p| p.instance_id.as_str()).collect();
+    let made = preflight::make(
+        &instances,
+        &of,
+        &graders,
+        &db,
+        out,
+        opts.workers.max(1),
+        progress,
+        predictions.len(),
+        |i| {
+            let p = todo[i];
+            let key = key_of(p);
+            let ready = instances
+                .iter()
+                .find(|r| r.instance.id == p.instance_id)
+                .expect("every prediction's instance is ready");
+            let started = Instant::now();
+            let dir = run_dir(out, &key);
+            let graded = (|| -> Result<grade::Graded, String> {
+                if dir.exists() {
+                    crate::sys::remove_tree::remove_tree(&dir)
+                        .map_err(|e| format!("{}: {e}", dir.display()))?;
+                }
+                std::fs::create_dir_all(dir.join("grade"))
                     .map_err(|e| format!("{}: {e}", dir.display()))?;
+                std::fs::write(dir.join("final.patch"), &p.patch)
+                    .map_err(|e| format!("{}: {e}", dir.display()))?;
+                Ok(graders.grade(ready, &no_tests, &p.patch, &dir))
+            })();
+            let mut run = Run {
+                key: key.clone(),
+                status: Status::Ok,
+                error_class: None,
+                error: None,
+                resolved: None,
+                f2p: None,
+                grade_problem: None,
+                finishes: 0,
+                rounds: 0,
+                budget_exhausted: false,
+                outcome_test: None,
+                tokens: None,
+                cost: None,
+                duration_s: 0.0,
+                attempts: 1,
+                model_patch: p.patch.clone(),
+            };
+            let generation = session::Generation {
+                status: Status::Ok,
+                error_class: None,
+                error: None,
+            };
+            match graded {
+                Ok(g) => session::apply_grade(&mut run, &generation, &g),
+                Err(e) => {
+                    run.status = Status::InfraError;
+                    run.error_class = Some("output".into());
+                    run.error = Some(e);
+                }
             }
-            std::fs::create_dir_all(dir.join("grade"))
-                .map_err(|e| format!("{}: {e}", dir.display()))?;
-            std::fs::write(dir.join("final.patch"), &p.patch)
-                .map_err(|e| format!("{}: {e}", dir.display()))?;
-            Ok(graders.grade(ready, &no_tests, &p.patch, &dir))
-        })();
-        let mut run = Run {
-            key: key.clone(),
-            status: Status::Ok,
-            error_class: None,
-            error: None,
-            resolved: None,
-            f2p: None,
-            grade_problem: None,
-            finishes: 0,
-            rounds: 0,
-            budget_exhausted: false,
-            outcome_test: None,
-            tokens: None,
-            cost: None,
-            duration_s: 0.0,
-            attempts: 1,
-            model_patch: p.patch.clone(),
-        };
-        let generation = session::Generation {
-            status: Status::Ok,
-            error_class: None,
-            error: None,
-        };
-        match graded {
-            Ok(g) => session::apply_grade(&mut run, &generation, &g),
-            Err(e) => {
-                run.status = Status::InfraError;
-                run.error_class = Some("output".into());
-                run.error = Some(e);
+            run.duration_s = started.elapsed().as_secs_f64();
+            if let Err(e) = db.finish(&run, &[]) {
+                failures
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(e.into());
             }
-        }
-        run.duration_s = started.elapsed().as_secs_f64();
-        if let Err(e) = db.finish(&run, &[]) {
-            failures
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(e.into());
-        }
-        progress.finished(&run, false);
-        graders.done(&key.instance_id);
-    });
+            progress.finished(&run, false);
+            graders.done(&key.instance_id);
+        },
+    )?;
     if let Some(e) = failures
         .into_inner()
         .unwrap_or_else(|p| p.into_inner())
@@ -210,10 +214,10 @@ pub fn grade_predictions(
     report::write(out, &record, &runs, &db, None)?;
     Ok(Finished {
         total: keys.len(),
-        ran: todo.len(),
+        ran: made.made,
         not_started: 0,
         runs,
         mpe_error: None,
-        broken,
+        broken: made.broken,
     })
 }

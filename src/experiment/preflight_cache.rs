@@ -46,29 +46,32 @@ impl PreflightCache {
         crate::sys::private_dir::cache_root().map(|d| d.join("preflight"))
     }
 
-    /// `ready`'s pre-flight, its log in `dir`: the kept one, else `grade`'s
-    /// (then kept).
-    pub fn or_grade(
+    /// The kept outcome of `ready`'s pre-flight, its log written in `dir`
+    /// as a fresh pre-flight would write it; `None` when none is kept.
+    pub fn kept(&self, ready: &Ready, environment: &str, dir: &Path) -> Option<Option<Broken>> {
+        let key = Self::key(ready, environment);
+        let outcome = self.get(&key, &ready.instance.id, &dir.join("golden.json"))?;
+        eprintln!(
+            "experiment: {}: the pre-flight of an earlier output is reused (same record, \
+             environment and critic)",
+            ready.instance.id
+        );
+        Some(outcome)
+    }
+
+    /// `ready`'s pre-flight graded by `grade`, its log in `dir`, and kept.
+    pub fn grade(
         &self,
         ready: &Ready,
         environment: &str,
         dir: &Path,
         grade: impl FnOnce() -> Option<Broken>,
     ) -> Option<Broken> {
-        let key = Self::key(ready, environment);
         let golden = dir.join("golden.json");
-        if let Some(outcome) = self.get(&key, &ready.instance.id, &golden) {
-            eprintln!(
-                "experiment: {}: the pre-flight of an earlier output is reused (same record, \
-                 environment and critic)",
-                ready.instance.id
-            );
-            return outcome;
-        }
         // What is kept is this run's log, never an earlier call's.
         let _ = std::fs::remove_file(&golden);
         let outcome = grade();
-        self.put(&key, outcome.as_ref(), &golden);
+        self.put(&Self::key(ready, environment), outcome.as_ref(), &golden);
         outcome
     }
 

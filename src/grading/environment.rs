@@ -119,7 +119,10 @@ pub fn python_for(
             }
         }
     }
-    let python = build(instance, spec, base, &dir)?;
+    // A failed build is not kept: the error quotes what failed.
+    let python = build(instance, spec, base, &dir).inspect_err(|_| {
+        let _ = crate::sys::remove_tree::remove_tree(&dir);
+    })?;
     if !spec.resolve.is_empty() {
         let kept = lock_of(&dir);
         let pinned = std::fs::read(&kept).map_err(|e| format!("{}: {e}", kept.display()))?;

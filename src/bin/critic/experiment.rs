@@ -209,18 +209,41 @@ impl Shown {
 }
 
 impl Progress for Shown {
-    fn start(&self, total: usize, pending: usize, broken: usize) {
+    fn start(&self, total: usize, pending: usize, broken: usize, checking: usize) {
         let of_broken = if broken > 0 {
             format!(", {broken} of broken instances not made")
         } else {
             String::new()
         };
+        let checks = match checking {
+            0 => String::new(),
+            1 => "; 1 instance's pre-flight runs beside them".to_string(),
+            n => format!("; {n} instances' pre-flights run beside them"),
+        };
         match &self.bar {
             Some(bar) => bar.set_length(pending as u64),
             None => eprintln!(
-                "experiment: {pending} of {total} runs to make ({} already finished{of_broken})",
+                "experiment: {pending} of {total} runs to make ({} already finished{of_broken}){checks}",
                 total - pending - broken
             ),
+        }
+    }
+
+    fn broken(&self, broken: &experiment::db::Broken, runs: usize) {
+        let these = match runs {
+            1 => "its run is".to_string(),
+            n => format!("its {n} runs are"),
+        };
+        let line = format!(
+            "experiment: {}: broken instance ({}); {these} not made",
+            broken.instance_id, broken.reason
+        );
+        match &self.bar {
+            Some(bar) => {
+                bar.set_length(bar.length().unwrap_or(0).saturating_sub(runs as u64));
+                bar.println(line);
+            }
+            None => eprintln!("{line}"),
         }
     }
 
