@@ -355,3 +355,85 @@ fn a_tox_command_grades_as_the_pytest_command_it_runs() {
         "the reused log"
     );
 }
+
+/// SWE-bench builds xarray's environment with conda from the repository's
+/// `environment.yml`: here its packages are resolved from PyPI (renamed
+/// where PyPI's name differs, left out where PyPI has none), then
+/// SWE-bench's pinned `pip_packages`.
+#[test]
+fn a_conda_environment_file_is_built_as_its_pip_equivalent() {
+    let lab = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let repo = lab.path().join("repos/pydata__xarray");
+    let base = repository(
+        &repo,
+        &[
+            (
+                "pyproject.toml",
+                "[build-system]\nrequires = [\"setuptools\"]\nbuild-backend = \"setuptools.build_meta\"\n\n[project]\nname = \"xarrayish\"\nversion = \"0.12.0\"\n",
+            ),
+            ("xarrayish/__init__.py", "def answer():\n    return 41\n"),
+            (
+                "ci/requirements/environment.yml",
+                "name: xarray-tests\nchannels:\n  - conda-forge\ndependencies:\n  - python=3.10\n  - hdf5\n  - iniconfig=2.0\n  - no-such-conda-package-critic-test\n  - pip\n  - pip:\n    - six==1.16.0\n",
+            ),
+            (
+                "xarrayish/tests/test_env.py",
+                "import iniconfig\nimport numpy\nimport six\n\n\ndef test_env():\n    assert numpy.__version__ == \"1.23.0\"\n",
+            ),
+        ],
+    );
+    let patch = diff_of(
+        &repo,
+        &[("xarrayish/__init__.py", "def answer():\n    return 42\n")],
+    );
+    let test_patch = diff_of(
+        &repo,
+        &[(
+            "xarrayish/tests/test_answer.py",
+            "from xarrayish import answer\n\n\ndef test_answer():\n    assert answer() == 42\n",
+        )],
+    );
+    let id = "pydata__xarray-99999";
+    let record = json!({
+        "instance_id": id, "repo": "pydata/xarray", "base_commit": base,
+        "environment_setup_commit": base, "version": "0.12",
+        "patch": patch, "test_patch": test_patch,
+        "FAIL_TO_PASS": "[\"xarrayish/tests/test_answer.py::test_answer\"]",
+        "PASS_TO_PASS": "[\"xarrayish/tests/test_env.py::test_env\"]",
+        "problem_statement": "answer() is off by one.",
+    });
+    std::fs::write(lab.path().join("instances.jsonl"), format!("{record}\n")).unwrap();
+    let predictions: String = [("gold", patch.as_str()), ("empty", "")]
+        .iter()
+        .map(|(m, p)| {
+            format!(
+                "{}\n",
+                json!({"instance_id": id, "model_name_or_path": m, "model_patch": p})
+            )
+        })
+        .collect();
+    std::fs::write(lab.path().join("predictions.jsonl"), predictions).unwrap();
+    let out = grade(lab.path(), "out");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let results = swebench::results_by_arm(&lab.path().join("out/results.jsonl"));
+    assert_eq!(results["gold"]["resolved"], true, "{}", results["gold"]);
+    assert_eq!(results["empty"]["resolved"], false, "{}", results["empty"]);
+    let lock = std::fs::read_dir(lab.path().join("out/envs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "lock"))
+        .expect("the output's lock");
+    let pinned = std::fs::read_to_string(&lock).unwrap();
+    // The file's packages, the `pip:` section and SWE-bench's pins; not
+    // what PyPI does not have.
+    for wanted in [
+        "iniconfig==2.0.0",
+        "six==1.16.0",
+        "numpy==1.23.0",
+        "pytest==7.4.0",
+    ] {
+        assert!(pinned.contains(wanted), "{wanted}: {pinned}");
+    }
+    assert!(!pinned.to_lowercase().contains("no-such-conda"), "{pinned}");
+}

@@ -57,6 +57,10 @@ pub enum Resolve {
     File(String),
     /// Requirements as pip's arguments (`pip install A B==1`).
     Packages(Vec<String>),
+    /// A conda environment file's packages as pip's arguments (see
+    /// `conda_env.rs`): one PyPI does not have, or cannot build, is left
+    /// out.
+    Conda(Vec<String>),
 }
 
 impl Spec {
@@ -257,18 +261,9 @@ fn resolve(instance: &Instance, spec: &Spec, dir: &Path, python: &Path) -> Resul
         Some(date) => Some((uv(dir.parent().unwrap_or(dir), at)?, date)),
         None => None,
     };
-    for (i, step) in spec.resolve.iter().enumerate() {
-        let mut args: Vec<std::ffi::OsString> = Vec::new();
-        match step {
-            Resolve::File(text) => {
-                let file = dir.join(format!("requirements-{i}.txt"));
-                std::fs::write(&file, text).map_err(|e| format!("{}: {e}", file.display()))?;
-                args.extend(["-r".into(), file.into_os_string()]);
-            }
-            Resolve::Packages(packages) => args.extend(packages.iter().map(Into::into)),
-        }
+    let install = |args: &[std::ffi::OsString]| -> Result<std::process::Output, String> {
         let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
-        let out = match &dated {
+        match &dated {
             Some((uv, date)) => Command::new(uv)
                 .args([
                     "pip",
@@ -282,9 +277,36 @@ fn resolve(instance: &Instance, spec: &Spec, dir: &Path, python: &Path) -> Resul
                 .args(&args)
                 .stdin(std::process::Stdio::null())
                 .output()
-                .map_err(|e| format!("{at}: cannot run {}: {e}", uv.display()))?,
-            None => pip(&args)?,
-        };
+                .map_err(|e| format!("{at}: cannot run {}: {e}", uv.display())),
+            None => pip(&args),
+        }
+    };
+    for (i, step) in spec.resolve.iter().enumerate() {
+        let mut packages: Vec<String> = Vec::new();
+        let mut args: Vec<std::ffi::OsString> = Vec::new();
+        match step {
+            Resolve::File(text) => {
+                let file = dir.join(format!("requirements-{i}.txt"));
+                std::fs::write(&file, text).map_err(|e| format!("{}: {e}", file.display()))?;
+                args.extend(["-r".into(), file.into_os_string()]);
+            }
+            Resolve::Packages(p) | Resolve::Conda(p) => packages.clone_from(p),
+        }
+        let mut out = install(&[args.clone(), packages.iter().map(Into::into).collect()].concat())?;
+        // A conda package PyPI does not have, or cannot build, has no pip
+        // equivalent: left out, and the rest resolved again.
+        while !out.status.success() && matches!(step, Resolve::Conda(_)) {
+            let Some(missing) = not_on_pypi(&String::from_utf8_lossy(&out.stderr)) else {
+                break;
+            };
+            let before = packages.len();
+            packages.retain(|p| !same_package(p, &missing));
+            if packages.len() == before {
+                break;
+            }
+            tracing::info!("{at}: conda's {missing} is not on PyPI (as of the date): left out");
+            out = install(&packages.iter().map(Into::into).collect::<Vec<_>>())?;
+        }
         if !out.status.success() {
             return Err(failed(
                 at,
@@ -317,6 +339,37 @@ fn resolve(instance: &Instance, spec: &Spec, dir: &Path, python: &Path) -> Resul
         .collect();
     crate::sys::atomic_file::write(&lock, pinned.as_bytes(), true)
         .map_err(|e| format!("{}: {e}", lock.display()))
+}
+
+/// The package an installer's error says PyPI does not have, or could not
+/// build: uv's "Because X was not found in the package registry" and
+/// "Failed to build `X==1.0`", pip's "No matching distribution found for X".
+fn not_on_pypi(stderr: &str) -> Option<String> {
+    let text = stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    let after = |marker: &str| {
+        text.split_once(marker)
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .map(|w| w.trim_matches(|c: char| "`',.".contains(c)).to_string())
+    };
+    after("Because ")
+        .filter(|_| text.contains("was not found in the package registry"))
+        .or_else(|| after("Failed to build "))
+        .or_else(|| after("No matching distribution found for "))
+        .map(|r| {
+            let end = r.find(|c: char| "=<>!~[ ".contains(c)).unwrap_or(r.len());
+            r[..end].to_string()
+        })
+        .filter(|n| !n.is_empty())
+}
+
+/// Whether requirement `req` is of package `name` (names compared as PyPI
+/// does: case, `-`, `_` and `.` alike).
+fn same_package(req: &str, name: &str) -> bool {
+    let norm = |s: &str| s.to_ascii_lowercase().replace(['_', '.'], "-");
+    let end = req
+        .find(|c: char| "=<>!~[ ;".contains(c))
+        .unwrap_or(req.len());
+    norm(&req[..end]) == norm(name)
 }
 
 /// Bash functions that send an install line's `pip install` (as `pip` or
@@ -437,6 +490,7 @@ fn env_dir(instance: &Instance, spec: &Spec, base: &Path, root: &Path) -> PathBu
         .map(|r| match r {
             Resolve::File(text) => format!("file\n{text}"),
             Resolve::Packages(p) => format!("packages\n{}", p.join("\n")),
+            Resolve::Conda(p) => format!("conda\n{}", p.join("\n")),
         })
         .collect();
     for part in [
@@ -708,6 +762,21 @@ fn failed(at: &str, field: &str, what: &str, out: &std::process::Output) -> Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_package_pypi_lacks_is_read_from_the_installers_error() {
+        let uv = "  × No solution found when resolving dependencies:\n  ╰─▶ Because hdf5 was not found in the package registry and you require hdf5,\n      we can conclude that your requirements are unsatisfiable.\n";
+        assert_eq!(not_on_pypi(uv).as_deref(), Some("hdf5"));
+        let build =
+            "  × Failed to build `pygraphviz==1.14`\n  ├─▶ The build backend returned an error\n";
+        assert_eq!(not_on_pypi(build).as_deref(), Some("pygraphviz"));
+        let pip = "ERROR: Could not find a version that satisfies the requirement cdms2 (from versions: none)\nERROR: No matching distribution found for cdms2\n";
+        assert_eq!(not_on_pypi(pip).as_deref(), Some("cdms2"));
+        assert_eq!(not_on_pypi("Because numpy==1 depends on x, ..."), None);
+        assert!(same_package("PyQt5>=5", "pyqt5"));
+        assert!(same_package("typing_extensions", "typing-extensions"));
+        assert!(!same_package("numpy", "numpyx"));
+    }
 
     #[test]
     fn setuptools_scm_versions_are_read_from_the_clones_tags() {

@@ -88,6 +88,7 @@ pub fn resolve(prepared: &Prepared, backend: &dyn Backend, patch: &str) -> (Reso
     let base_has = |path: &str| prepared.base_has(path);
     let places = restore::Places {
         test_dirs: test_dirs(prepared),
+        test_file_dirs: test_file_dirs(prepared),
         runner_files: prepared.command.runner_files(),
     };
     let (restores, restored) = match restore::steering(
@@ -253,8 +254,20 @@ fn plain_paths(patch: &str) -> Result<Vec<critic_sdk::FileChange>, String> {
     Ok(files)
 }
 
+/// The directories of the golden test files.
+fn test_file_dirs(prepared: &Prepared) -> Vec<String> {
+    let dirs: std::collections::BTreeSet<String> = prepared
+        .golden_tests
+        .files
+        .keys()
+        .chain(&prepared.golden_tests.targets)
+        .filter_map(|f| f.rsplit_once('/').map(|(d, _)| d.to_string()))
+        .collect();
+    dirs.into_iter().collect()
+}
+
 /// The golden test files' directories and all their parents: pytest puts
-/// one of them first on a run's path, and imports their `__init__.py`.
+/// one of them first on a run's path.
 fn test_dirs(prepared: &Prepared) -> Vec<String> {
     let mut dirs = std::collections::BTreeSet::new();
     for file in prepared

@@ -15,6 +15,7 @@
 //! that give only its fields (`swebench_specs.rs`), and a `tox
 //! --current-env` command read as the pytest command it runs (`tox.rs`).
 
+pub mod conda_env;
 pub mod container;
 pub mod dataset;
 pub mod diff_files;

@@ -111,6 +111,10 @@ pub struct Places {
     /// one without an `__init__.py` first on the path), relative, no
     /// trailing `/`.
     pub test_dirs: Vec<String>,
+    /// The directories that hold golden test files themselves: their
+    /// `__init__.py` is the tests' own, while one above them is the code's
+    /// (a fix may change `pkg/__init__.py` of a `pkg/tests/`).
+    pub test_file_dirs: Vec<String>,
     /// Files of the test runner itself (Django's `tests/runtests.py`).
     pub runner_files: Vec<String>,
 }
@@ -147,7 +151,7 @@ pub fn steering(
             Some("Python's site module runs it".into())
         } else if places.runner_files.contains(&path) {
             Some("the test runner's own file".into())
-        } else if name == "__init__.py" && places.test_dirs.iter().any(|d| d == dir) {
+        } else if name == "__init__.py" && places.test_file_dirs.iter().any(|d| d == dir) {
             Some("pytest imports it to collect the golden tests".into())
         } else if let Some(module) = shadowing(&path, base_has, &places.test_dirs) {
             Some(format!(
@@ -390,6 +394,7 @@ mod tests {
         let patched = |_: &str| Ok(Some("[pytest]\naddopts = -p forge\n".to_string()));
         let places = Places {
             test_dirs: vec!["tests".into()],
+            test_file_dirs: vec!["tests".into()],
             runner_files: vec!["tests/runtests.py".into()],
         };
         let (writes, restored) =
@@ -426,6 +431,22 @@ mod tests {
         )
         .unwrap();
         assert!(w.is_empty(), "{w:?}");
+        // The package above a test directory is the code under test: a fix
+        // of its `__init__.py` stands; the tests' own goes back.
+        let nested = Places {
+            test_dirs: vec!["pkg".into(), "pkg/tests".into()],
+            test_file_dirs: vec!["pkg/tests".into()],
+            runner_files: vec![],
+        };
+        let (w, _) = steering(
+            &diff(&["pkg/__init__.py", "pkg/tests/__init__.py"]),
+            &at_base,
+            &patched,
+            &|_| true,
+            &nested,
+        )
+        .unwrap();
+        assert_eq!(w.keys().collect::<Vec<_>>(), ["pkg/tests/__init__.py"]);
     }
 
     #[test]

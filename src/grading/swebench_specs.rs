@@ -12,8 +12,8 @@
 //! What SWE-bench's images do to the system (`apt-get`, `locale-gen`,
 //! edits of `/etc`) is not done on the user's machine: those lines are left
 //! out, and said so. An environment SWE-bench makes from the repository's
-//! conda `environment.yml` has no pip equivalent here yet: such a record
-//! must name its requirements.
+//! conda `environment.yml` gets that file's pip equivalent (see
+//! `conda_env.rs`).
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -52,10 +52,12 @@ pub struct Defaults {
     pub test_cmd: Option<Vec<String>>,
     /// Lines run before each test command, the system's left out.
     pub eval_commands: Vec<String>,
+    /// Where its conda `environment.yml` lies in the repository, when
+    /// SWE-bench builds the environment from one: the first that exists at
+    /// `environment_setup_commit` (see `conda_env.rs`).
+    pub environment_yml_paths: Vec<String>,
     /// What SWE-bench does there that is not done here.
     pub left_out: Vec<String>,
-    /// Why its environment cannot be made here, when it cannot.
-    pub unsupported: Option<String>,
 }
 
 /// Lines that change the machine rather than the environment.
@@ -110,12 +112,7 @@ pub fn defaults(repo: &str, version: &str) -> Option<Defaults> {
             d.requirements_paths = strings(&repo_spec["requirements_paths"])
         }
         Some("environment.yml") => {
-            d.unsupported = Some(format!(
-                "SWE-bench {} builds the environment of {repo} {version} from its conda \
-                 environment.yml, which critic does not turn into pip requirements yet: give \
-                 the record `requirements` (or the experiment file's `environments` block)",
-                swebench_version()
-            ))
+            d.environment_yml_paths = strings(&repo_spec["environment_yml_paths"])
         }
         Some(list) => d.packages = shlex::split(list).unwrap_or_default(),
         None => {}
@@ -178,27 +175,26 @@ pub fn requirements_text(text: &str, dir: &str, read: &dyn Fn(&str) -> Option<St
     }
     additional.push(original.join("\n"));
     let all = additional.join("\n");
-    // A package pip no longer has: the line, version and all, becomes its
-    // replacement (`^pkg([<>=!~]=?.*|$)` in SWE-bench's harness).
-    let replacements: Vec<(&str, &str)> = data()["harness"]["replace_req_packages"]
+    all.split('\n').map(replaced).collect::<Vec<_>>().join("\n")
+}
+
+/// A requirement line with SWE-bench's package renames applied: a package
+/// pip no longer has becomes its replacement, the line, version and all
+/// (`^pkg([<>=!~]=?.*|$)` in SWE-bench's harness).
+pub fn replaced(line: &str) -> String {
+    let replacements = data()["harness"]["replace_req_packages"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|pair| Some((pair[0].as_str()?, pair[1].as_str()?)))
-        .collect();
-    all.split('\n')
-        .map(|line| {
-            for (from, to) in &replacements {
-                if let Some(rest) = line.strip_prefix(from) {
-                    if rest.is_empty() || rest.starts_with(['<', '>', '=', '!', '~']) {
-                        return to.to_string();
-                    }
-                }
+        .filter_map(|pair| Some((pair[0].as_str()?, pair[1].as_str()?)));
+    for (from, to) in replacements {
+        if let Some(rest) = line.strip_prefix(from) {
+            if rest.is_empty() || rest.starts_with(['<', '>', '=', '!', '~']) {
+                return to.to_string();
             }
-            line.to_string()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+        }
+    }
+    line.to_string()
 }
 
 /// An interpreter of Python `version` (`3.9`) on this machine: pyenv's
@@ -322,40 +318,55 @@ pub fn fill(
         return Ok(None);
     };
     let at = &instance.place;
-    if let Some(why) = &d.unsupported {
-        return Err(format!("{at}: {why}"));
-    }
     for line in &d.left_out {
         tracing::info!(
             "{at}: SWE-bench's {line} changes the machine, not the environment: left out"
         );
     }
-    let mut resolve = Vec::new();
-    if !d.requirements_paths.is_empty() {
-        let commit = instance
-            .environment_setup_commit
-            .clone()
-            .unwrap_or_else(|| instance.base_commit.clone());
-        let read = |path: &str| -> Option<String> {
-            let mut show = crate::workspace::git::command(clone);
-            show.args(["cat-file", "blob", &format!("{commit}:{path}")]);
-            crate::workspace::git::run(show)
-                .ok()
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-        };
-        let (path, text) = d
-            .requirements_paths
+    let commit = instance
+        .environment_setup_commit
+        .clone()
+        .unwrap_or_else(|| instance.base_commit.clone());
+    let read = |path: &str| -> Option<String> {
+        let mut show = crate::workspace::git::command(clone);
+        show.args(["cat-file", "blob", &format!("{commit}:{path}")]);
+        crate::workspace::git::run(show)
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+    };
+    // The first of `paths` at the environment's commit.
+    let first = |paths: &[String], what: &str| {
+        paths
             .iter()
             .find_map(|p| read(p).map(|t| (p.clone(), t)))
             .ok_or_else(|| {
                 format!(
-                    "{at}: field `environment_setup_commit`: none of {} is in {} at {commit},                      where SWE-bench reads the environment's requirements",
-                    d.requirements_paths.join(", "),
+                    "{at}: field `environment_setup_commit`: none of {} is in {} at {commit}, \
+                     where SWE-bench reads the environment's {what}",
+                    paths.join(", "),
                     clone.display()
                 )
-            })?;
+            })
+    };
+    let mut resolve = Vec::new();
+    if !d.requirements_paths.is_empty() {
+        let (path, text) = first(&d.requirements_paths, "requirements")?;
         let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
         resolve.push(Resolve::File(requirements_text(&text, dir, &read)));
+    }
+    if !d.environment_yml_paths.is_empty() {
+        let (path, text) = first(&d.environment_yml_paths, "conda environment file")?;
+        let file = format!(
+            "{}@{}:{path}",
+            instance.repo,
+            &commit[..commit.len().min(12)]
+        );
+        let conda = crate::grading::conda_env::requirements(&text, &file)
+            .map_err(|e| format!("{at}: {e}"))?;
+        for line in &conda.left_out {
+            tracing::info!("{at}: {file}: {line}: left out");
+        }
+        resolve.push(Resolve::Conda(conda.requirements));
     }
     if !d.packages.is_empty() {
         resolve.push(Resolve::Packages(d.packages.clone()));
@@ -412,10 +423,12 @@ mod tests {
         // Conda's package list becomes pip's.
         let requests = defaults("psf/requests", "2.26").unwrap();
         assert_eq!(requests.packages, ["pytest"]);
-        assert!(defaults("matplotlib/matplotlib", "3.7")
-            .unwrap()
-            .unsupported
-            .is_some());
+        assert_eq!(
+            defaults("matplotlib/matplotlib", "3.7")
+                .unwrap()
+                .environment_yml_paths,
+            ["environment.yml"]
+        );
         assert!(defaults("pallets/flask", "0.1").is_none());
     }
 
