@@ -1939,6 +1939,46 @@ fn an_interpreter_without_pytest_is_refused_before_any_agent_runs() {
     assert!(!lab.path("out/runs").exists());
 }
 
+/// An agent installed as npm installs a program, a link in a project's
+/// `node_modules/.bin` into its package, in a project under the user's home:
+/// the confined turn covers the home, and binds back the package the link
+/// points into, read-only, so the agent starts and its package's own
+/// modules load.
+#[test]
+fn an_agent_linked_into_its_package_under_the_home_starts_confined() {
+    let lab = Lab::new();
+    let home = lab.path("home");
+    let package = home.join("project/node_modules/agentpkg");
+    std::fs::create_dir_all(&package).unwrap();
+    std::fs::write(package.join("real_agent.py"), AGENT).unwrap();
+    let entry = package.join("agent.py");
+    std::fs::write(
+        &entry,
+        "#!/usr/bin/env python3\nimport os, runpy\nrunpy.run_path(os.path.join(os.path.dirname(os.path.realpath(__file__)), 'real_agent.py'), run_name='__main__')\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = home.join("project/node_modules/.bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink("../agentpkg/agent.py", bin.join("agent")).unwrap();
+    std::fs::write(lab.path("plan.json"), plan().to_string()).unwrap();
+    let agent = format!(
+        "agent:\n  command: [{}, \"{{prompt_file}}\"]\n  timeout: 60s\n  env: {{AGENT_PLAN: {}}}\n",
+        bin.join("agent").display(),
+        lab.path("plan.json").display()
+    );
+    let file = lab.write_with(&agent, "filter: {ids: [acme__textutil-1]}\n");
+    let out = lab.run_with_env(&file, "out", &[("HOME", home.to_str().unwrap())]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = results(&lab.path("out"));
+    let run = &r[&key("textutil", "fix-only")];
+    assert_eq!(
+        (run["status"].as_str(), run["resolved"].as_bool()),
+        (Some("ok"), Some(true)),
+        "{run}"
+    );
+}
+
 /// The pre-flights run beside the agents: a run of an instance whose
 /// golden patch resolved it ends before the slow pre-flight of another
 /// instance finds it broken, whose runs are then not made.
