@@ -200,6 +200,35 @@ fn a_new_skill_builds_against_an_sdk_in_the_home_directory() {
     assert!(skill.join("home_gate.wasm").is_file());
 }
 
+/// This checkout under the user's home (its parent made `HOME`): a new
+/// skill depends on the checkout's SDK, which the confined build binds
+/// back from the covered home.
+#[test]
+fn a_new_skill_builds_from_a_checkout_under_the_home() {
+    let home = root().parent().unwrap().to_path_buf();
+    let real_home = PathBuf::from(std::env::var_os("HOME").expect("HOME is set"));
+    let toolchain = |var: &str, usual: &str| {
+        std::env::var_os(var)
+            .map(PathBuf::from)
+            .unwrap_or_else(|| real_home.join(usual))
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(critic()
+        .args(["new", "checkout-gate", "--dir"])
+        .arg(dir.path()));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let skill = dir.path().join("checkout-gate");
+    let out = run(critic()
+        .arg("build")
+        .arg(&skill)
+        .env("HOME", &home)
+        .env("CARGO_HOME", toolchain("CARGO_HOME", ".cargo"))
+        .env("RUSTUP_HOME", toolchain("RUSTUP_HOME", ".rustup"))
+        .env("CARGO_TARGET_DIR", root().join("target/scaffold-test")));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(skill.join("checkout_gate.wasm").is_file());
+}
+
 #[test]
 fn new_skill_builds_validates_and_passes_its_test() {
     let dir = tempfile::tempdir().unwrap();

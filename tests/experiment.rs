@@ -769,6 +769,16 @@ fn agent_script(shell: impl Fn(&str) -> Value) -> Value {
 /// Run the two-arm experiment on textutil with a real agent behind
 /// `adapter`, its model the stand-in; check what came out.
 fn real_agent_experiment(adapter: &str, program: &Path, standin: &Standin) -> (Lab, Value) {
+    real_agent_experiment_with(adapter, program, standin, &[])
+}
+
+/// [`real_agent_experiment`] with `env` added to `critic`'s.
+fn real_agent_experiment_with(
+    adapter: &str,
+    program: &Path,
+    standin: &Standin,
+    env: &[(&str, &str)],
+) -> (Lab, Value) {
     let lab = Lab::new();
     let agent = format!(
         "agent:\n  adapter: {adapter}\n  program: {}\n  timeout: 300s\n\
@@ -778,7 +788,9 @@ price: {{input_per_mtok: 3, output_per_mtok: 15}}}}\n",
         standin.url()
     );
     let file = lab.write_with(&agent, "filter: {ids: [acme__textutil-1]}\n");
-    let out = lab.run_with_env(&file, "out", &[("STANDIN_API_KEY", "stand-in-key")]);
+    let mut env = env.to_vec();
+    env.push(("STANDIN_API_KEY", "stand-in-key"));
+    let out = lab.run_with_env(&file, "out", &env);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let r = results(&lab.path("out"));
     let fix = &r[&key("textutil", "fix-only")];
@@ -877,6 +889,38 @@ fn claude_code_runs_the_arms_with_the_critic_as_its_stop_hook() {
         !ws_files.contains(".claude"),
         "nothing of the hook in the patch: {ws_files}"
     );
+}
+
+/// The real agents, installed by the tests inside this checkout, with the
+/// checkout under the user's home (its parent made `HOME`), as a researcher
+/// keeps projects: the confined turns cover the home and bind back the
+/// agents' programs with their packages, the interpreter and `critic`.
+#[test]
+fn the_real_agents_run_from_a_checkout_under_the_home() {
+    let home = root().parent().unwrap().to_path_buf();
+    let real_home = std::env::var_os("HOME").map(PathBuf::from).unwrap();
+    let toolchain = |var: &str, usual: &str| {
+        std::env::var_os(var)
+            .map(PathBuf::from)
+            .unwrap_or_else(|| real_home.join(usual))
+            .to_string_lossy()
+            .into_owned()
+    };
+    let (cargo, rustup) = (
+        toolchain("CARGO_HOME", ".cargo"),
+        toolchain("RUSTUP_HOME", ".rustup"),
+    );
+    let env = [
+        ("HOME", home.to_str().unwrap()),
+        ("CARGO_HOME", cargo.as_str()),
+        ("RUSTUP_HOME", rustup.as_str()),
+    ];
+    let bash = |command: &str| json!({"tool_calls": [{"name": "Bash", "input": {"command": command, "description": "Edit"}}]});
+    let standin = Standin::start("claude_code", &agent_script(bash));
+    real_agent_experiment_with("claude-code", &npm_bin("claude"), &standin, &env);
+    let exec = |command: &str| json!({"tool_calls": [{"name": "exec_command", "input": {"cmd": command}}]});
+    let standin = Standin::start("codex", &agent_script(exec));
+    real_agent_experiment_with("codex", &npm_bin("codex"), &standin, &env);
 }
 
 #[test]
