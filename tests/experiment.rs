@@ -2023,6 +2023,66 @@ fn an_agent_linked_into_its_package_under_the_home_starts_confined() {
     );
 }
 
+/// A model name that copies another's escaped form (`org/model` is kept as
+/// `org_model~<hash>`) gets a run directory of its own: neither
+/// prediction's evidence overwrites the other's.
+#[test]
+fn model_names_that_look_alike_get_run_directories_of_their_own() {
+    let lab = Lab::new();
+    let records = jsonl(&lab.path("instances.jsonl"));
+    let record = &records[0];
+    let id = record["instance_id"].as_str().unwrap();
+    let grade = |models: &[(&str, &str)]| {
+        let lines: String = models
+            .iter()
+            .map(|(m, p)| {
+                format!(
+                    "{}\n",
+                    json!({"instance_id": id, "model_name_or_path": m, "model_patch": p})
+                )
+            })
+            .collect();
+        std::fs::write(lab.path("predictions.jsonl"), lines).unwrap();
+        let out = run(critic()
+            .args(["experiment", "grade"])
+            .arg(lab.path("out"))
+            .arg("--instances")
+            .arg(lab.path("instances.jsonl"))
+            .arg("--predictions")
+            .arg(lab.path("predictions.jsonl"))
+            .arg("--repos")
+            .arg(lab.path("repos"))
+            .arg("--python")
+            .arg(python()));
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    };
+    let gold = record["patch"].as_str().unwrap();
+    grade(&[("org/model", gold)]);
+    let dirs = |at: &Path| -> Vec<String> {
+        std::fs::read_dir(at)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    let runs = lab.path("out/runs").join(id);
+    let taken = dirs(&runs);
+    assert_eq!(taken.len(), 1, "{taken:?}");
+    // A second model named as the first one's directory.
+    grade(&[("org/model", gold), (taken[0].as_str(), "")]);
+    let both = dirs(&runs);
+    assert_eq!(both.len(), 2, "{both:?}");
+    assert_eq!(
+        std::fs::read_to_string(runs.join(&taken[0]).join("0/final.patch")).unwrap(),
+        gold
+    );
+    let r: BTreeMap<String, Value> = jsonl(&lab.path("out/results.jsonl"))
+        .into_iter()
+        .map(|r| (r["arm"].as_str().unwrap().to_string(), r))
+        .collect();
+    assert_eq!(r["org/model"]["resolved"], true, "{r:#?}");
+    assert_eq!(r[taken[0].as_str()]["resolved"], false, "{r:#?}");
+}
+
 /// The pre-flights run beside the agents: a run of an instance whose
 /// golden patch resolved it ends before the slow pre-flight of another
 /// instance finds it broken, whose runs are then not made.
