@@ -614,4 +614,29 @@ fn mistakes_on_the_command_line_cost_nothing_and_state_starts_a_session_over() {
         state.path(),
     ));
     assert_eq!(json_out(&out)["iteration"], 1, "the count starts over");
+    // A record planted to name a place outside the state directory is data,
+    // not a path: `reset --all` leaves that place alone and says so.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir(outside.path().join("planted")).unwrap();
+    std::fs::write(outside.path().join("planted/precious.txt"), "keep\n").unwrap();
+    let record = state.path().join("t/default/harness.json");
+    let mut harness: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    let planted = state.path().join("t/planted");
+    std::fs::create_dir_all(&planted).unwrap();
+    harness["skill"] = serde_json::json!(outside.path());
+    harness["session"] = serde_json::json!("planted");
+    std::fs::write(planted.join("harness.json"), harness.to_string()).unwrap();
+    let reset = run(critic()
+        .args(["state", "reset", "--all", "--state-dir"])
+        .arg(state.path())
+        .env("CRITIC_LOG", "warn"));
+    assert_eq!(reset.status.code(), Some(0), "{}", stderr(&reset));
+    assert!(
+        stderr(&reset).contains("whose place is not this directory"),
+        "{}",
+        stderr(&reset)
+    );
+    assert!(outside.path().join("planted/precious.txt").is_file());
+    assert!(planted.join("harness.json").is_file(), "left as it is");
 }

@@ -254,6 +254,20 @@ impl StateStore {
                     .and_then(|b| {
                         serde_json::from_slice::<HarnessState>(&b).map_err(|e| e.to_string())
                     }) {
+                    // A record is data, never a path: one whose names lead
+                    // anywhere but where it lies was not written here.
+                    Ok(harness)
+                        if !plain_component(&harness.skill)
+                            || self.session_dir(&harness.skill, &harness.session) != dir =>
+                    {
+                        tracing::warn!(
+                            "{}: names skill {:?}, session {:?}, whose place is not this \
+                             directory; left as it is",
+                            path.display(),
+                            harness.skill,
+                            harness.session
+                        )
+                    }
                     Ok(harness) => found.push(SessionRecord { dir, harness }),
                     Err(e) if !path.exists() => tracing::debug!("{}: {e}", path.display()),
                     Err(e) => tracing::warn!("{}: {e}; left as it is", path.display()),
@@ -272,6 +286,13 @@ impl StateStore {
         session: &str,
         lock_timeout: Duration,
     ) -> Result<bool, StateError> {
+        if !plain_component(skill) {
+            return Err(StateError::Tampered {
+                path: self.root.clone(),
+                found: format!("a skill named {skill:?}, which is not a plain directory name"),
+                handled: "nothing was reset".into(),
+            });
+        }
         let dir = self.session_dir(skill, session);
         let mut tampered = Vec::new();
         for place in [self.root.join(skill), dir.clone()] {
@@ -343,6 +364,13 @@ impl StateStore {
         lock_timeout: Duration,
         may_reset: bool,
     ) -> Result<Option<Session>, StateError> {
+        if !plain_component(skill) {
+            return Err(StateError::Tampered {
+                path: self.root.clone(),
+                found: format!("a skill named {skill:?}, which is not a plain directory name"),
+                handled: "nothing was reset".into(),
+            });
+        }
         let dir = self.session_dir(skill, session);
         let mut tampered = Vec::new();
         for place in [self.root.join(skill), dir.clone()] {
@@ -465,6 +493,12 @@ impl Session {
 
 /// A file-system-safe name: the id itself when it is plain, else a cleaned
 /// prefix plus a hash so distinct ids never collide.
+/// Whether `name` is one plain path component under the root: not empty,
+/// `.` or `..`, with no separator (an absolute name would replace the root).
+fn plain_component(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\0'])
+}
+
 fn dir_name(id: &str) -> String {
     let plain = !id.is_empty()
         && id.len() <= 64
