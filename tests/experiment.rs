@@ -2083,6 +2083,89 @@ fn model_names_that_look_alike_get_run_directories_of_their_own() {
     assert_eq!(r[taken[0].as_str()]["resolved"], false, "{r:#?}");
 }
 
+/// An agent that replaces its workspace's `.git` with a gitfile naming the
+/// user's clone (which its confinement does not let it read) learns
+/// nothing of the clone through the runner: the runner's checks and its
+/// final diff read no git directory but the one it made, and the run is
+/// the agent's failure.
+#[test]
+fn a_gitfile_naming_the_users_clone_is_not_followed_by_the_runner() {
+    let lab = Lab::new();
+    let clone = lab.path("repos/acme__textutil");
+    // The clone's later history, which no run may see.
+    std::fs::write(clone.join("later_secret.py"), "SECRET = 1\n").unwrap();
+    for args in [
+        &["add", "-A"][..],
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@localhost",
+            "commit",
+            "-q",
+            "-m",
+            "later",
+        ],
+    ] {
+        assert!(Command::new("git")
+            .args(args)
+            .current_dir(&clone)
+            .status()
+            .unwrap()
+            .success());
+    }
+    let text = &PACKAGES[0];
+    let plant = format!(
+        "rm -rf .git && printf 'gitdir: {}/.git\\n' > .git",
+        clone.display()
+    );
+    let plan = json!({
+        "textutil": {"fix-only": {
+            "1": {"write": {text.module: text.fixed()}, "sh": plant},
+        }},
+    });
+    let file = lab.write(&plan, "filter: {ids: [acme__textutil-1]}\n");
+    let yaml = std::fs::read_to_string(&file).unwrap().replace(
+        &format!(
+            "\n  brt-only: {{skill: {}/brt-only, max_iterations: 1}}",
+            root().join("skills").display()
+        ),
+        "",
+    );
+    std::fs::write(&file, yaml).unwrap();
+    let out = lab.run(&file, "out", &[]);
+    let err = stderr(&out);
+    let r = results(&lab.path("out"));
+    let run = &r[&key("textutil", "fix-only")];
+    assert_eq!(run["status"], "agent_fail", "{run}\n{err}");
+    assert_eq!(run["error"]["class"], "workspace_broken", "{run}");
+    let mut seen = Vec::new();
+    let mut stack = vec![lab.path("out/runs")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if entry.file_type().unwrap().is_dir() {
+                if path.file_name() != Some("workspace".as_ref()) {
+                    stack.push(path);
+                }
+            } else if std::fs::read(&path)
+                .is_ok_and(|b| String::from_utf8_lossy(&b).contains("later_secret"))
+            {
+                seen.push(path);
+            }
+        }
+    }
+    assert!(
+        seen.is_empty(),
+        "the clone's later history reached {seen:?}"
+    );
+    let verdict = std::fs::read_to_string(
+        lab.path("out/runs/acme__textutil-1/fix-only/0/round-1/verdict.json"),
+    )
+    .unwrap();
+    assert!(verdict.contains("the runner made"), "{verdict}");
+}
+
 /// The pre-flights run beside the agents: a run of an instance whose
 /// golden patch resolved it ends before the slow pre-flight of another
 /// instance finds it broken, whose runs are then not made.

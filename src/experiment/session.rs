@@ -1020,6 +1020,7 @@ fn check(
         .arg("--state-dir")
         .arg(state)
         .args(ctx.check_flags)
+        .env(crate::workspace::OWN_GIT_DIR_VAR, "1")
         .env(
             "PATH",
             adapters::command::path_with(
@@ -1072,6 +1073,9 @@ fn check(
 
 /// The workspace's diff against `base`, untracked files included.
 fn diff(workspace: &Path, base: &str) -> Result<String, String> {
+    // The runner reads the agent's workspace unconfined: only through the
+    // git directory it made.
+    crate::workspace::check_own_git_dir(workspace).map_err(|e| e.to_string())?;
     let (_, raw) = crate::workspace::Workspace::open_with_diff(workspace, Some(base))
         .map_err(|e| e.to_string())?;
     Ok(raw.raw)

@@ -50,6 +50,18 @@ pub enum PatchError {
         /// Where git would look.
         configured: PathBuf,
     },
+    /// The work tree's git directory is not the plain directory the runner
+    /// made (see [`check_own_git_dir`]).
+    #[error(
+        "{path}: {what}; this run's repository is the `.git` directory the runner made, and \
+         the critic reads no other (restore it: `git init` cannot, so undo what replaced it)"
+    )]
+    ForeignGitDir {
+        /// What was found.
+        path: PathBuf,
+        /// What is wrong with it.
+        what: String,
+    },
     /// git failed.
     #[error(transparent)]
     Git(#[from] GitError),
@@ -75,6 +87,73 @@ pub enum PatchError {
     },
 }
 
+/// Set (to `1`) by the experiment runner on the `critic` processes it
+/// starts on an agent's workspace (its checks, the session's judge): the
+/// workspace's git directory must be the one the runner made (see
+/// [`check_own_git_dir`]).
+pub const OWN_GIT_DIR_VAR: &str = "CRITIC_OWN_GIT_DIR";
+
+fn own_git_dir_required() -> bool {
+    static REQUIRED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *REQUIRED.get_or_init(|| std::env::var_os(OWN_GIT_DIR_VAR).is_some_and(|v| v == "1"))
+}
+
+/// Whether the git directory of the work tree at `root` is a plain one of
+/// its own: `root/.git` a directory (not a gitfile naming another
+/// repository, not a link), with no `commondir` or alternates (which borrow
+/// another repository's refs or objects) and no link anywhere in it. The
+/// runner reads an agent's workspace unconfined; a repository the agent
+/// points elsewhere (the user's clone, which it cannot read itself) must
+/// not be followed.
+pub fn check_own_git_dir(root: &Path) -> Result<(), PatchError> {
+    let git_dir = root.join(".git");
+    let foreign = |path: &Path, what: &str| PatchError::ForeignGitDir {
+        path: path.to_path_buf(),
+        what: what.to_string(),
+    };
+    let meta = std::fs::symlink_metadata(&git_dir)
+        .map_err(|_| foreign(&git_dir, "missing (git would look for a repository above)"))?;
+    if meta.file_type().is_symlink() {
+        return Err(foreign(&git_dir, "a link"));
+    }
+    if !meta.is_dir() {
+        return Err(foreign(
+            &git_dir,
+            "a file (a gitfile names another repository)",
+        ));
+    }
+    for borrowed in [
+        "commondir",
+        "objects/info/alternates",
+        "objects/info/http-alternates",
+    ] {
+        let path = git_dir.join(borrowed);
+        if std::fs::symlink_metadata(&path).is_ok() {
+            return Err(foreign(
+                &path,
+                "borrows another repository's refs or objects",
+            ));
+        }
+    }
+    let mut stack = vec![git_dir];
+    while let Some(dir) = stack.pop() {
+        let entries = std::fs::read_dir(&dir).map_err(|e| PatchError::Io {
+            path: dir.clone(),
+            source: e,
+        })?;
+        for entry in entries.flatten() {
+            match entry.file_type() {
+                Ok(t) if t.is_symlink() => {
+                    return Err(foreign(&entry.path(), "a link inside the git directory"))
+                }
+                Ok(t) if t.is_dir() => stack.push(entry.path()),
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A git work tree the critic evaluates.
 #[derive(Debug, Clone)]
 pub struct Workspace {
@@ -97,6 +176,9 @@ impl Workspace {
                     "workspace is not a directory",
                 ),
             });
+        }
+        if own_git_dir_required() {
+            check_own_git_dir(dir)?;
         }
         // One git process answers all three questions when HEAD exists; only
         // the error path pays for a second one to tell the failures apart.
@@ -182,6 +264,9 @@ impl Workspace {
     /// messages, so the result is always what [`Workspace::open`] plus
     /// [`Workspace::worktree_patch`] give.
     pub fn start_diff(dir: &Path, base: Option<&str>) -> Result<PendingDiff, PatchError> {
+        if own_git_dir_required() {
+            check_own_git_dir(dir)?;
+        }
         if base.is_none() {
             if let Some(ws) = Workspace::find(dir) {
                 if let Ok(run) = DiffRun::start(&ws.root, &ws.git_dir, &ws.head) {
@@ -639,6 +724,46 @@ impl TestClassifier {
 mod tests {
     use super::*;
     use crate::skill::DEFAULT_TEST_PATTERNS;
+
+    #[test]
+    fn only_a_plain_git_directory_of_its_own_is_the_runs() {
+        let elsewhere = tempfile::tempdir().unwrap();
+        type Plant = fn(&Path, &Path);
+        let plants: [(&str, Plant); 6] = [
+            ("a gitfile", |git, other| {
+                std::fs::remove_dir_all(git).unwrap();
+                std::fs::write(git, format!("gitdir: {}\n", other.display())).unwrap();
+            }),
+            ("a link", |git, other| {
+                std::fs::remove_dir_all(git).unwrap();
+                std::os::unix::fs::symlink(other, git).unwrap();
+            }),
+            ("commondir", |git, other| {
+                std::fs::write(git.join("commondir"), other.display().to_string()).unwrap()
+            }),
+            ("alternates", |git, other| {
+                std::fs::create_dir_all(git.join("objects/info")).unwrap();
+                std::fs::write(
+                    git.join("objects/info/alternates"),
+                    other.display().to_string(),
+                )
+                .unwrap()
+            }),
+            ("a linked pack directory", |git, other| {
+                std::fs::create_dir_all(git.join("objects")).unwrap();
+                std::os::unix::fs::symlink(other, git.join("objects/pack")).unwrap();
+            }),
+            ("no .git", |git, _| std::fs::remove_dir_all(git).unwrap()),
+        ];
+        for (what, plant) in plants {
+            let ws = tempfile::tempdir().unwrap();
+            std::fs::create_dir_all(ws.path().join(".git/refs")).unwrap();
+            assert!(check_own_git_dir(ws.path()).is_ok());
+            plant(&ws.path().join(".git"), elsewhere.path());
+            let e = check_own_git_dir(ws.path()).unwrap_err();
+            assert!(matches!(e, PatchError::ForeignGitDir { .. }), "{what}: {e}");
+        }
+    }
 
     #[test]
     fn diff_errors_say_what_was_expected_and_quote_nothing() {
