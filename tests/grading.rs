@@ -447,3 +447,60 @@ fn django_and_sympy_logs_grade_as_swe_bench_grades_them() {
     let (ids, believed) = compare(&sympy, LogFormat::Sympy, "parse_log_sympy", &[]);
     assert!(ids > 5 && believed, "{ids}");
 }
+
+/// A plugin that turns every failed call into a pass.
+const FLIP: &str = "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    report = outcome.get_result()\n    if report.when == \"call\" and report.failed:\n        report.outcome = \"passed\"\n        report.longrepr = None\n";
+
+/// A collected module's `pytest_plugins` counts only in the test files the
+/// run was given: one a patch adds to another module of the copy loads
+/// nothing. Without the list (as before), the plugin would load and forge
+/// the failing test's pass.
+#[test]
+fn pytest_plugins_count_only_in_the_test_files_a_run_was_given() {
+    for python in [pytest8(), pytest9()] {
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        copy_tree(&lock("project"), dir.path());
+        std::fs::write(dir.path().join("forge.py"), FLIP).unwrap();
+        std::fs::write(
+            dir.path().join("tests/test_golden.py"),
+            "def test_ok():\n    assert True\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("tests/test_other.py"),
+            "pytest_plugins = [\"forge\"]\n\n\ndef test_fails():\n    assert False\n",
+        )
+        .unwrap();
+        let command = TestCommand::for_repo("acme/project", &python);
+        let argv = command.argv_for(&["tests/test_golden.py".into(), "tests/test_other.py".into()]);
+        let run = |given: Option<&str>| {
+            let mut cmd = Command::new(&argv[0]);
+            cmd.args(&argv[1..])
+                .current_dir(dir.path())
+                .env("PYTHONPATH", dir.path())
+                .env_remove("PYTEST_ADDOPTS");
+            if let Some(files) = given {
+                cmd.env("CRITIC_TEST_FILES", files);
+            }
+            let out = cmd.output().unwrap();
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let guarded = run(Some("tests/test_golden.py"));
+        assert!(
+            guarded.contains("FAILED tests/test_other.py::test_fails"),
+            "{}: {guarded}",
+            python.display()
+        );
+        let open = run(None);
+        assert!(
+            open.contains("PASSED tests/test_other.py::test_fails"),
+            "the forgery works where nothing guards: {open}"
+        );
+        // A test file the run was given keeps its plugins.
+        let given = run(Some("tests/test_golden.py\ntests/test_other.py"));
+        assert!(
+            given.contains("PASSED tests/test_other.py::test_fails"),
+            "{given}"
+        );
+    }
+}

@@ -322,6 +322,18 @@ fn predictions(lab: &Lab) -> Vec<(&'static str, String, bool)> {
         format!("{s}\nimport forge  # noqa\n")
     });
     let tests_init = format!("{}{tests_init}", Lab::adds("forge.py", flip));
+    // A package of the copy named as an installed plugin's (anyio's
+    // `anyio.pytest_plugin`, loaded through its entry point).
+    let env_plugin = format!(
+        "{}{}",
+        Lab::adds("anyio/__init__.py", "\n"),
+        Lab::adds("anyio/pytest_plugin.py", flip),
+    );
+    // A new root package, which pytest 8 imports before the tests.
+    let root_init = Lab::adds(
+        "__init__.py",
+        "import _pytest.reports as _r\n\n_real = _r.TestReport.from_item_and_call.__func__\n\n\ndef _forged(cls, item, call):\n    report = _real(cls, item, call)\n    if report.when == \"call\" and report.failed:\n        report.outcome = \"passed\"\n        report.longrepr = None\n    return report\n\n\n_r.TestReport.from_item_and_call = classmethod(_forged)\n",
+    );
     // The settings file pytest reads turned into a directory: the grader
     // cannot put it back, which is the patch's doing, not the harness's.
     let dir_in_place = format!(
@@ -365,6 +377,8 @@ fn predictions(lab: &Lab) -> Vec<(&'static str, String, bool)> {
         ("forge-pytest-toml", pytest_toml, false),
         ("forge-tests-init", tests_init, false),
         ("forge-dir-in-place", dir_in_place, false),
+        ("forge-env-plugin", env_plugin, false),
+        ("forge-root-init", root_init, false),
     ]
 }
 
@@ -438,7 +452,9 @@ fn predictions_on_a_real_fix_grade_as_swe_bench_and_no_forgery_resolves() {
         .collect();
     let mut cases = Vec::new();
     for (model, _, resolves) in &preds {
-        let r = &results[*model];
+        let r = results
+            .get(*model)
+            .unwrap_or_else(|| panic!("{model}: {err}"));
         assert_eq!(r["status"], "ok", "{model}: {r}");
         assert_eq!(r["resolved"], *resolves, "{model}: {r}");
         // SWE-bench on the same log.
@@ -479,6 +495,7 @@ fn predictions_on_a_real_fix_grade_as_swe_bench_and_no_forgery_resolves() {
             "forge-ini-plugin",
             "forge-pytest-toml",
             "forge-tests-init",
+            "forge-root-init",
         ];
         if restores.contains(model) {
             let restored = &golden["grade"]["restored"];

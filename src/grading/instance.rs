@@ -4,6 +4,7 @@
 
 use crate::grading::dataset::Instance;
 use crate::grading::diff_files::{apply_diff, files_of};
+use crate::grading::pytest_report;
 use crate::grading::status::EvalType;
 use crate::grading::test_command::TestCommand;
 use crate::workspace::git;
@@ -352,6 +353,12 @@ impl Prepared {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
         env.extend(self.command.run_env());
+        // The test files as given: only their `pytest_plugins` count (see
+        // the report's bootstrap).
+        env.insert(
+            pytest_report::TEST_FILES_VAR.into(),
+            tests.files.keys().cloned().collect::<Vec<_>>().join("\n"),
+        );
         RunRequest {
             patch: None,
             files,

@@ -40,6 +40,52 @@ def _critic_pytest():
     import json
     import pytest
 
+    # pytest's plugins are the environment's: while pytest loads the
+    # installed ones (entry point group pytest11) and those the command line
+    # names (`-p`), nothing of the copy is on the path, so a module of the
+    # copy by the same name (`anyio/pytest_plugin.py`) cannot stand in for
+    # one. pytest still imports each itself, so it rewrites their asserts.
+    if origin != "copy":
+        from _pytest.config import PytestPluginManager
+
+        def without_copy(real):
+            def call(self, *a, **kw):
+                kept = sys.path[:]
+                sys.path[:] = path
+                try:
+                    return real(self, *a, **kw)
+                finally:
+                    sys.path[:] = kept
+
+            return call
+
+        for method in ("load_setuptools_entrypoints", "consider_preparse"):
+            real = getattr(PytestPluginManager, method, None)
+            if real is not None:
+                setattr(PytestPluginManager, method, without_copy(real))
+
+    # A collected module's `pytest_plugins` counts in the test files the
+    # run was given (CRITIC_TEST_FILES) and in conftests (the base's), not
+    # in another module of the copy.
+    given = os.environ.pop("CRITIC_TEST_FILES", None)
+    if given is not None:
+        allowed = set(os.path.realpath(os.path.join(cwd, f)) for f in given.split("\n") if f)
+        from _pytest.config import PytestPluginManager
+
+        real_consider = PytestPluginManager.consider_module
+
+        def consider_module(self, mod):
+            where = os.path.realpath(getattr(mod, "__file__", None) or "")
+            if (
+                in_copy(where)
+                and os.path.basename(where) != "conftest.py"
+                and where not in allowed
+            ):
+                return None
+            return real_consider(self, mod)
+
+        PytestPluginManager.consider_module = consider_module
+
     sys.path[:] = [first] + extra + path
     os.environ["PYTHONPATH"] = os.pathsep.join(extra)
     if mode == "script":

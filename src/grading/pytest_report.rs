@@ -117,6 +117,11 @@ pub fn python_options(argv: &[String]) -> &[String] {
 /// keeps from the interpreter's start (see [`bootstrapped`]).
 pub const PYTHONPATH_VAR: &str = "CRITIC_PYTHONPATH";
 
+/// The test files a run was given, one a line: the only collected modules
+/// whose `pytest_plugins` the bootstrap honours (conftests aside, which
+/// are the base's).
+pub const TEST_FILES_VAR: &str = "CRITIC_TEST_FILES";
+
 /// The argv that runs pytest with `args` as `mode` would, through the
 /// bootstrap, with `python` and its `options` (`-X dev`): started by `env -u PYTHONPATH`, so that no
 /// module of the copy under test (which a scratch copy puts on

@@ -153,6 +153,14 @@ pub fn steering(
             Some("the test runner's own file".into())
         } else if name == "__init__.py" && places.test_file_dirs.iter().any(|d| d == dir) {
             Some("pytest imports it to collect the golden tests".into())
+        } else if name == "__init__.py"
+            && (dir.is_empty() || places.test_dirs.iter().any(|d| d == dir))
+            && !base_has(&path)
+        {
+            // A package the base does not have, on the way from the root to
+            // a golden test, would make pytest import code no test names
+            // (pytest 8 imports a root `__init__.py` as the root package).
+            Some("a new package pytest would import to collect the golden tests".into())
         } else if let Some(module) = shadowing(&path, base_has, &places.test_dirs) {
             Some(format!(
                 "a new module `{module}` would stand in for the runner's own"
@@ -447,6 +455,34 @@ mod tests {
         )
         .unwrap();
         assert_eq!(w.keys().collect::<Vec<_>>(), ["pkg/tests/__init__.py"]);
+        // One the base lacks, at the root or above a test directory, goes.
+        let (w, _) = steering(
+            &diff(&["__init__.py", "pkg/__init__.py", "docs/__init__.py"]),
+            &at_base,
+            &patched,
+            &|p| p == "pkg/__init__.py",
+            &nested,
+        )
+        .unwrap();
+        assert_eq!(w.keys().collect::<Vec<_>>(), ["__init__.py"]);
+        assert_eq!(w["__init__.py"], None);
+    }
+
+    /// docs/SECURITY.md (promise 29) names every file put back whole and
+    /// every runner module a new one may not shadow.
+    #[test]
+    fn the_security_promise_lists_what_the_code_puts_back() {
+        let doc = include_str!("../../docs/SECURITY.md");
+        let row = doc
+            .lines()
+            .find(|l| l.starts_with("| 29 |"))
+            .expect("promise 29");
+        for name in WHOLE.iter().map(|(n, _)| *n).chain(RUNNER.iter().copied()) {
+            assert!(
+                row.contains(&format!("`{name}`")),
+                "{name} is not in promise 29"
+            );
+        }
     }
 
     #[test]
