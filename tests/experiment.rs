@@ -2166,6 +2166,68 @@ fn a_gitfile_naming_the_users_clone_is_not_followed_by_the_runner() {
     assert!(verdict.contains("the runner made"), "{verdict}");
 }
 
+/// A turn cannot take the host's memory through its private directories
+/// (each a tmpfs of `agent.limits.tmp`), and a run whose workspace and
+/// agent directory grow past `agent.limits.disk` is the agent's failure,
+/// with the limit named.
+#[test]
+fn a_turn_is_held_to_its_tmp_and_disk_limits() {
+    let lab = Lab::new();
+    let text = &PACKAGES[0];
+    let probe = "dd if=/dev/zero of=/dev/shm/big bs=1M count=64 2>/dev/null; \
+du -k /dev/shm/big | cut -f1 > \"$HOME/../shm.txt\"; \
+head -c 20971520 /dev/zero > big.bin";
+    let plan = json!({
+        "textutil": {"fix-only": {"1": {"write": {text.module: text.fixed()}, "sh": probe}}},
+    });
+    let file = lab.write(&plan, "filter: {ids: [acme__textutil-1]}\n");
+    let yaml = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace(
+            &format!(
+                "\n  brt-only: {{skill: {}/brt-only, max_iterations: 1}}",
+                root().join("skills").display()
+            ),
+            "",
+        )
+        .replace(
+            "  timeout: 60s\n",
+            "  timeout: 60s\n  limits: {tmp: 16MiB, disk: 8MiB}\n",
+        );
+    std::fs::write(&file, yaml).unwrap();
+    let out = lab.run(&file, "out", &[]);
+    let r = results(&lab.path("out"));
+    let run = &r[&key("textutil", "fix-only")];
+    assert_eq!(run["status"], "agent_fail", "{run}\n{}", stderr(&out));
+    assert_eq!(run["error"]["class"], "disk_limit", "{run}");
+    assert!(
+        run["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("agent.limits.disk (8.0 MiB)"),
+        "{run}"
+    );
+    let shm: u64 =
+        std::fs::read_to_string(lab.path("out/runs/acme__textutil-1/fix-only/0/agent/shm.txt"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+    assert!(shm <= 16 * 1024, "/dev/shm held {shm} KiB");
+    // A size that is not one is the file's error, naming the field.
+    let bad = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("tmp: 16MiB", "tmp: lots");
+    std::fs::write(&file, bad).unwrap();
+    let out = lab.run(&file, "other", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("agent.limits.tmp: \"lots\" is not a size"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// The pre-flights run beside the agents: a run of an instance whose
 /// golden patch resolved it ends before the slow pre-flight of another
 /// instance finds it broken, whose runs are then not made.

@@ -149,6 +149,7 @@ impl Experiment {
                 timeout: DEFAULT_TURN_TIMEOUT,
                 env: BTreeMap::new(),
                 network: Vec::new(),
+                limits: Default::default(),
             },
             model: None,
             arms: Vec::new(),
@@ -224,6 +225,8 @@ pub struct Agent {
     /// More endpoints a confined agent may reach besides its model's (see
     /// [`crate::experiment::adapters::confined`]).
     pub network: Vec<String>,
+    /// What a run may take of the host (see [`crate::experiment::limits`]).
+    pub limits: crate::experiment::limits::Limits,
 }
 
 /// The model adapters are pointed at.
@@ -420,6 +423,8 @@ struct RawAgent {
     env: BTreeMap<String, String>,
     #[serde(default)]
     network: Vec<String>,
+    #[serde(default)]
+    limits: crate::experiment::limits::RawLimits,
 }
 
 #[derive(Deserialize, Default)]
@@ -672,6 +677,24 @@ impl Checker<'_> {
         }
     }
 
+    fn limits(
+        &mut self,
+        raw: &crate::experiment::limits::RawLimits,
+    ) -> crate::experiment::limits::Limits {
+        let mut limits = crate::experiment::limits::Limits::default();
+        for (field, size, into) in [
+            ("tmp", &raw.tmp, &mut limits.tmp_bytes),
+            ("disk", &raw.disk, &mut limits.disk_bytes),
+        ] {
+            match size.as_ref().map(|s| s.bytes()) {
+                Some(Ok(bytes)) => *into = bytes,
+                Some(Err(e)) => self.issue(&format!("/agent/limits/{field}"), e),
+                None => {}
+            }
+        }
+        limits
+    }
+
     fn resolve(&mut self, raw: Raw, path: &Path) -> Experiment {
         let instances = self.existing("/instances", &raw.instances, false);
         let repos = self.existing("/repos", &raw.repos, true);
@@ -732,6 +755,7 @@ impl Checker<'_> {
             timeout: self.duration("/agent/timeout", raw.agent.timeout, DEFAULT_TURN_TIMEOUT),
             env: raw.agent.env,
             network: raw.agent.network,
+            limits: self.limits(&raw.agent.limits),
         };
         for (i, entry) in agent.network.iter().enumerate() {
             if let Err(e) = crate::experiment::adapters::confined::check_endpoint(entry) {

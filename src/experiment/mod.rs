@@ -16,6 +16,7 @@ pub mod db;
 pub mod export;
 pub mod file;
 pub mod grade;
+pub mod limits;
 pub mod manifest;
 pub mod merge;
 pub mod mpe_eval;

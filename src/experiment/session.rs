@@ -81,7 +81,7 @@ impl Context<'_> {
             &self.experiment.agent.network,
             judge_socket,
         )
-        .map(Some)
+        .map(|r| Some(r.with_tmp_bytes(self.experiment.agent.limits.tmp_bytes)))
         .map_err(|e| infra("confinement", e))
     }
 }
@@ -182,6 +182,13 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Path) -> Graded) -> 
                     "{}: a link, FIFO or device where the runner writes the run's files",
                     link.display()
                 ),
+            });
+        }
+        if let Some(over) = over_disk(ctx, job, &workspace) {
+            return Err(Failed {
+                status: Status::AgentFail,
+                class: "disk_limit",
+                message: over,
             });
         }
         final_patch(job, &workspace, turns.last_verdict.as_ref())
@@ -542,6 +549,13 @@ fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Resul
     let python_dir = job.python.parent().map(Path::to_path_buf);
     let started = Instant::now();
     for round in 1..=exp.budget.turns {
+        if let Some(over) = (round > 1)
+            .then(|| over_disk(ctx, job, workspace))
+            .flatten()
+        {
+            turns.agent_fail = Some(("disk_limit", over));
+            return Ok(());
+        }
         // Nothing the last turn planted is written through.
         if let Some(link) = link_within(&job.dir) {
             turns.agent_fail = Some((
@@ -1069,6 +1083,21 @@ fn check(
             ))
         }
     }
+}
+
+/// What the workspace and the agent's directory use on disk, when it is
+/// more than the experiment's `agent.limits.disk`: the agent's failure.
+fn over_disk(ctx: &Context, job: &Job, workspace: &Path) -> Option<String> {
+    use crate::experiment::limits;
+    let limit = ctx.experiment.agent.limits.disk_bytes;
+    let used = limits::disk_use(&[workspace, &job.dir.join("agent")]);
+    (used > limit).then(|| {
+        format!(
+            "the workspace and the agent's directory use {}, more than agent.limits.disk ({})",
+            limits::shown(used),
+            limits::shown(limit)
+        )
+    })
 }
 
 /// The workspace's diff against `base`, untracked files included.

@@ -102,6 +102,12 @@ pub fn check_endpoint(entry: &str) -> Result<(), String> {
 }
 
 impl Reach {
+    /// This reach with each private directory of a turn holding `bytes`.
+    pub fn with_tmp_bytes(mut self, bytes: u64) -> Reach {
+        self.reach.tmp_bytes = Some(bytes);
+        self
+    }
+
     /// The reach of the run in `run_dir`: the model's endpoint and the
     /// `network` ones, the judge's socket (for a hooked agent), `covered`
     /// (the experiment's places) and `seen` (see [`Reach::seen`]).
@@ -184,6 +190,7 @@ impl Reach {
                 covered,
                 listen,
                 hosts,
+                tmp_bytes: None,
             },
             targets,
             judge,

@@ -37,6 +37,9 @@ pub struct AgentReach {
     /// A file bound over `/etc/hosts` (names the agent dials, mapped to
     /// the listeners' loopback address).
     pub hosts: Option<PathBuf>,
+    /// How much each of the turn's private directories (`/tmp`, `/var/tmp`,
+    /// `/dev/shm`) holds; `None`: [`super::DEFAULT_PRIVATE_DIR_BYTES`].
+    pub tmp_bytes: Option<u64>,
 }
 
 /// The runner's end of the listeners a confined turn opens.

@@ -130,6 +130,11 @@ const SOCKET_DIRS: &[&str] = &["/var/snap/lxd/common/lxd"];
 /// ssh-agent's, a lock, a cache) is out of sight.
 const PRIVATE_DIRS: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
 
+/// How much each private directory holds unless the caller says otherwise
+/// (an agent's turn: `agent.limits.tmp`). A tmpfs lives in memory: without
+/// a size, each could take half of the host's.
+pub const DEFAULT_PRIVATE_DIR_BYTES: u64 = 1 << 30;
+
 /// Whether `path` lies in a directory a confined command gets empty and
 /// its own (a program kept there is not there for it).
 pub fn in_private_dir(path: &Path) -> bool {
@@ -572,6 +577,7 @@ pub fn report(support: &Support) -> serde_json::Value {
         "landlock_abi": support.landlock_abi,
         "namespaces": support.namespaces.as_ref().map(|()| "available").map_err(Clone::clone),
         "private_dirs": PRIVATE_DIRS,
+        "private_dir_bytes": DEFAULT_PRIVATE_DIR_BYTES,
         "private_home": support.namespaces.is_ok(),
         "fresh_proc": support.namespaces.is_ok(),
         "minimal_dev": support.namespaces.is_ok(),
@@ -628,10 +634,12 @@ pub fn report_text(support: &Support) -> String {
     match &support.namespaces {
         Ok(()) => out.push_str(&format!(
             "{} user, mount, network, PID and IPC namespaces: read-only system, no network, \
-             process tree killed whole, a fresh /proc, a /dev of harmless devices, private {}, \
-             an empty HOME, credential places hidden\n",
+             process tree killed whole, a fresh /proc, a /dev of harmless devices, private {} \
+             ({} MiB each; an agent's turn: agent.limits.tmp), an empty HOME, credential places \
+             hidden\n",
             yes_no(true),
-            PRIVATE_DIRS.join(", ")
+            PRIVATE_DIRS.join(", "),
+            DEFAULT_PRIVATE_DIR_BYTES >> 20
         )),
         Err(e) => out.push_str(&format!("{} namespaces: {e}\n", yes_no(false))),
     }
@@ -719,6 +727,8 @@ struct Mounts {
     writable: Vec<CString>,
     /// Fresh, empty, writable tmpfs mounts (see [`PRIVATE_DIRS`]).
     private: Vec<CString>,
+    /// Their mount options: the size each may hold.
+    private_options: CString,
     /// Directories to make in the private mounts, parents first, for the
     /// writable directories that lie in them to be mounted back at their
     /// paths.
@@ -1055,6 +1065,13 @@ impl Confinement {
             mounts: Mounts {
                 writable: cs(&writable)?,
                 private: cs(&private)?,
+                private_options: CString::new(format!(
+                    "mode=1777,size={}",
+                    reach
+                        .and_then(|r| r.tmp_bytes)
+                        .unwrap_or(DEFAULT_PRIVATE_DIR_BYTES)
+                ))
+                .expect("digits have no NUL"),
                 mountpoints: cs(&mountpoints)?,
                 hidden,
                 homes: cs(&plan.covered)?,
@@ -1501,7 +1518,7 @@ unsafe fn build_mounts(mounts: &Mounts, ruleset: libc::c_int) -> std::io::Result
             dir,
             Some(c"tmpfs"),
             libc::MS_NOSUID | libc::MS_NODEV,
-            Some(c"mode=1777"),
+            Some(mounts.private_options.as_c_str()),
         )?;
     }
     for dir in &mounts.mountpoints {
