@@ -24,7 +24,14 @@
 //!   outside the function too; every slice must parse;
 //! * `fuzz_state`: random `harness.json` and `signal-a.json` bytes in the
 //!   layout [`StateStore`] uses, for an arbitrary session id, then
-//!   [`StateStore::open`], [`Session::signal_state`], saving, and reopening.
+//!   [`StateStore::open`], [`Session::signal_state`], saving, and reopening;
+//! * `fuzz_test_log`: grading's readers of a test run's output (model- and
+//!   patch-shaped): every log format's parser, pytest's report reader, and
+//!   the record made of a run with that output on stdout and stderr;
+//! * `fuzz_dataset`: the instances and predictions readers on a file each
+//!   (the predictions checked against the instances that were read);
+//! * `fuzz_experiment_file`: the experiment file's loader on the text, in a
+//!   directory with the files a file names.
 //!
 //! Each case starts from a seed of `tests/fuzz-corpus/<corpus>/` (every file
 //! there is a seed; `fuzz_events_dir` uses the `events` corpus) and applies
@@ -1506,6 +1513,88 @@ fn fuzz_state() {
     });
 }
 
+/// Grading's readers of one test run's output.
+fn check_test_log(inputs: &[Vec<u8>]) {
+    use pluggable_critic::grading::log_parsers::LogFormat;
+    use pluggable_critic::grading::pytest_report;
+    use pluggable_critic::grading::record::RunRecord;
+    let text = String::from_utf8_lossy(&inputs[0]).into_owned();
+    let _ = pytest_report::read(&text);
+    for name in LogFormat::names() {
+        let format = LogFormat::of_name(name).expect("a name it gave");
+        let _ = format.parse(&text);
+        for exit_code in [Some(0), Some(1), None] {
+            let run = critic_sdk::RunResult {
+                exit_code,
+                stdout: text.clone(),
+                stderr: text.clone(),
+                ..Default::default()
+            };
+            let _ = RunRecord::of(&run, format);
+        }
+    }
+}
+
+#[test]
+fn fuzz_test_log() {
+    let material = Material::new("test-log", JSON_TOKENS);
+    fuzz("fuzz_test_log", "test-log", material, 1..=1, check_test_log);
+}
+
+/// The instances file, then the predictions file checked against it.
+fn check_dataset(inputs: &[Vec<u8>], dir: &Path) {
+    use pluggable_critic::grading::dataset::{read_instances, read_predictions};
+    let instances = dir.join("instances.jsonl");
+    let predictions = dir.join("predictions.jsonl");
+    std::fs::write(&instances, &inputs[0]).unwrap();
+    std::fs::write(&predictions, inputs.get(1).unwrap_or(&inputs[0])).unwrap();
+    let read = read_instances(&instances).unwrap_or_default();
+    let _ = read_predictions(&predictions, &read);
+}
+
+#[test]
+fn fuzz_dataset() {
+    let material = Material::new("dataset", JSON_TOKENS);
+    let dir = tempfile::tempdir().unwrap();
+    fuzz("fuzz_dataset", "dataset", material, 1..=2, move |inputs| {
+        check_dataset(inputs, dir.path())
+    });
+}
+
+/// A directory with what the experiment seed names: an instances file, a
+/// repos directory, a skill.
+fn experiment_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("repos")).unwrap();
+    std::fs::write(dir.path().join("instances.jsonl"), "").unwrap();
+    std::fs::create_dir_all(dir.path().join("skills")).unwrap();
+    std::os::unix::fs::symlink(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("skills/fix-only"),
+        dir.path().join("skills/fix-only"),
+    )
+    .unwrap();
+    dir
+}
+
+fn check_experiment_file(inputs: &[Vec<u8>], dir: &Path) {
+    let file = dir.join("exp.yaml");
+    std::fs::write(&file, &inputs[0]).unwrap();
+    let _ = pluggable_critic::experiment::file::load(&file);
+}
+
+#[test]
+fn fuzz_experiment_file() {
+    let material = Material::new("experiment", YAML_TOKENS);
+    let dir = experiment_dir();
+    fuzz(
+        "fuzz_experiment_file",
+        "experiment",
+        material,
+        1..=1,
+        move |inputs| check_experiment_file(inputs, dir.path()),
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Replays: every corpus file, unmutated (`crash-*` files included, so a fixed
 // crash stays fixed). Each runs in a child process (this test binary, running
@@ -1537,6 +1626,12 @@ fn replay_check(kind: &str) -> Box<Check> {
             Box::new(move |inputs| check_patch(inputs, &classifier))
         }
         "state" => Box::new(move |inputs| check_state(inputs, &scratch.path().join("state"))),
+        "test-log" => Box::new(check_test_log),
+        "dataset" => Box::new(move |inputs| check_dataset(inputs, scratch.path())),
+        "experiment" => {
+            let dir = experiment_dir();
+            Box::new(move |inputs| check_experiment_file(inputs, dir.path()))
+        }
         other => panic!("no replay kind {other:?}"),
     }
 }
@@ -1719,6 +1814,16 @@ fn replay_state_corpus() {
                 &format!("state/{h} as harness.json, state/{s} as signal-a.json"),
                 &[harness, signal],
             );
+        }
+    }
+}
+
+#[test]
+fn replay_grading_corpora() {
+    for kind in ["test-log", "dataset", "experiment"] {
+        let mut replays = Replays::new(kind);
+        for (name, path) in corpus_paths(kind) {
+            replays.run(&format!("{kind}/{name}"), &[&path]);
         }
     }
 }
