@@ -1153,15 +1153,12 @@ fn install_refuses_files_it_must_not_rewrite() {
 #[test]
 fn install_refuses_another_users_file() {
     use std::os::unix::fs::MetadataExt;
+    // Only root can give a file away.
+    common::as_root_to_act_as_another_user();
     let project = tempfile::tempdir().unwrap();
     let settings = project.path().join(".claude/settings.json");
     std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
     std::fs::write(&settings, "{}").unwrap();
-    let me = std::fs::metadata(&settings).unwrap().uid();
-    // Only root can give a file away; as anyone else this test has nothing to try.
-    if me != 0 {
-        return;
-    }
     std::os::unix::fs::chown(&settings, Some(65534), Some(65534)).unwrap();
     let out = run(critic()
         .args(["hook", "install", "claude-code", "--project"])

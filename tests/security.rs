@@ -969,11 +969,8 @@ fn the_stale_pool_sweep_removes_only_this_users_pools() {
     let stale = make(&format!("critic-scratch-{dead}-mine"), 0o700);
     let shared = make(&format!("critic-scratch-{dead}-open"), 0o755);
     let foreign = make(&format!("critic-scratch-{dead}-theirs"), 0o700);
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if root {
-        chown(&foreign, Some(65534), Some(65534)).unwrap();
-    }
+    as_root_to_act_as_another_user();
+    chown(&foreign, Some(65534), Some(65534)).unwrap();
     let repo = Repo::demo();
     let skill = skill_with(json!({"mode": "run", "requests": [{"argv": ["true"]}]}), "");
     let state = tempfile::tempdir().unwrap();
@@ -987,9 +984,7 @@ fn the_stale_pool_sweep_removes_only_this_users_pools() {
         shared.join("inner/keep").exists(),
         "a pool others can enter is not"
     );
-    if root {
-        assert!(foreign.join("inner/keep").exists(), "another user's is not");
-    }
+    assert!(foreign.join("inner/keep").exists(), "another user's is not");
 }
 
 // 9f. Landlock does not govern connecting to a socket file: the sockets of

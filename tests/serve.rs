@@ -799,11 +799,7 @@ fn a_full_queue_is_refused_at_once_and_a_slow_check_answers_in_time() {
 
 #[test]
 fn another_user_cannot_use_the_socket_even_when_its_mode_allows() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root to connect as another user");
-        return;
-    }
+    as_root_to_act_as_another_user();
     use std::os::unix::fs::PermissionsExt;
     use std::os::unix::process::CommandExt;
     let server = Server::start(&[]);
@@ -833,11 +829,7 @@ fn another_user_cannot_use_the_socket_even_when_its_mode_allows() {
 
 #[test]
 fn a_socket_another_user_serves_is_not_trusted() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root to listen as another user");
-        return;
-    }
+    as_root_to_act_as_another_user();
     use std::os::unix::fs::PermissionsExt;
     use std::os::unix::process::CommandExt;
     let dir = tempfile::tempdir().unwrap();
@@ -963,11 +955,7 @@ fn stalled_connections_cost_a_client_seconds_not_minutes() {
 
 #[test]
 fn another_users_stalled_connections_do_not_hold_up_the_token_holder() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root to connect as another user");
-        return;
-    }
+    as_root_to_act_as_another_user();
     let (server, port, token) = tcp_server();
     let mut stalled = stall_connections(port, 600, Some(65534));
     let ws = demo_workspace();

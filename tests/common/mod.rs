@@ -379,3 +379,15 @@ pub fn git_in(dir: &Path, args: &[&str]) -> String {
     );
     String::from_utf8(out.stdout).unwrap()
 }
+
+/// Panics unless the tests run as root: a test that acts as another user
+/// (uid 65534) runs everywhere or fails, never passes without testing.
+pub fn as_root_to_act_as_another_user() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        panic!(
+            "this test acts as another user (uid 65534), which only root can: run the suite \
+             as root (`sudo scripts/test`), as CI does"
+        );
+    }
+}
