@@ -808,8 +808,11 @@ fn a_host_killed_mid_round_leaves_the_workspace_byte_identical() {
         scratch.path().display().to_string(),
     )];
     s.fix();
-    // Every run of this test sleeps first, so the round is mid-flight for a while.
-    s.write_test(&format!("import time\ntime.sleep(3)\n{LAX}"));
+    // Every run of this test says it is under way (a file in its scratch
+    // copy), then sleeps, so the round is mid-flight for a while.
+    s.write_test(&format!(
+        "import pathlib, time\npathlib.Path(\"mid-round\").touch()\ntime.sleep(3)\n{LAX}"
+    ));
     let before = snapshot(s.ws());
     let mut child = s
         .command()
@@ -817,15 +820,28 @@ fn a_host_killed_mid_round_leaves_the_workspace_byte_identical() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
+    let mid_round = || {
+        let mut stack = vec![scratch.path().to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                if entry.file_name() == "mid-round" {
+                    return true;
+                }
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    stack.push(entry.path());
+                }
+            }
+        }
+        false
+    };
     let started = std::time::Instant::now();
-    while std::fs::read_dir(scratch.path()).unwrap().next().is_none() {
+    while !mid_round() {
         assert!(
             started.elapsed() < Duration::from_secs(30),
             "the round never started"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    std::thread::sleep(Duration::from_millis(500));
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     assert_same(

@@ -688,7 +688,7 @@ fn a_run_interrupted_midway_starts_over_cleanly() {
     let text = PACKAGES.iter().find(|p| p.name == "textutil").unwrap();
     let mut plan = plan();
     // The first finish of this run takes long enough to be interrupted.
-    plan["textutil"]["fix-only"]["1"] = json!({"sleep": 8});
+    plan["textutil"]["fix-only"]["1"] = json!({"sh": "touch \"$HOME/../started\"", "sleep": 8});
     plan["textutil"]["fix-only"]["2"] = json!({"write": {text.module: text.fixed()}});
     let file = lab.write(&plan, "filter: {ids: [acme__textutil-1]}\n");
     let mut child = critic()
@@ -699,12 +699,13 @@ fn a_run_interrupted_midway_starts_over_cleanly() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let log = lab.path("out/runs/acme__textutil-1/fix-only/0/round-1/agent.log");
+    // The agent says it is under way, then sleeps.
+    let started = lab.path("out/runs/acme__textutil-1/fix-only/0/agent/started");
     let t = std::time::Instant::now();
-    while !log.exists() && t.elapsed().as_secs() < 60 {
-        std::thread::sleep(std::time::Duration::from_millis(50));
+    while !started.exists() {
+        assert!(t.elapsed().as_secs() < 60, "the agent never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    std::thread::sleep(std::time::Duration::from_millis(300));
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = child.wait().unwrap();

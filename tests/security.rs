@@ -409,7 +409,14 @@ fn nothing_a_run_starts_outlives_it() {
     );
     assert_eq!(results[0]["stdout"], "started\n", "{:#}", results[0]);
     assert_eq!(results[1]["timed_out"], true, "{:#}", results[1]);
-    std::thread::sleep(Duration::from_millis(200));
+    // Killed with their run: gone as soon as the kernel has reaped them
+    // (the sleeps would last 90 s and more).
+    let t = std::time::Instant::now();
+    while !processes_with(&format!("sleep {marker}")).is_empty()
+        && t.elapsed() < Duration::from_secs(10)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert_eq!(
         processes_with(&format!("sleep {marker}")),
         Vec::<String>::new()
@@ -1622,8 +1629,26 @@ fn an_interrupted_check_leaves_no_git_process_or_index_copy() {
     let mut child = hanging();
     let (git, index) = git_of(child.id());
     assert!(index.exists());
-    // Long enough for the host to count the git process as long-running.
-    std::thread::sleep(Duration::from_millis(1500));
+    // Once git has run for a second, the host arms its interrupt handler
+    // (it counts the process as worth cleaning up after): wait for that,
+    // seen in the signals it catches.
+    let catches_sigterm = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|status| {
+                let mask = status.lines().find_map(|l| l.strip_prefix("SigCgt:"))?;
+                u64::from_str_radix(mask.trim(), 16).ok()
+            })
+            .is_some_and(|mask| mask & (1 << (libc::SIGTERM - 1)) != 0)
+    };
+    let armed = Instant::now();
+    while !catches_sigterm(child.id()) {
+        assert!(
+            armed.elapsed() < Duration::from_secs(20),
+            "the host never armed its handler"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let status = child.wait().unwrap();

@@ -552,6 +552,31 @@ fn a_skill_changed_on_disk_is_loaded_again() {
     assert_eq!(status, 422, "{v}");
 }
 
+/// Wait until a check holds a session in the state directory `state` (its
+/// lock file is there).
+fn wait_for_a_session(state: &Path) {
+    let started = Instant::now();
+    loop {
+        let mut stack = vec![state.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                if entry.file_name() == ".lock" {
+                    return;
+                }
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    stack.push(entry.path());
+                }
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no check took a session in {}",
+            state.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn sigterm_lets_the_check_in_flight_finish_then_stops() {
     let server = Server::start(&[]);
@@ -575,8 +600,8 @@ fn sigterm_lets_the_check_in_flight_finish_then_stops() {
             )
         })
     };
-    // Long enough for the check to be under way even on a loaded machine.
-    std::thread::sleep(Duration::from_millis(1000));
+    // The check is under way once it holds its session.
+    wait_for_a_session(state.path());
     let sent = Instant::now();
     server.signal(libc::SIGTERM);
     let (status, v) = in_flight.join().unwrap();
@@ -770,8 +795,8 @@ fn a_full_queue_is_refused_at_once_and_a_slow_check_answers_in_time() {
         let body = request.to_string();
         std::thread::spawn(move || raw_call(&socket, "POST", "/v1/check", body.as_bytes(), &[]))
     };
-    // Long enough for the first to be admitted even on a loaded machine.
-    std::thread::sleep(Duration::from_millis(1000));
+    // The first is admitted once it holds its session.
+    wait_for_a_session(state.path());
     let started = Instant::now();
     let mut other = request.clone();
     other["session"] = json!("other");
