@@ -491,14 +491,15 @@ impl Session {
     }
 }
 
-/// A file-system-safe name: the id itself when it is plain, else a cleaned
-/// prefix plus a hash so distinct ids never collide.
 /// Whether `name` is one plain path component under the root: not empty,
 /// `.` or `..`, with no separator (an absolute name would replace the root).
 fn plain_component(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\0'])
 }
 
+/// A file-system-safe name: the id itself when it is plain, else a cleaned
+/// prefix, `~` and a hash of the whole id. A plain id never holds `~`, so
+/// no id kept as it is can be another's cleaned form.
 fn dir_name(id: &str) -> String {
     let plain = !id.is_empty()
         && id.len() <= 64
@@ -516,7 +517,7 @@ fn dir_name(id: &str) -> String {
         .take(32)
         .collect();
     format!(
-        "{clean}-{}",
+        "{clean}~{}",
         &hex::encode(Sha256::digest(id.as_bytes()))[..16]
     )
 }

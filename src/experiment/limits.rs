@@ -64,6 +64,8 @@ impl Size {
     /// The size in bytes, or what is wrong with it.
     pub fn bytes(&self) -> Result<u64, String> {
         match self {
+            // A tmpfs of size 0 has no size at all.
+            Size::Bytes(0) => Err("0 is not a size a run can have".into()),
             Size::Bytes(n) => Ok(*n),
             Size::Text(t) => parse(t),
         }
@@ -106,12 +108,23 @@ pub fn parse(text: &str) -> Result<u64, String> {
 
 /// Bytes `dirs` take on disk: every file's allocated blocks (a sparse file
 /// counts what it holds), each inode once (hard links), no link followed.
+/// A directory the agent made unreadable is made readable again (the
+/// runner's user owns it); one that stays unreadable counts as no room
+/// left.
 pub fn disk_use(dirs: &[&Path]) -> u64 {
     let mut seen = std::collections::HashSet::new();
     let mut total = 0u64;
     let mut stack: Vec<std::path::PathBuf> = dirs.iter().map(|d| d.to_path_buf()).collect();
     while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+        let entries = std::fs::read_dir(&dir).or_else(|_| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+            std::fs::read_dir(&dir)
+        });
+        let Ok(entries) = entries else {
+            if dir.exists() {
+                return u64::MAX;
+            }
             continue;
         };
         for entry in entries.flatten() {
@@ -172,5 +185,15 @@ mod tests {
         sparse.set_len(1 << 30).unwrap();
         let used = disk_use(&[dir.path()]);
         assert!((1 << 20..4 << 20).contains(&used), "{used}");
+        // A directory made unreadable is counted all the same.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir(dir.path().join("hidden")).unwrap();
+        std::fs::write(dir.path().join("hidden/more"), vec![1u8; 4 << 20]).unwrap();
+        std::fs::set_permissions(
+            dir.path().join("hidden"),
+            std::fs::Permissions::from_mode(0o000),
+        )
+        .unwrap();
+        assert!(disk_use(&[dir.path()]) >= used + (4 << 20));
     }
 }

@@ -45,6 +45,27 @@ enum Task {
     Done,
 }
 
+/// Marks an instance's pre-flight over (broken) when dropped while its
+/// thread unwinds, so no worker waits for it forever.
+struct Unwinding<'a> {
+    queue: &'a Mutex<Queue>,
+    changed: &'a Condvar,
+    id: &'a str,
+    instance_of: &'a [&'a str],
+}
+
+impl Drop for Unwinding<'_> {
+    fn drop(&mut self) {
+        let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        q.checking -= 1;
+        let (id, instance_of) = (self.id, self.instance_of);
+        q.runs.retain(|&i| instance_of[i] != id);
+        q.checks.insert(id.to_string(), Check::Broken);
+        drop(q);
+        self.changed.notify_all();
+    }
+}
+
 /// Make run `i` with `make(i)` for each `i` below `instance_of.len()` (run
 /// `i` is of instance `instance_of[i]`) on up to `workers` threads, each
 /// instance's pre-flight before its runs; runs of broken instances are not
@@ -148,9 +169,19 @@ pub(crate) fn make(
             Task::Preflight(w) => {
                 let ready = wanted[w];
                 let id = ready.instance.id.as_str();
+                // A pre-flight that panics still lets the workers waiting for
+                // it go on (its instance counted broken); the panic then
+                // reaches the caller through the scope.
+                let unwinding = Unwinding {
+                    queue: &queue,
+                    changed: &changed,
+                    id,
+                    instance_of,
+                };
                 let outcome = cache.grade(ready, &environment, &dir(ready), || {
                     graders.preflight(ready, &dir(ready))
                 });
+                std::mem::forget(unwinding);
                 let stored = db.set_preflight(id, outcome.as_ref());
                 let mut q = lock();
                 q.checking -= 1;

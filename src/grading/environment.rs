@@ -304,7 +304,10 @@ fn resolve(instance: &Instance, spec: &Spec, dir: &Path, python: &Path) -> Resul
             if packages.len() == before {
                 break;
             }
-            tracing::info!("{at}: conda's {missing} is not on PyPI (as of the date): left out");
+            tracing::warn!(
+                "{at}: conda's {missing} is not on PyPI as of the date, or does not build here: \
+                 left out of the environment"
+            );
             out = install(&packages.iter().map(Into::into).collect::<Vec<_>>())?;
         }
         if !out.status.success() {

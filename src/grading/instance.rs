@@ -355,9 +355,15 @@ impl Prepared {
         env.extend(self.command.run_env());
         // The test files as given: only their `pytest_plugins` count (see
         // the report's bootstrap).
+        let given: std::collections::BTreeSet<&str> = tests
+            .files
+            .keys()
+            .chain(&tests.targets)
+            .map(|t| t.split("::").next().unwrap_or(t))
+            .collect();
         env.insert(
             pytest_report::TEST_FILES_VAR.into(),
-            tests.files.keys().cloned().collect::<Vec<_>>().join("\n"),
+            given.into_iter().collect::<Vec<_>>().join("\n"),
         );
         RunRequest {
             patch: None,

@@ -40,11 +40,12 @@ def _critic_pytest():
     import json
     import pytest
 
-    # pytest's plugins are the environment's: while pytest loads the
-    # installed ones (entry point group pytest11) and those the command line
-    # names (`-p`), nothing of the copy is on the path, so a module of the
-    # copy by the same name (`anyio/pytest_plugin.py`) cannot stand in for
-    # one. pytest still imports each itself, so it rewrites their asserts.
+    # pytest's installed plugins are the environment's: while pytest loads
+    # them (entry point group pytest11), nothing of the copy is on the path,
+    # so a module of the copy by the same name (`anyio/pytest_plugin.py`)
+    # cannot stand in for one. pytest still imports each itself, so it
+    # rewrites their asserts. (`-p` names in the base's settings may be the
+    # project's own, such as scikit-learn's: they resolve as pytest would.)
     if origin != "copy":
         from _pytest.config import PytestPluginManager
 
@@ -59,14 +60,14 @@ def _critic_pytest():
 
             return call
 
-        for method in ("load_setuptools_entrypoints", "consider_preparse"):
-            real = getattr(PytestPluginManager, method, None)
-            if real is not None:
-                setattr(PytestPluginManager, method, without_copy(real))
+        PytestPluginManager.load_setuptools_entrypoints = without_copy(
+            PytestPluginManager.load_setuptools_entrypoints
+        )
 
-    # A collected module's `pytest_plugins` counts in the test files the
-    # run was given (CRITIC_TEST_FILES) and in conftests (the base's), not
-    # in another module of the copy.
+    # A collected test module's `pytest_plugins` counts in the test files
+    # the run was given (CRITIC_TEST_FILES), not in another module of the
+    # copy; a plugin's own (a conftest's, a module a plugin names) counts:
+    # pytest registers a plugin before it reads its `pytest_plugins`.
     given = os.environ.pop("CRITIC_TEST_FILES", None)
     if given is not None:
         allowed = set(os.path.realpath(os.path.join(cwd, f)) for f in given.split("\n") if f)
@@ -78,7 +79,7 @@ def _critic_pytest():
             where = os.path.realpath(getattr(mod, "__file__", None) or "")
             if (
                 in_copy(where)
-                and os.path.basename(where) != "conftest.py"
+                and not self.is_registered(mod)
                 and where not in allowed
             ):
                 return None

@@ -122,6 +122,15 @@ pub fn check_own_git_dir(root: &Path) -> Result<(), PatchError> {
             "a file (a gitfile names another repository)",
         ));
     }
+    // What git needs to take it for a repository: without it, git would
+    // look for one above.
+    for (part, dir) in [("HEAD", false), ("objects", true), ("refs", true)] {
+        let path = git_dir.join(part);
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.is_dir() == dir && !m.file_type().is_symlink() => {}
+            _ => return Err(foreign(&path, "missing or not what git makes")),
+        }
+    }
     for borrowed in [
         "commondir",
         "objects/info/alternates",
@@ -219,6 +228,17 @@ impl Workspace {
             return Err(PatchError::WorkTreeElsewhere {
                 dir: dir.to_path_buf(),
                 configured: root,
+            });
+        }
+        // git skips a `.git` it finds unusable (no HEAD, say) and looks
+        // above: the runner reads the repository it made or none.
+        if own_git_dir_required()
+            && (root.canonicalize().ok() != dir.canonicalize().ok()
+                || Path::new(git_dir).canonicalize().ok() != dir.join(".git").canonicalize().ok())
+        {
+            return Err(PatchError::ForeignGitDir {
+                path: root,
+                what: "git found this repository, not the workspace's own".into(),
             });
         }
         let head = head.to_string();
@@ -729,7 +749,7 @@ mod tests {
     fn only_a_plain_git_directory_of_its_own_is_the_runs() {
         let elsewhere = tempfile::tempdir().unwrap();
         type Plant = fn(&Path, &Path);
-        let plants: [(&str, Plant); 6] = [
+        let plants: [(&str, Plant); 7] = [
             ("a gitfile", |git, other| {
                 std::fs::remove_dir_all(git).unwrap();
                 std::fs::write(git, format!("gitdir: {}\n", other.display())).unwrap();
@@ -754,10 +774,15 @@ mod tests {
                 std::os::unix::fs::symlink(other, git.join("objects/pack")).unwrap();
             }),
             ("no .git", |git, _| std::fs::remove_dir_all(git).unwrap()),
+            ("no HEAD", |git, _| {
+                std::fs::remove_file(git.join("HEAD")).unwrap()
+            }),
         ];
         for (what, plant) in plants {
             let ws = tempfile::tempdir().unwrap();
             std::fs::create_dir_all(ws.path().join(".git/refs")).unwrap();
+            std::fs::create_dir_all(ws.path().join(".git/objects")).unwrap();
+            std::fs::write(ws.path().join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
             assert!(check_own_git_dir(ws.path()).is_ok());
             plant(&ws.path().join(".git"), elsewhere.path());
             let e = check_own_git_dir(ws.path()).unwrap_err();
