@@ -2229,6 +2229,58 @@ head -c 20971520 /dev/zero > big.bin";
     );
 }
 
+/// The workspace holds the base and its history, nothing later: a clone
+/// whose history runs past the base (the fix, a release tag) shows the
+/// agent none of it, however it asks git.
+#[test]
+fn the_workspace_holds_no_commit_after_the_base() {
+    let lab = Lab::new();
+    let clone = lab.path("repos/acme__textutil");
+    let text = &PACKAGES[0];
+    std::fs::write(clone.join(text.module), text.fixed()).unwrap();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@localhost"])
+            .args(args)
+            .current_dir(&clone)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    git(&["commit", "-qam", "the fix, later"]);
+    git(&["tag", "v-later"]);
+    let later = git(&["rev-parse", "HEAD"]).trim().to_string();
+    let probe = "git log --all --format='%H %s' > \"$HOME/../log.txt\"; \
+git tag > \"$HOME/../tags.txt\"; \
+git cat-file --batch-all-objects --batch-check > \"$HOME/../objects.txt\"; \
+git status --porcelain=v2 --branch > \"$HOME/../status.txt\"";
+    let plan = json!({
+        "textutil": {"fix-only": {"1": {"write": {text.module: text.fixed()}, "sh": probe}}},
+    });
+    let file = lab.write(&plan, "filter: {ids: [acme__textutil-1]}\n");
+    let yaml = std::fs::read_to_string(&file).unwrap().replace(
+        &format!(
+            "\n  brt-only: {{skill: {}/brt-only, max_iterations: 1}}",
+            root().join("skills").display()
+        ),
+        "",
+    );
+    std::fs::write(&file, yaml).unwrap();
+    let out = lab.run(&file, "out", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = results(&lab.path("out"));
+    assert_eq!(r[&key("textutil", "fix-only")]["resolved"], true);
+    let agent = lab.path("out/runs/acme__textutil-1/fix-only/0/agent");
+    let read = |f: &str| std::fs::read_to_string(agent.join(f)).unwrap();
+    let log = read("log.txt");
+    assert!(log.contains(" base"), "the base's history is there: {log}");
+    assert!(!log.contains("later") && !log.contains(&later), "{log}");
+    assert_eq!(read("tags.txt"), "");
+    assert!(!read("objects.txt").contains(&later));
+    assert!(read("status.txt").contains("# branch.head (detached)"));
+}
+
 /// The pre-flights run beside the agents: a run of an instance whose
 /// golden patch resolved it ends before the slow pre-flight of another
 /// instance finds it broken, whose runs are then not made.

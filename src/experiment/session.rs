@@ -475,12 +475,14 @@ fn reset_dir(dir: &Path) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))
 }
 
-/// A clone of the user's `repo` in `dest`, at `base` (fetched from the
-/// grader's `copy` when it is an environment commit the clone lacks):
-/// every object copied (a hard-linked object the agent rewrote in place
-/// would change the user's clone), HEAD detached at the base, and nothing
-/// of the user's clone carried over (its hooks, its config, its address as
-/// a remote).
+/// A workspace at `dest`: a clone holding `base` and its history and
+/// nothing else, HEAD detached at `base`. Its objects come from the
+/// grader's `copy` (every object copied: a hard-linked object the agent
+/// rewrote in place would change the copy) through a template of `base`
+/// made once beside the copy, so no later commit of the user's clone (the
+/// fix itself, its tags) and no other instance's base is in the agent's
+/// reach, and nothing of the user's clone is carried over (its hooks, its
+/// config, its address as a remote). `repo` names the clone in errors.
 pub fn make_workspace(repo: &Path, copy: &Path, base: &str, dest: &Path) -> Result<(), String> {
     if dest.exists() {
         crate::sys::remove_tree::remove_tree(dest)
@@ -489,44 +491,113 @@ pub fn make_workspace(repo: &Path, copy: &Path, base: &str, dest: &Path) -> Resu
     if let Some(parent) = dest.parent() {
         std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
     }
+    let template = base_template(copy, base)?;
     let mut clone = git::command(Path::new("."));
-    // The clone is the user's own, read through the file transport that
-    // git::command otherwise allows no repository.
     clone
         .env("GIT_ALLOW_PROTOCOL", "file")
-        .args(["clone", "--quiet", "--no-checkout", "--no-hardlinks", "--"])
-        .arg(repo)
+        .args([
+            "clone",
+            "--quiet",
+            "--no-checkout",
+            "--no-hardlinks",
+            "--no-tags",
+            "--",
+        ])
+        .arg(&template)
         .arg(dest);
-    git::run(clone)
-        .map_err(|e| format!("cannot clone {}: {}", repo.display(), e.message.trim()))?;
+    git::run(clone).map_err(|e| {
+        format!(
+            "cannot clone {base} of {}: {}",
+            repo.display(),
+            e.message.trim()
+        )
+    })?;
     let in_dest = |args: &[&str], what: &str| {
         let mut cmd = git::command(dest);
-        cmd.env("GIT_ALLOW_PROTOCOL", "file").args(args);
+        cmd.args(args);
         git::run(cmd).map_err(|e| format!("{what}: {}", e.message.trim()))
     };
-    in_dest(
-        &["remote", "remove", "origin"],
-        "cannot drop the clone's remote",
-    )?;
-    let mut has = git::command(dest);
-    has.args(["cat-file", "-e", &format!("{base}^{{commit}}")]);
-    if git::run(has).is_err() {
-        let from = format!(
-            "file://{}",
-            std::path::absolute(copy)
-                .unwrap_or_else(|_| copy.to_path_buf())
-                .display()
-        );
-        in_dest(
-            &["fetch", "--quiet", "--no-tags", &from, base],
-            &format!("cannot fetch {base} from {}", copy.display()),
-        )?;
-    }
     in_dest(
         &["checkout", "--quiet", "--detach", base, "--"],
         &format!("cannot check out {base} in a clone of {}", repo.display()),
     )?;
+    for gone in [
+        "refs/heads/base",
+        "refs/remotes/origin/base",
+        "refs/remotes/origin/HEAD",
+    ] {
+        let _ = in_dest(
+            &["update-ref", "-d", gone],
+            "cannot drop the template's refs",
+        );
+    }
+    in_dest(
+        &["remote", "remove", "origin"],
+        "cannot drop the clone's remote",
+    )?;
     Ok(())
+}
+
+/// A bare repository beside the grader's `copy` holding `base` and what it
+/// reaches, and nothing else, made once (under a lock) and reused by every
+/// run of that base.
+fn base_template(copy: &Path, base: &str) -> Result<PathBuf, String> {
+    let name = copy.file_name().unwrap_or_default().to_string_lossy();
+    let dir = copy.with_file_name(format!("{}.bases", name.trim_end_matches(".git")));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let template = dir.join(format!("{base}.git"));
+    let done = dir.join(format!("{base}.complete"));
+    let lock_path = dir.join(format!("{base}.lock"));
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    lock.lock()
+        .map_err(|e| format!("{}: cannot lock: {e}", lock_path.display()))?;
+    if done.is_file() {
+        return Ok(template);
+    }
+    if template.exists() {
+        crate::sys::remove_tree::remove_tree(&template)
+            .map_err(|e| format!("{}: {e}", template.display()))?;
+    }
+    let run = |dir: &Path, args: &[&str]| {
+        let mut cmd = git::command(dir);
+        cmd.env("GIT_ALLOW_PROTOCOL", "file").args(args);
+        git::run(cmd).map_err(|e| {
+            format!(
+                "cannot make the workspace template of {base}: {}",
+                e.message.trim()
+            )
+        })
+    };
+    let ws_ref = format!("refs/critic/ws/{base}");
+    run(copy, &["update-ref", &ws_ref, base])?;
+    run(
+        Path::new("."),
+        &["init", "--quiet", "--bare", &template.to_string_lossy()],
+    )?;
+    let from = format!(
+        "file://{}",
+        std::path::absolute(copy)
+            .unwrap_or_else(|_| copy.to_path_buf())
+            .display()
+    );
+    run(
+        &template,
+        &[
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            &from,
+            &format!("{ws_ref}:refs/heads/base"),
+        ],
+    )?;
+    run(&template, &["symbolic-ref", "HEAD", "refs/heads/base"])?;
+    std::fs::write(&done, base).map_err(|e| format!("{}: {e}", done.display()))?;
+    Ok(template)
 }
 
 /// The turns: prompt, agent, check; until accepted or a budget ends.
