@@ -2172,7 +2172,7 @@ fn a_gitfile_naming_the_users_clone_is_not_followed_by_the_runner() {
 /// agent directory grow past `agent.limits.disk` is the agent's failure,
 /// with the limit named.
 #[test]
-fn a_turn_is_held_to_its_tmp_and_disk_limits() {
+fn a_turn_is_held_to_its_tmp_memory_and_disk_limits() {
     let lab = Lab::new();
     let text = &PACKAGES[0];
     let probe = "dd if=/dev/zero of=/dev/shm/big bs=1M count=64 2>/dev/null; \
@@ -2215,6 +2215,29 @@ head -c 20971520 /dev/zero > big.bin";
             .parse()
             .unwrap();
     assert!(shm <= 16 * 1024, "/dev/shm held {shm} KiB");
+    // A turn that takes more memory than agent.limits.memory is killed by
+    // the kernel: the agent's failure, with the limit named.
+    let hog = "python3 -c 'b = bytearray(512 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1'";
+    let plan = json!({
+        "textutil": {"fix-only": {"1": {"write": {text.module: text.fixed()}, "sh": hog}}},
+    });
+    std::fs::write(lab.path("plan.json"), plan.to_string()).unwrap();
+    let yaml = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("disk: 8MiB", "disk: 1GiB, memory: 64MiB");
+    std::fs::write(&file, yaml).unwrap();
+    let out = lab.run(&file, "memory", &[]);
+    let r = results(&lab.path("memory"));
+    let run = &r[&key("textutil", "fix-only")];
+    assert_eq!(run["status"], "agent_fail", "{run}\n{}", stderr(&out));
+    assert_eq!(run["error"]["class"], "memory_limit", "{run}");
+    assert!(
+        run["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("agent.limits.memory (64.0 MiB)"),
+        "{run}"
+    );
     // A size that is not one is the file's error, naming the field.
     let bad = std::fs::read_to_string(&file)
         .unwrap()

@@ -685,6 +685,7 @@ impl Checker<'_> {
         for (field, size, into) in [
             ("tmp", &raw.tmp, &mut limits.tmp_bytes),
             ("disk", &raw.disk, &mut limits.disk_bytes),
+            ("memory", &raw.memory, &mut limits.memory_bytes),
         ] {
             match size.as_ref().map(|s| s.bytes()) {
                 Some(Ok(bytes)) => *into = bytes,

@@ -1,14 +1,16 @@
 //! What one agent's run may take of the host: the size of each of a turn's
 //! private directories (`/tmp`, `/var/tmp`, `/dev/shm`, which live in
-//! memory) and the disk its workspace and its own directory may use
-//! together (measured after every turn). What exceeds them is the agent's
-//! failure, with the limit named, never the host's.
+//! memory), the memory a turn's processes hold together (a memory cgroup,
+//! where the machine has one to give: see `host::confine::memory`), and
+//! the disk its workspace and its own directory may use together (measured
+//! after every turn). What exceeds them is the agent's failure, with the
+//! limit named, never the host's.
 //!
 //! In the experiment file:
 //!
 //! ```yaml
 //! agent:
-//!   limits: {tmp: 1GiB, disk: 10GiB}
+//!   limits: {tmp: 1GiB, memory: 8GiB, disk: 10GiB}
 //! ```
 
 use serde::Deserialize;
@@ -21,6 +23,9 @@ pub const DEFAULT_TMP_BYTES: u64 = crate::host::confine::DEFAULT_PRIVATE_DIR_BYT
 /// The default disk budget of a run's workspace and agent directory.
 pub const DEFAULT_DISK_BYTES: u64 = 10 << 30;
 
+/// The default memory a turn's processes may hold together.
+pub const DEFAULT_MEMORY_BYTES: u64 = 8 << 30;
+
 /// One run's limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -28,6 +33,8 @@ pub struct Limits {
     pub tmp_bytes: u64,
     /// Bytes the workspace and the agent's directory may use together.
     pub disk_bytes: u64,
+    /// Bytes of memory a turn's processes may hold together.
+    pub memory_bytes: u64,
 }
 
 impl Default for Limits {
@@ -35,6 +42,7 @@ impl Default for Limits {
         Limits {
             tmp_bytes: DEFAULT_TMP_BYTES,
             disk_bytes: DEFAULT_DISK_BYTES,
+            memory_bytes: DEFAULT_MEMORY_BYTES,
         }
     }
 }
@@ -48,6 +56,8 @@ pub struct RawLimits {
     pub tmp: Option<Size>,
     /// The disk budget.
     pub disk: Option<Size>,
+    /// A turn's memory.
+    pub memory: Option<Size>,
 }
 
 /// A size as written: a number of bytes, or text with a unit.

@@ -81,7 +81,10 @@ impl Context<'_> {
             &self.experiment.agent.network,
             judge_socket,
         )
-        .map(|r| Some(r.with_tmp_bytes(self.experiment.agent.limits.tmp_bytes)))
+        .map(|r| {
+            let limits = &self.experiment.agent.limits;
+            Some(r.with_limits(limits.tmp_bytes, limits.memory_bytes))
+        })
         .map_err(|e| infra("confinement", e))
     }
 }
@@ -738,6 +741,11 @@ fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Resul
                 ));
                 return Ok(());
             }
+            TurnEnd::MemoryLimit => {
+                turns.rounds.push(row);
+                turns.agent_fail = Some(("memory_limit", memory_limit(exp)));
+                return Ok(());
+            }
             TurnEnd::Exited(code) => row.turn_exit = *code,
         }
         append_record(&record, &prompt, &result.output_tail, row.turn_exit).map_err(|e| {
@@ -963,6 +971,10 @@ fn drive_hooked(
             ));
             return Ok(());
         }
+        TurnEnd::MemoryLimit => {
+            turns.agent_fail = Some(("memory_limit", memory_limit(exp)));
+            return Ok(());
+        }
         TurnEnd::Exited(code) => *code,
     };
     if let Some(r) = turns.rounds.last_mut() {
@@ -1154,6 +1166,14 @@ fn check(
             ))
         }
     }
+}
+
+/// Why a turn killed for its memory ended the run.
+fn memory_limit(exp: &crate::experiment::file::Experiment) -> String {
+    format!(
+        "a process of the agent's went past agent.limits.memory ({}) and the kernel killed it",
+        crate::experiment::limits::shown(exp.agent.limits.memory_bytes)
+    )
 }
 
 /// What the workspace and the agent's directory use on disk, when it is

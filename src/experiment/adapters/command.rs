@@ -157,7 +157,7 @@ pub fn run(argv: &[String], turn: &Turn) -> TurnResult {
     let pgid = child.id() as i32;
     crate::sys::interrupt::remember_group(pgid);
     // The model's endpoint and the judge, for as long as the turn runs.
-    let forwarders = match pending.map(super::confined::Pending::forward).transpose() {
+    let started_turn = match pending.map(super::confined::Pending::forward).transpose() {
         Ok(f) => f,
         Err(e) => {
             kill_group(pgid);
@@ -197,7 +197,14 @@ pub fn run(argv: &[String], turn: &Turn) -> TurnResult {
     // Whatever the agent left running (a server, a stuck test) goes with it.
     kill_group(pgid);
     kill_marked(&marker);
-    drop(forwarders);
+    // A process the kernel killed for the turn's memory limit ended it.
+    let end = match started_turn.as_ref().and_then(|t| t.memory.as_ref()) {
+        Some(memory) if memory.oom_killed() && !matches!(end, TurnEnd::TimedOut) => {
+            TurnEnd::MemoryLimit
+        }
+        _ => end,
+    };
+    drop(started_turn);
     crate::sys::interrupt::forget_group(pgid);
     // The log is whole once every writer is gone; a process that escaped
     // both kills keeps the pipe open, and is not waited for.

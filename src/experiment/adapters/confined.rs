@@ -20,6 +20,7 @@
 //! critic's state and writes the verdict log where the agent cannot.
 
 use crate::experiment::file::Model;
+use crate::host::confine::memory::MemoryCgroup;
 use crate::host::confine::{AgentReach, Confinement};
 use crate::sys::forward::{Forwarders, Target};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -42,6 +43,8 @@ pub struct Reach {
     reach: AgentReach,
     targets: Vec<Target>,
     judge: Option<SocketAddr>,
+    /// The memory a turn may hold (see [`crate::host::confine::memory`]).
+    memory_bytes: Option<u64>,
 }
 
 /// One endpoint a turn reaches: where its listener goes in the turn's
@@ -102,9 +105,11 @@ pub fn check_endpoint(entry: &str) -> Result<(), String> {
 }
 
 impl Reach {
-    /// This reach with each private directory of a turn holding `bytes`.
-    pub fn with_tmp_bytes(mut self, bytes: u64) -> Reach {
-        self.reach.tmp_bytes = Some(bytes);
+    /// This reach with each private directory of a turn holding
+    /// `tmp_bytes`, and the turn's processes `memory_bytes` of memory.
+    pub fn with_limits(mut self, tmp_bytes: u64, memory_bytes: u64) -> Reach {
+        self.reach.tmp_bytes = Some(tmp_bytes);
+        self.memory_bytes = Some(memory_bytes);
         self
     }
 
@@ -194,6 +199,7 @@ impl Reach {
             },
             targets,
             judge,
+            memory_bytes: None,
         })
     }
 
@@ -211,32 +217,55 @@ impl Reach {
         workspace: &Path,
         seen: &[&Path],
     ) -> Result<Pending, String> {
-        let (confinement, listeners) =
+        let (mut confinement, listeners) =
             Confinement::for_agent(&[workspace, &self.agent_dir], seen, &self.reach)?;
+        // Where the machine has no memory cgroup to give, the turn runs
+        // without a memory limit (`critic doctor` says whether it has one).
+        let memory = self.memory_bytes.and_then(|bytes| {
+            MemoryCgroup::new(bytes)
+                .inspect_err(|e| tracing::debug!("no memory limit for the turn: {e}"))
+                .ok()
+        });
+        if let Some(cgroup) = &memory {
+            confinement.join_memory(cgroup);
+        }
         confinement.apply(cmd);
         Ok(Pending {
             listeners,
             targets: self.targets.clone(),
+            memory,
         })
     }
 }
 
-/// A confined turn's listeners, before it has started.
+/// A confined turn's listeners and memory cgroup, before it has started.
 pub struct Pending {
     listeners: crate::host::confine::Listeners,
     targets: Vec<Target>,
+    memory: Option<MemoryCgroup>,
+}
+
+/// A started turn's forwarders (stopped when dropped) and memory cgroup.
+pub struct Started {
+    /// What forwards the turn's listeners.
+    pub forwarders: Forwarders,
+    /// The turn's memory cgroup, when it has one.
+    pub memory: Option<MemoryCgroup>,
 }
 
 impl Pending {
-    /// Forward what the started turn's listeners accept; stopped when the
-    /// returned value is dropped.
-    pub fn forward(self) -> Result<Forwarders, String> {
+    /// Forward what the started turn's listeners accept.
+    pub fn forward(self) -> Result<Started, String> {
         let listeners = self
             .listeners
             .receive()
             .map_err(|e| format!("the turn's network: {e}"))?;
-        Forwarders::start(listeners.into_iter().zip(self.targets).collect())
-            .map_err(|e| format!("the turn's network: {e}"))
+        let forwarders = Forwarders::start(listeners.into_iter().zip(self.targets).collect())
+            .map_err(|e| format!("the turn's network: {e}"))?;
+        Ok(Started {
+            forwarders,
+            memory: self.memory,
+        })
     }
 }
 

@@ -53,6 +53,9 @@ pub enum TurnEnd {
     Exited(Option<i32>),
     /// The limit was reached; the agent's process group was killed.
     TimedOut,
+    /// The kernel killed a process of the turn for going past its memory
+    /// limit (`agent.limits.memory`).
+    MemoryLimit,
     /// The agent could not be started: an infrastructure error.
     NotStarted(String),
 }

@@ -53,6 +53,7 @@
 
 mod agent;
 mod homes;
+pub mod memory;
 mod network;
 mod seccomp;
 
@@ -595,11 +596,16 @@ pub fn report(support: &Support) -> serde_json::Value {
 /// How `critic experiment` runs an agent's turns here, in words.
 pub fn agent_turns(support: &Support) -> String {
     match support.missing() {
-        None => "confined as runs are, writing only to the workspace and the agent's own \
-                 directory; the output directory, the user's repositories and the instances \
-                 covered; a network namespace in which only the model's endpoint and the \
-                 session's judge answer; a PID namespace per turn"
-            .to_string(),
+        None => format!(
+            "confined as runs are, writing only to the workspace and the agent's own \
+             directory; the output directory, the user's repositories and the instances \
+             covered; a network namespace in which only the model's endpoint and the \
+             session's judge answer; a PID namespace per turn; {}",
+            match memory::MemoryCgroup::new(1 << 30) {
+                Ok(_) => "a memory cgroup per turn (agent.limits.memory)".to_string(),
+                Err(e) => format!("no memory limit ({e})"),
+            }
+        ),
         Some(m) => format!(
             "refused: this machine lacks {m}; `critic experiment run --unconfined-agents` \
              runs them with your full privileges"
@@ -699,6 +705,9 @@ pub struct Confinement {
     filter: Option<seccomp::Filter>,
     /// The listeners an agent's turn opens in its network namespace.
     listen: Option<agent::ChildListen>,
+    /// The `cgroup.procs` of the memory cgroup the command joins first
+    /// (see [`Confinement::join_memory`]).
+    memory: Option<std::os::fd::RawFd>,
 }
 
 /// Which cover a directory put back lies under (see [`Confinement::new`]).
@@ -1089,8 +1098,16 @@ impl Confinement {
             },
             filter,
             listen,
+            memory: None,
         };
         Ok((confinement, listeners))
+    }
+
+    /// Make the command join `cgroup` before anything else, so that every
+    /// process of it is held to the cgroup's memory limit. `cgroup` must
+    /// outlive the command's start.
+    pub fn join_memory(&mut self, cgroup: &memory::MemoryCgroup) {
+        self.memory = Some(cgroup.procs_fd());
     }
 
     /// Make `cmd` start confined, as the leader of a new session (so the
@@ -1102,6 +1119,7 @@ impl Confinement {
             mounts,
             filter,
             listen,
+            memory,
         } = self;
         let limits = [
             (libc::RLIMIT_CORE, 0),
@@ -1113,6 +1131,9 @@ impl Confinement {
         // async-signal-safe calls (see `enter`).
         unsafe {
             cmd.pre_exec(move || {
+                if let Some(fd) = memory {
+                    memory::join(fd)?;
+                }
                 enter(
                     host,
                     ruleset.as_raw_fd(),
