@@ -2339,3 +2339,108 @@ print('beside', os.path.exists({beside:?}))
     assert!(out.contains("beside False"), "{r:#}");
     assert!(!venv.join("pwned").exists());
 }
+
+// 6. Each manifest maximum holds exactly at its boundary: the maximum is
+// accepted, one past it refused, naming the field.
+#[test]
+fn each_manifest_maximum_holds_at_its_boundary() {
+    let signal = |extra: &str| {
+        format!("  - {{name: s, type: hard_gate, detector: '{{misbehave}}'{extra}}}\n")
+    };
+    let head = "name: t\nversion: 0.1.0\n";
+    let many = |n: usize| -> String {
+        (0..n)
+            .map(|i| format!("  - {{name: s{i}, type: hard_gate, detector: '{{misbehave}}'}}\n"))
+            .collect()
+    };
+    let soft =
+        |w: &str| format!("  - {{name: s, type: soft, weight: {w}, detector: '{{misbehave}}'}}\n");
+    let two = |mb: u64| {
+        format!(
+            "  - {{name: a, type: hard_gate, detector: '{{misbehave}}', memory_mb: {mb}}}\n  - {{name: b, type: hard_gate, detector: '{{misbehave}}', memory_mb: {mb}}}\n"
+        )
+    };
+    let cases: Vec<(String, String, &str)> = vec![
+        (
+            format!("{head}max_iterations: 1000\nsignals:\n{}", signal("")),
+            format!("{head}max_iterations: 1001\nsignals:\n{}", signal("")),
+            "max_iterations",
+        ),
+        // 64 detectors of 64 MiB: the 4096 MiB they may take together.
+        (
+            format!("{head}limits: {{memory_mb: 64}}\nsignals:\n{}", many(64)),
+            format!("{head}limits: {{memory_mb: 64}}\nsignals:\n{}", many(65)),
+            "signals",
+        ),
+        (
+            format!("{head}signals:\n{}", soft("1000000")),
+            format!("{head}signals:\n{}", soft("1000001")),
+            "weight",
+        ),
+        (
+            format!(
+                "{head}limits: {{memory_mb: 4096}}\nsignals:\n{}",
+                signal("")
+            ),
+            format!(
+                "{head}limits: {{memory_mb: 4097}}\nsignals:\n{}",
+                signal("")
+            ),
+            "memory_mb",
+        ),
+        (
+            format!(
+                "{head}limits: {{output_kb: 262144}}\nsignals:\n{}",
+                signal("")
+            ),
+            format!(
+                "{head}limits: {{output_kb: 262145}}\nsignals:\n{}",
+                signal("")
+            ),
+            "output_kb",
+        ),
+        (
+            format!(
+                "{head}limits: {{stdio_kb: 65536}}\nsignals:\n{}",
+                signal("")
+            ),
+            format!(
+                "{head}limits: {{stdio_kb: 65537}}\nsignals:\n{}",
+                signal("")
+            ),
+            "stdio_kb",
+        ),
+        (
+            format!("{head}signals:\n{}", signal(", timeout: 3600")),
+            format!("{head}signals:\n{}", signal(", timeout: 3601")),
+            "timeout",
+        ),
+        (
+            format!("{head}signals:\n{}", two(2048)),
+            format!("{head}signals:\n{}", two(2049)),
+            "memory",
+        ),
+    ];
+    for (at_max, past, field) in cases {
+        let ok = temp_skill(&at_max);
+        let out = run(critic().arg("validate").arg(ok.path()));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{field} at its maximum: {}",
+            stderr(&out)
+        );
+        let bad = temp_skill(&past);
+        let out = run(critic().arg("validate").arg(bad.path()));
+        let err = stderr(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{field} past its maximum: {err}"
+        );
+        assert!(
+            err.contains(field) && !err.contains("panicked"),
+            "{field}: {err}"
+        );
+    }
+}

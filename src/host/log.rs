@@ -96,6 +96,23 @@ pub fn truncate(s: &str, max: usize) -> String {
 mod tests {
     use super::*;
 
+    /// Promise 5: a call keeps at most 1000 lines of at most 4 KiB each,
+    /// and says how many it dropped.
+    #[test]
+    fn a_chatty_detector_keeps_a_thousand_lines_of_four_kib() {
+        let mut buffer = LogBuffer::default();
+        let long = "x".repeat(100_000);
+        for _ in 0..MAX_LINES_PER_CALL + 500 {
+            buffer.push(Level::Info, &long);
+        }
+        let lines = buffer.into_lines();
+        assert_eq!(lines.len(), MAX_LINES_PER_CALL + 1);
+        assert!(lines[..MAX_LINES_PER_CALL]
+            .iter()
+            .all(|l| l.message.len() <= MAX_LINE_BYTES + 32));
+        assert_eq!(lines.last().unwrap().message, "500 more log lines dropped");
+    }
+
     #[test]
     fn truncate_respects_char_boundaries() {
         assert_eq!(truncate("abc", 5), "abc");
