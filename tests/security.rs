@@ -2444,3 +2444,64 @@ fn each_manifest_maximum_holds_at_its_boundary() {
         );
     }
 }
+
+/// `cmd` run where user namespaces cannot be made: in a user namespace of
+/// its own whose limit of further ones is 0, as on a machine that forbids
+/// them.
+fn without_namespaces(cmd: &mut std::process::Command) -> std::process::Command {
+    let mut wrapped = std::process::Command::new("unshare");
+    wrapped
+        .args([
+            "--user",
+            "--map-root-user",
+            "sh",
+            "-c",
+            "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$@\"",
+            "sh",
+        ])
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => wrapped.env(k, v),
+            None => wrapped.env_remove(k),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    wrapped
+}
+
+// 9b. Where confinement cannot be had, a run is refused with what is
+// missing, `critic doctor` says so, and `--unconfined-runs` is the only way
+// around it.
+#[test]
+fn a_machine_without_namespaces_refuses_runs_and_says_what_is_missing() {
+    let doctor = run(&mut without_namespaces(critic().arg("doctor")));
+    let text = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        text.contains("run/run-matrix are refused: this machine lacks user namespaces"),
+        "{text}"
+    );
+    let repo = Repo::demo();
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("written");
+    let write = json!([{"argv": ["sh", "-c", format!("echo x > {}", target.display())]}]);
+    let skill = skill_with(json!({"mode": "run", "requests": write}), "");
+    let state = tempfile::tempdir().unwrap();
+    let out = run(&mut without_namespaces(&mut check(
+        skill.path(),
+        repo.path(),
+        &demo_events(3),
+        state.path(),
+    )));
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert!(said.contains("lacks user namespaces"), "{said}");
+    assert!(!target.exists(), "a refused run wrote");
+    let out = run(&mut without_namespaces(
+        check(skill.path(), repo.path(), &demo_events(3), state.path()).arg("--unconfined-runs"),
+    ));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(target.exists(), "--unconfined-runs runs it");
+}

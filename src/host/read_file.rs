@@ -125,6 +125,17 @@ mod tests {
             .unwrap_err()
             .contains("not a regular file"));
         assert!(read(&root, "missing.py").is_err());
+        // A FIFO is refused at once, not waited on; so is a device.
+        assert!(std::process::Command::new("mkfifo")
+            .arg(root.join("pipe"))
+            .status()
+            .unwrap()
+            .success());
+        assert!(read(&root, "pipe")
+            .unwrap_err()
+            .contains("not a regular file"));
+        std::os::unix::fs::symlink("/dev/zero", root.join("zero")).unwrap();
+        assert!(read(&root, "zero").is_err());
         // A link inside the workspace to a file inside it is read.
         std::os::unix::fs::symlink("src/a.py", root.join("alias.py")).unwrap();
         assert_eq!(read(&root, "alias.py").unwrap(), b"x = 1\n");
