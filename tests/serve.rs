@@ -1245,3 +1245,46 @@ fn a_pinned_server_judges_its_session_only_and_logs_each_verdict() {
     );
     assert!(run.path().join("round-1/patch.diff").is_file());
 }
+
+/// Promise 18: the socket is never, even for a moment, open to others. The
+/// server is started with a umask that would leave a new file open to all,
+/// and the socket's mode is watched from before it exists: every look at
+/// it sees 0600.
+#[test]
+fn the_socket_is_never_open_to_others_even_for_a_moment() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("critic.sock");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let (socket, stop) = (socket.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut seen = std::collections::BTreeSet::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok(meta) = std::fs::symlink_metadata(&socket) {
+                    seen.insert(meta.permissions().mode() & 0o777);
+                }
+            }
+            seen
+        })
+    };
+    let mut cmd = critic();
+    cmd.arg("serve").arg("--socket").arg(&socket).stderr(Stdio::piped());
+    // SAFETY: umask(2) is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::umask(0);
+            Ok(())
+        });
+    }
+    let server = Server::spawn(cmd, socket.clone(), dir);
+    assert_eq!(server.call("GET", "/v1/health", b"").0, 200);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let seen = watcher.join().unwrap();
+    assert_eq!(
+        seen,
+        std::collections::BTreeSet::from([0o600]),
+        "modes seen: {seen:?}"
+    );
+}
