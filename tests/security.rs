@@ -2505,3 +2505,32 @@ fn a_machine_without_namespaces_refuses_runs_and_says_what_is_missing() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(target.exists(), "--unconfined-runs runs it");
 }
+
+// 27c. Where no memory cgroup can be had (a user without the privileges),
+// each process of a turn is held to the limit's worth of data instead.
+#[test]
+fn without_a_memory_cgroup_each_process_is_held_to_its_data_limit() {
+    use pluggable_critic::host::confine::Confinement;
+    let dir = tempfile::tempdir().unwrap();
+    let python = Path::new("/usr/bin/python3");
+    let allocate = |limit: Option<u64>| {
+        let mut confinement = Confinement::new(&[dir.path()], &[python]).unwrap();
+        if let Some(bytes) = limit {
+            confinement.limit_data(bytes);
+        }
+        let mut cmd = std::process::Command::new(python);
+        cmd.args(["-c", "b = bytearray(512 << 20); print('held', len(b))"])
+            .current_dir(dir.path());
+        confinement.apply(&mut cmd);
+        cmd.output().unwrap()
+    };
+    let limited = allocate(Some(64 << 20));
+    assert!(!limited.status.success());
+    assert!(
+        stderr(&limited).contains("MemoryError"),
+        "{}",
+        stderr(&limited)
+    );
+    let free = allocate(None);
+    assert!(free.status.success(), "{}", stderr(&free));
+}

@@ -1270,7 +1270,10 @@ fn the_socket_is_never_open_to_others_even_for_a_moment() {
         })
     };
     let mut cmd = critic();
-    cmd.arg("serve").arg("--socket").arg(&socket).stderr(Stdio::piped());
+    cmd.arg("serve")
+        .arg("--socket")
+        .arg(&socket)
+        .stderr(Stdio::piped());
     // SAFETY: umask(2) is async-signal-safe.
     unsafe {
         cmd.pre_exec(|| {

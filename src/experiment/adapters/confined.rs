@@ -219,11 +219,16 @@ impl Reach {
     ) -> Result<Pending, String> {
         let (mut confinement, listeners) =
             Confinement::for_agent(&[workspace, &self.agent_dir], seen, &self.reach)?;
-        // Where the machine has no memory cgroup to give, the turn runs
-        // without a memory limit (`critic doctor` says whether it has one).
+        // Where the machine has no memory cgroup to give, each process of
+        // the turn is held to the limit instead (`critic doctor` says which).
         let memory = self.memory_bytes.and_then(|bytes| {
             MemoryCgroup::new(bytes)
-                .inspect_err(|e| tracing::debug!("no memory limit for the turn: {e}"))
+                .inspect_err(|e| {
+                    tracing::debug!(
+                        "no memory cgroup for the turn ({e}): a data limit per process"
+                    );
+                    confinement.limit_data(bytes);
+                })
                 .ok()
         });
         if let Some(cgroup) = &memory {

@@ -8,11 +8,11 @@
 //! cgroup v1's memory hierarchy is used where it is mounted
 //! (`/sys/fs/cgroup/memory`), else cgroup v2's where the host's cgroup can
 //! hand the memory controller to a child. Where neither can be written (no
-//! privileges, a read-only `/sys/fs/cgroup`), there is no memory limit:
-//! [`MemoryCgroup::new`] says why and the caller goes on without one.
-//! (`RLIMIT_AS` is no substitute: JavaScript runtimes such as the ones
-//! Claude Code and Codex run on reserve far more address space than they
-//! use, and would not start.)
+//! privileges, a read-only `/sys/fs/cgroup`), [`MemoryCgroup::new`] says why
+//! and the caller holds each process to the limit's worth of data instead
+//! (see `Confinement::limit_data`). `RLIMIT_AS` is no substitute: the
+//! JavaScript runtimes Claude Code and Codex run on reserve far more
+//! address space than they use, and would not start.
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};

@@ -603,7 +603,10 @@ pub fn agent_turns(support: &Support) -> String {
              session's judge answer; a PID namespace per turn; {}",
             match memory::MemoryCgroup::new(1 << 30) {
                 Ok(_) => "a memory cgroup per turn (agent.limits.memory)".to_string(),
-                Err(e) => format!("no memory limit ({e})"),
+                Err(e) => format!(
+                    "no memory cgroup ({e}): each process held to agent.limits.memory of data \
+                     instead"
+                ),
             }
         ),
         Some(m) => format!(
@@ -708,6 +711,9 @@ pub struct Confinement {
     /// The `cgroup.procs` of the memory cgroup the command joins first
     /// (see [`Confinement::join_memory`]).
     memory: Option<std::os::fd::RawFd>,
+    /// Each process's data limit where no memory cgroup can be had (see
+    /// [`Confinement::limit_data`]).
+    data_bytes: Option<u64>,
 }
 
 /// Which cover a directory put back lies under (see [`Confinement::new`]).
@@ -1099,6 +1105,7 @@ impl Confinement {
             filter,
             listen,
             memory: None,
+            data_bytes: None,
         };
         Ok((confinement, listeners))
     }
@@ -1108,6 +1115,14 @@ impl Confinement {
     /// outlive the command's start.
     pub fn join_memory(&mut self, cgroup: &memory::MemoryCgroup) {
         self.memory = Some(cgroup.procs_fd());
+    }
+
+    /// Where no memory cgroup can be had: hold each process of the command
+    /// to `bytes` of data (`RLIMIT_DATA`: the memory it has written to,
+    /// not the address space it reserved, which the JavaScript runtimes
+    /// agents run on reserve far beyond what they use).
+    pub fn limit_data(&mut self, bytes: u64) {
+        self.data_bytes = Some(bytes);
     }
 
     /// Make `cmd` start confined, as the leader of a new session (so the
@@ -1120,12 +1135,14 @@ impl Confinement {
             filter,
             listen,
             memory,
+            data_bytes,
         } = self;
-        let limits = [
+        let mut limits = vec![
             (libc::RLIMIT_CORE, 0),
             (libc::RLIMIT_FSIZE, MAX_FILE_BYTES),
             (libc::RLIMIT_NPROC, MAX_PROCESSES),
         ];
+        limits.extend(data_bytes.map(|b| (libc::RLIMIT_DATA, b)));
         let host = std::process::id() as libc::pid_t;
         // SAFETY: the hook runs in the forked child and makes only
         // async-signal-safe calls (see `enter`).
