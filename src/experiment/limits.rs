@@ -24,7 +24,7 @@ pub const DEFAULT_TMP_BYTES: u64 = crate::host::confine::DEFAULT_PRIVATE_DIR_BYT
 pub const DEFAULT_DISK_BYTES: u64 = 10 << 30;
 
 /// The default memory a turn's processes may hold together.
-pub const DEFAULT_MEMORY_BYTES: u64 = 8 << 30;
+pub const DEFAULT_MEMORY_BYTES: u64 = crate::host::confine::memory::DEFAULT_TURN_MEMORY_BYTES;
 
 /// One run's limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,6 +15,10 @@
 //! address space than they use, and would not start.
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+/// The memory a turn's processes may hold together unless the experiment
+/// says otherwise (`agent.limits.memory`).
+pub const DEFAULT_TURN_MEMORY_BYTES: u64 = 8 << 30;
 use std::path::{Path, PathBuf};
 
 /// A turn's memory cgroup, removed when dropped (once its processes are

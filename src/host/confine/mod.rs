@@ -602,10 +602,14 @@ pub fn agent_turns(support: &Support) -> String {
              covered; a network namespace in which only the model's endpoint and the \
              session's judge answer; a PID namespace per turn; {}",
             match memory::MemoryCgroup::new(1 << 30) {
-                Ok(_) => "a memory cgroup per turn (agent.limits.memory)".to_string(),
+                Ok(_) => format!(
+                    "a memory cgroup per turn (agent.limits.memory, default {} GiB)",
+                    memory::DEFAULT_TURN_MEMORY_BYTES >> 30
+                ),
                 Err(e) => format!(
                     "no memory cgroup ({e}): each process held to agent.limits.memory of data \
-                     instead"
+                     instead (default {} GiB)",
+                    memory::DEFAULT_TURN_MEMORY_BYTES >> 30
                 ),
             }
         ),
