@@ -2512,7 +2512,17 @@ fn a_machine_without_namespaces_refuses_runs_and_says_what_is_missing() {
 fn without_a_memory_cgroup_each_process_is_held_to_its_data_limit() {
     use pluggable_critic::host::confine::Confinement;
     let dir = tempfile::tempdir().unwrap();
-    let python = Path::new("/usr/bin/python3");
+    // The system's interpreter, else the first on PATH, by its real path.
+    let python = Some(PathBuf::from("/usr/bin/python3"))
+        .filter(|p| p.is_file())
+        .or_else(|| {
+            std::env::split_paths(&std::env::var_os("PATH")?)
+                .map(|d| d.join("python3"))
+                .find(|p| p.is_file())
+                .and_then(|p| p.canonicalize().ok())
+        })
+        .expect("python3");
+    let python = python.as_path();
     let allocate = |limit: Option<u64>| {
         let mut confinement = Confinement::new(&[dir.path()], &[python]).unwrap();
         if let Some(bytes) = limit {
