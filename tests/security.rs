@@ -2544,3 +2544,20 @@ fn without_a_memory_cgroup_each_process_is_held_to_its_data_limit() {
     let free = allocate(None);
     assert!(free.status.success(), "{}", stderr(&free));
 }
+
+// 27c. A turn's memory cgroup that a killed critic left behind is removed
+// by the next one that makes a cgroup there.
+#[test]
+fn a_memory_cgroup_left_by_a_killed_critic_is_swept() {
+    use pluggable_critic::host::confine::memory::MemoryCgroup;
+    as_root_to_act_as_another_user();
+    let first = MemoryCgroup::new(64 << 20).expect("root can make a memory cgroup here");
+    let parent = first.dir().parent().unwrap().to_path_buf();
+    drop(first);
+    // No process has this id: Linux's pids stay below 2^22.
+    let stale = parent.join("critic-turn-4294967-0");
+    std::fs::create_dir(&stale).unwrap();
+    let next = MemoryCgroup::new(64 << 20).unwrap();
+    assert!(!stale.exists(), "{} was left", stale.display());
+    drop(next);
+}

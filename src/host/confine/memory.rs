@@ -57,9 +57,9 @@ impl MemoryCgroup {
             })
             .filter(|_| Path::new(V1_ROOT).join("memory.limit_in_bytes").exists());
         if let Some(path) = v1 {
-            let dir = Path::new(V1_ROOT)
-                .join(path.trim_start_matches('/'))
-                .join(&name);
+            let parent = Path::new(V1_ROOT).join(path.trim_start_matches('/'));
+            sweep(&parent);
+            let dir = parent.join(&name);
             make(&dir)?;
             let made = (|| {
                 write(&dir.join("memory.limit_in_bytes"), bytes)?;
@@ -93,6 +93,7 @@ impl MemoryCgroup {
                 parent.display()
             ));
         }
+        sweep(&parent);
         let dir = parent.join(&name);
         make(&dir)?;
         let made = (|| {
@@ -108,6 +109,11 @@ impl MemoryCgroup {
             let _ = std::fs::remove_dir(&dir);
         }
         made
+    }
+
+    /// Where the cgroup lies.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// The descriptor the turn's first process writes `0` to, to join.
@@ -147,6 +153,29 @@ impl Drop for MemoryCgroup {
 }
 
 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Remove the turn cgroups under `parent` that a critic which is gone left
+/// behind (killed before it could remove them); an empty cgroup is all
+/// they are once their processes are gone.
+fn sweep(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("critic-turn-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir(entry.path());
+        }
+    }
+}
 
 fn make(dir: &Path) -> Result<(), String> {
     std::fs::create_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))
