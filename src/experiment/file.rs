@@ -677,25 +677,6 @@ impl Checker<'_> {
         }
     }
 
-    fn limits(
-        &mut self,
-        raw: &crate::experiment::limits::RawLimits,
-    ) -> crate::experiment::limits::Limits {
-        let mut limits = crate::experiment::limits::Limits::default();
-        for (field, size, into) in [
-            ("tmp", &raw.tmp, &mut limits.tmp_bytes),
-            ("disk", &raw.disk, &mut limits.disk_bytes),
-            ("memory", &raw.memory, &mut limits.memory_bytes),
-        ] {
-            match size.as_ref().map(|s| s.bytes()) {
-                Some(Ok(bytes)) => *into = bytes,
-                Some(Err(e)) => self.issue(&format!("/agent/limits/{field}"), e),
-                None => {}
-            }
-        }
-        limits
-    }
-
     fn resolve(&mut self, raw: Raw, path: &Path) -> Experiment {
         let instances = self.existing("/instances", &raw.instances, false);
         let repos = self.existing("/repos", &raw.repos, true);
@@ -756,7 +737,13 @@ impl Checker<'_> {
             timeout: self.duration("/agent/timeout", raw.agent.timeout, DEFAULT_TURN_TIMEOUT),
             env: raw.agent.env,
             network: raw.agent.network,
-            limits: self.limits(&raw.agent.limits),
+            limits: {
+                let (limits, problems) = raw.agent.limits.resolve();
+                for (field, e) in problems {
+                    self.issue(&format!("/agent/limits/{field}"), e);
+                }
+                limits
+            },
         };
         for (i, entry) in agent.network.iter().enumerate() {
             if let Err(e) = crate::experiment::adapters::confined::check_endpoint(entry) {

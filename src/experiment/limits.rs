@@ -26,6 +26,9 @@ pub const DEFAULT_DISK_BYTES: u64 = 10 << 30;
 /// The default memory a turn's processes may hold together.
 pub const DEFAULT_MEMORY_BYTES: u64 = crate::host::confine::memory::DEFAULT_TURN_MEMORY_BYTES;
 
+/// What one directory entry counts for at least (a block).
+pub const ENTRY_BYTES: u64 = 4096;
+
 /// One run's limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -47,6 +50,29 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// What the workspace and the agent's directory use on disk, when it
+    /// is more than the disk budget: the agent's failure.
+    pub fn over_disk(&self, workspace: &Path, agent_dir: &Path) -> Option<String> {
+        let used = disk_use(&[workspace, agent_dir], self.disk_bytes);
+        (used > self.disk_bytes).then(|| {
+            format!(
+                "the workspace and the agent's directory use {}, more than agent.limits.disk ({})",
+                shown(used),
+                shown(self.disk_bytes)
+            )
+        })
+    }
+
+    /// Why a turn the kernel killed for its memory ended the run.
+    pub fn memory_killed(&self) -> String {
+        format!(
+            "a process of the agent's went past agent.limits.memory ({}) and the kernel killed it",
+            shown(self.memory_bytes)
+        )
+    }
+}
+
 /// `agent.limits` as written: sizes such as `512MiB`, `10GB` or a number of
 /// bytes.
 #[derive(Debug, Default, Deserialize)]
@@ -58,6 +84,27 @@ pub struct RawLimits {
     pub disk: Option<Size>,
     /// A turn's memory.
     pub memory: Option<Size>,
+}
+
+impl RawLimits {
+    /// The limits these give (the defaults where they give none), and each
+    /// field that is not a size, with why.
+    pub fn resolve(&self) -> (Limits, Vec<(&'static str, String)>) {
+        let mut limits = Limits::default();
+        let mut problems = Vec::new();
+        for (field, size, into) in [
+            ("tmp", &self.tmp, &mut limits.tmp_bytes),
+            ("disk", &self.disk, &mut limits.disk_bytes),
+            ("memory", &self.memory, &mut limits.memory_bytes),
+        ] {
+            match size.as_ref().map(Size::bytes) {
+                Some(Ok(bytes)) => *into = bytes,
+                Some(Err(e)) => problems.push((field, e)),
+                None => {}
+            }
+        }
+        (limits, problems)
+    }
 }
 
 /// A size as written: a number of bytes, or text with a unit.
@@ -117,11 +164,14 @@ pub fn parse(text: &str) -> Result<u64, String> {
 }
 
 /// Bytes `dirs` take on disk: every file's allocated blocks (a sparse file
-/// counts what it holds), each inode once (hard links), no link followed.
-/// A directory the agent made unreadable is made readable again (the
-/// runner's user owns it); one that stays unreadable counts as no room
-/// left.
-pub fn disk_use(dirs: &[&Path]) -> u64 {
+/// counts what it holds), each inode once (hard links), no link followed,
+/// and each entry at least a block ([`ENTRY_BYTES`]: a million empty files
+/// are not free). The walk stops once the total is past `stop_past`, so
+/// however many files the agent made, it reads at most
+/// `stop_past / ENTRY_BYTES` entries. A directory the agent made
+/// unreadable is made readable again (the runner's user owns it); one that
+/// stays unreadable counts as no room left.
+pub fn disk_use(dirs: &[&Path], stop_past: u64) -> u64 {
     let mut seen = std::collections::HashSet::new();
     let mut total = 0u64;
     let mut stack: Vec<std::path::PathBuf> = dirs.iter().map(|d| d.to_path_buf()).collect();
@@ -142,7 +192,11 @@ pub fn disk_use(dirs: &[&Path]) -> u64 {
                 continue;
             };
             if seen.insert((meta.dev(), meta.ino())) {
-                total = total.saturating_add(meta.blocks().saturating_mul(512));
+                let bytes = meta.blocks().saturating_mul(512).max(ENTRY_BYTES);
+                total = total.saturating_add(bytes);
+                if total > stop_past {
+                    return total;
+                }
             }
             if meta.is_dir() {
                 stack.push(entry.path());
@@ -193,7 +247,7 @@ mod tests {
         // A sparse file of a GiB holds nothing.
         let sparse = std::fs::File::create(dir.path().join("sparse")).unwrap();
         sparse.set_len(1 << 30).unwrap();
-        let used = disk_use(&[dir.path()]);
+        let used = disk_use(&[dir.path()], u64::MAX);
         assert!((1 << 20..4 << 20).contains(&used), "{used}");
         // A directory made unreadable is counted all the same.
         use std::os::unix::fs::PermissionsExt;
@@ -204,6 +258,17 @@ mod tests {
             std::fs::Permissions::from_mode(0o000),
         )
         .unwrap();
-        assert!(disk_use(&[dir.path()]) >= used + (4 << 20));
+        assert!(disk_use(&[dir.path()], u64::MAX) >= used + (4 << 20));
+        // Many empty files count, and the walk ends once past the limit.
+        let many = dir.path().join("many");
+        std::fs::create_dir(&many).unwrap();
+        for i in 0..2000 {
+            std::fs::write(many.join(i.to_string()), "").unwrap();
+        }
+        let stopped = disk_use(&[&many], 100 * ENTRY_BYTES);
+        assert!(
+            stopped > 100 * ENTRY_BYTES && stopped < 200 * ENTRY_BYTES,
+            "{stopped}"
+        );
     }
 }

@@ -28,6 +28,7 @@ pub mod session;
 pub mod slurm;
 pub mod stats;
 pub mod usage;
+pub mod workspace_clone;
 
 use crate::grading::dataset::{self, Instance};
 use crate::grading::instance::Prepared;
@@ -579,7 +580,6 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         &graders,
         &db,
         out,
-        opts.workers.max(1),
         progress,
         keys.len(),
         |i| {
@@ -757,7 +757,6 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
         &graders,
         &db,
         out,
-        opts.workers.max(1),
         progress,
         runs.len(),
         |i| {

@@ -132,7 +132,6 @@ pub fn grade_predictions(
         &graders,
         &db,
         out,
-        opts.workers.max(1),
         progress,
         predictions.len(),
         |i| {

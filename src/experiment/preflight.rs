@@ -67,7 +67,8 @@ impl Drop for Unwinding<'_> {
 }
 
 /// Make run `i` with `make(i)` for each `i` below `instance_of.len()` (run
-/// `i` is of instance `instance_of[i]`) on up to `workers` threads, each
+/// `i` is of instance `instance_of[i]`) on as many threads as `graders`
+/// has workers, each
 /// instance's pre-flight before its runs; runs of broken instances are not
 /// made (each is given back to `graders`). `progress` is told what will be
 /// made out of `total` runs once the kept outcomes are known, and of each
@@ -79,7 +80,6 @@ pub(crate) fn make(
     graders: &Graders,
     db: &Db,
     out: &Path,
-    workers: usize,
     progress: &dyn Progress,
     total: usize,
     make: impl Fn(usize) + Sync,
@@ -207,7 +207,7 @@ pub(crate) fn make(
             }
         }
     };
-    let spawned = workers.clamp(1, instance_of.len().max(1)) - 1;
+    let spawned = graders.workers.clamp(1, instance_of.len().max(1)) - 1;
     std::thread::scope(|s| {
         for _ in 0..spawned {
             s.spawn(work);
