@@ -439,18 +439,7 @@ fn uv(root: &Path, at: &str) -> Result<PathBuf, String> {
             &venv,
         ));
     }
-    let pip = Command::new(tool.join("bin/python"))
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--disable-pip-version-check",
-            UV,
-        ])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| format!("{at}: cannot run pip to install {UV}: {e}"))?;
+    let pip = pip_install(&tool.join("bin/python"), &[UV.as_ref()], at)?;
     if !pip.status.success() {
         return Err(failed(
             at,
