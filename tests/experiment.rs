@@ -208,6 +208,20 @@ impl Lab {
         self.write_with(&agent, extra)
     }
 
+    /// [`Lab::write`] with the fix-only arm alone.
+    fn write_fix_only(&self, plan: &Value, extra: &str) -> PathBuf {
+        let file = self.write(plan, extra);
+        let text = std::fs::read_to_string(&file).unwrap().replace(
+            &format!(
+                "\n  brt-only: {{skill: {}/brt-only, max_iterations: 1}}",
+                root().join("skills").display()
+            ),
+            "",
+        );
+        std::fs::write(&file, text).unwrap();
+        file
+    }
+
     /// The experiment file `exp.yaml` with this `agent` block (and what
     /// goes with it) and `extra` appended.
     fn write_with(&self, agent: &str, extra: &str) -> PathBuf {
@@ -2125,15 +2139,7 @@ fn a_gitfile_naming_the_users_clone_is_not_followed_by_the_runner() {
             "1": {"write": {text.module: text.fixed()}, "sh": plant},
         }},
     });
-    let file = lab.write(&plan, "filter: {ids: [acme__textutil-1]}\n");
-    let yaml = std::fs::read_to_string(&file).unwrap().replace(
-        &format!(
-            "\n  brt-only: {{skill: {}/brt-only, max_iterations: 1}}",
-            root().join("skills").display()
-        ),
-        "",
-    );
-    std::fs::write(&file, yaml).unwrap();
+    let file = lab.write_fix_only(&plan, "filter: {ids: [acme__textutil-1]}\n");
     let out = lab.run(&file, "out", &[]);
     let err = stderr(&out);
     let r = results(&lab.path("out"));
@@ -2181,20 +2187,11 @@ head -c 20971520 /dev/zero > big.bin";
     let plan = json!({
         "textutil": {"fix-only": {"1": {"write": {text.module: text.fixed()}, "sh": probe}}},
     });
-    let file = lab.write(&plan, "filter: {ids: [acme__textutil-1]}\n");
-    let yaml = std::fs::read_to_string(&file)
-        .unwrap()
-        .replace(
-            &format!(
-                "\n  brt-only: {{skill: {}/brt-only, max_iterations: 1}}",
-                root().join("skills").display()
-            ),
-            "",
-        )
-        .replace(
-            "  timeout: 60s\n",
-            "  timeout: 60s\n  limits: {tmp: 16MiB, disk: 8MiB}\n",
-        );
+    let file = lab.write_fix_only(&plan, "filter: {ids: [acme__textutil-1]}\n");
+    let yaml = std::fs::read_to_string(&file).unwrap().replace(
+        "  timeout: 60s\n",
+        "  timeout: 60s\n  limits: {tmp: 16MiB, disk: 8MiB}\n",
+    );
     std::fs::write(&file, yaml).unwrap();
     let out = lab.run(&file, "out", &[]);
     let r = results(&lab.path("out"));
@@ -2281,15 +2278,7 @@ git status --porcelain=v2 --branch > \"$HOME/../status.txt\"";
     let plan = json!({
         "textutil": {"fix-only": {"1": {"write": {text.module: text.fixed()}, "sh": probe}}},
     });
-    let file = lab.write(&plan, "filter: {ids: [acme__textutil-1]}\n");
-    let yaml = std::fs::read_to_string(&file).unwrap().replace(
-        &format!(
-            "\n  brt-only: {{skill: {}/brt-only, max_iterations: 1}}",
-            root().join("skills").display()
-        ),
-        "",
-    );
-    std::fs::write(&file, yaml).unwrap();
+    let file = lab.write_fix_only(&plan, "filter: {ids: [acme__textutil-1]}\n");
     let out = lab.run(&file, "out", &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let r = results(&lab.path("out"));
@@ -2536,19 +2525,7 @@ fn what_the_patch_or_the_agent_does_is_a_result_never_an_infra_error() {
         }}},
     });
     let _ = stats;
-    let file = lab.write(&plan, "");
-    let text_arm = std::fs::read_to_string(&file).unwrap();
-    std::fs::write(
-        &file,
-        text_arm.replace(
-            &format!(
-                "\n  brt-only: {{skill: {}/brt-only, max_iterations: 1}}",
-                root().join("skills").display()
-            ),
-            "",
-        ),
-    )
-    .unwrap();
+    let file = lab.write_fix_only(&plan, "");
     // Unconfined, so the agent can plant a round directory in the run's.
     let out = lab.run(&file, "out", &["--control", "gold", "--unconfined-agents"]);
     let err = stderr(&out);
@@ -2684,15 +2661,7 @@ fn an_install_step_makes_a_package_that_needs_building_gradable() {
         "environments:\n  acme/versioned:\n    \"*\":\n      requirements: {}\n      install: [\"printf 'VERSION = \\\"1.0\\\"\\\\n' > versioned/_version.py\"]\n",
         json!(lock)
     );
-    let file = lab.write(&plan, &environments);
-    let text = std::fs::read_to_string(&file).unwrap().replace(
-        &format!(
-            "\n  brt-only: {{skill: {}/brt-only, max_iterations: 1}}",
-            root().join("skills").display()
-        ),
-        "",
-    );
-    std::fs::write(&file, text).unwrap();
+    let file = lab.write_fix_only(&plan, &environments);
     let out = lab.run(&file, "out", &["--control", "gold"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let r = results(&lab.path("out"));
@@ -2841,26 +2810,17 @@ ln -sf {secret} "$CRITIC_EVENTS_FILE"
     let plan = json!({
         "textutil": {"fix-only": {"1": {"write": {text.module: text.fixed()}, "sh": probe}}},
     });
-    let file = lab.write(
+    // One arm; a package index the agent may reach besides its model.
+    let file = lab.write_fix_only(
         &plan,
         &format!(
             "filter: {{ids: [acme__textutil-1]}}\nmodel: {{base_url: \"http://localhost:{model_port}\", model: m}}\n"
         ),
     );
-    // One arm; a package index the agent may reach besides its model.
-    let yaml = std::fs::read_to_string(&file)
-        .unwrap()
-        .replace(
-            &format!(
-                "\n  brt-only: {{skill: {}/brt-only, max_iterations: 1}}",
-                root().join("skills").display()
-            ),
-            "",
-        )
-        .replace(
-            "  timeout: 60s\n",
-            &format!("  timeout: 60s\n  network: [\"localhost:{index_port}\"]\n"),
-        );
+    let yaml = std::fs::read_to_string(&file).unwrap().replace(
+        "  timeout: 60s\n",
+        &format!("  timeout: 60s\n  network: [\"localhost:{index_port}\"]\n"),
+    );
     std::fs::write(&file, yaml).unwrap();
     let out = lab.run(&file, "out", &["--control", "gold"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

@@ -48,6 +48,22 @@ fn diff_of(dir: &Path, files: &[(&str, &str)]) -> String {
     diff
 }
 
+/// `record` as the instances file, and its golden patch and no patch as
+/// the predictions (`gold`, `empty`).
+fn gold_and_empty(lab: &Path, record: &serde_json::Value, patch: &str) {
+    std::fs::write(lab.join("instances.jsonl"), format!("{record}\n")).unwrap();
+    let predictions: String = [("gold", patch), ("empty", "")]
+        .iter()
+        .map(|(m, p)| {
+            format!(
+                "{}\n",
+                json!({"instance_id": record["instance_id"], "model_name_or_path": m, "model_patch": p})
+            )
+        })
+        .collect();
+    std::fs::write(lab.join("predictions.jsonl"), predictions).unwrap();
+}
+
 fn grade(lab: &Path, out: &str) -> std::process::Output {
     run(critic()
         .args(["experiment", "grade", out])
@@ -103,17 +119,7 @@ fn a_record_with_swe_benchs_fields_alone_is_graded_in_swe_benchs_environment() {
         "PASS_TO_PASS": "[\"tests/test_other.py::test_ok\"]",
         "problem_statement": "answer() is off by one.",
     });
-    std::fs::write(lab.path().join("instances.jsonl"), format!("{record}\n")).unwrap();
-    let predictions: String = [("gold", patch.as_str()), ("empty", "")]
-        .iter()
-        .map(|(m, p)| {
-            format!(
-                "{}\n",
-                json!({"instance_id": "pallets__flask-99999", "model_name_or_path": m, "model_patch": p})
-            )
-        })
-        .collect();
-    std::fs::write(lab.path().join("predictions.jsonl"), predictions).unwrap();
+    gold_and_empty(lab.path(), &record, &patch);
     let out = grade(lab.path(), "out");
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
@@ -307,17 +313,7 @@ fn a_tox_command_grades_as_the_pytest_command_it_runs() {
         "requirements": "iniconfig==2.0.0\npackaging==24.2\npluggy==1.5.0\npytest==8.3.5\n",
         "test_cmd": "tox --current-env -epy39 -v --",
     });
-    std::fs::write(lab.path().join("instances.jsonl"), format!("{record}\n")).unwrap();
-    let predictions: String = [("gold", patch.as_str()), ("empty", "")]
-        .iter()
-        .map(|(m, p)| {
-            format!(
-                "{}\n",
-                json!({"instance_id": "sphinx-doc__sphinx-99999", "model_name_or_path": m, "model_patch": p})
-            )
-        })
-        .collect();
-    std::fs::write(lab.path().join("predictions.jsonl"), predictions).unwrap();
+    gold_and_empty(lab.path(), &record, &patch);
     let out = run(critic()
         .args(["experiment", "grade", "out"])
         .args(["--instances", "instances.jsonl"])
@@ -402,17 +398,7 @@ fn a_conda_environment_file_is_built_as_its_pip_equivalent() {
         "PASS_TO_PASS": "[\"xarrayish/tests/test_env.py::test_env\"]",
         "problem_statement": "answer() is off by one.",
     });
-    std::fs::write(lab.path().join("instances.jsonl"), format!("{record}\n")).unwrap();
-    let predictions: String = [("gold", patch.as_str()), ("empty", "")]
-        .iter()
-        .map(|(m, p)| {
-            format!(
-                "{}\n",
-                json!({"instance_id": id, "model_name_or_path": m, "model_patch": p})
-            )
-        })
-        .collect();
-    std::fs::write(lab.path().join("predictions.jsonl"), predictions).unwrap();
+    gold_and_empty(lab.path(), &record, &patch);
     let out = grade(lab.path(), "out");
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
