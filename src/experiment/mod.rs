@@ -750,6 +750,9 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
     );
     // A broken instance's runs keep their grades: nothing can grade them.
     let failures: Mutex<Vec<ExperimentError>> = Mutex::new(Vec::new());
+    // What was graded again: a run whose instance or arm the file no longer
+    // has is passed over, not counted.
+    let regraded = std::sync::atomic::AtomicUsize::new(0);
     let of: Vec<&str> = runs.iter().map(|r| r.key.instance_id.as_str()).collect();
     let made = preflight::make(
         &instances,
@@ -786,6 +789,7 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
                         .push(e.into());
                 }
                 progress.finished(&run, false);
+                regraded.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
             graders.done(&run.key.instance_id);
         },
@@ -802,7 +806,7 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
     report::write(out, &manifest, &all, &db, None)?;
     Ok(Finished {
         total: all.len(),
-        ran: made.made,
+        ran: regraded.into_inner(),
         not_started: 0,
         runs: all,
         mpe_error: None,
