@@ -19,6 +19,7 @@ pub mod grade;
 pub mod limits;
 pub mod manifest;
 pub mod merge;
+pub mod model_proxy;
 pub mod mpe_eval;
 pub mod predictions;
 pub mod preflight;
