@@ -1,7 +1,7 @@
 //! What confinement costs one agent turn in `critic experiment`: `true`
 //! started as a turn is (see `src/experiment/adapters/confined.rs`),
 //! confined (namespaces, Landlock, the experiment's places covered, a
-//! forwarded model endpoint in its own network namespace) and unconfined,
+//! model proxy served in its own network namespace) and unconfined,
 //! in alternating blocks so both see the same machine state; and the start
 //! of a hooked session's judge (`critic serve` pinned to the session),
 //! which is paid once per session, not per turn.
@@ -10,7 +10,7 @@
 //! docs/PERFORMANCE.md (target: under 50 ms per turn).
 
 use pluggable_critic::experiment::adapters::confined::Reach;
-use pluggable_critic::experiment::file::Model;
+use pluggable_critic::experiment::model_proxy::{ModelProxy, Settings, Spending};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -26,13 +26,22 @@ fn main() {
     for d in [&ws, &run_dir.join("agent")] {
         std::fs::create_dir_all(d).unwrap();
     }
-    let model = Model {
-        base_url: "http://127.0.0.1:8123".into(),
-        model: "m".into(),
-        api_key_env: None,
+    let proxy = ModelProxy::new(Settings {
+        upstream: None,
+        replay: None,
+        record: run_dir.join("model.jsonl"),
         price: None,
-    };
-    let reach = Reach::new(&run_dir, vec![out.clone()], vec![], Some(&model), &[], None).unwrap();
+        max_tokens: None,
+        max_cost: None,
+        spending: std::sync::Arc::new(Spending {
+            cap: None,
+            spent: Default::default(),
+        }),
+        normalizer: Default::default(),
+        verdict_log: None,
+    })
+    .unwrap();
+    let reach = Reach::new(&run_dir, vec![out.clone()], vec![], Some(proxy), &[], None).unwrap();
     let turn = |confined: bool| {
         let started = Instant::now();
         let mut cmd = Command::new("true");

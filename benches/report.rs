@@ -122,6 +122,8 @@ fn main() {
                     outcome_test: None,
                     tokens: Some(40_000),
                     cost: Some(0.12),
+                    usage_source: Some("proxy".into()),
+                    model_calls: Some(12),
                     duration_s: 300.0,
                     attempts: 1,
                     model_patch: patch(0),
@@ -139,6 +141,7 @@ fn main() {
                         .into(),
                         budget_exhausted: false,
                         followup: (k < run.rounds).then(|| "Write a test that fails.".into()),
+                        critic_error: None,
                     })
                     .collect();
                 db.finish(&run, &rounds).unwrap();

@@ -36,6 +36,9 @@ pub enum Status {
     AgentFail,
     /// The harness failed: not a result; a rerun retries it.
     InfraError,
+    /// A replay's request matched nothing recorded (`--replay`): not a
+    /// result of the arm, and not retried (it would depart again).
+    ReplayDiverged,
 }
 
 impl Status {
@@ -45,13 +48,24 @@ impl Status {
             Status::Ok => "ok",
             Status::AgentFail => "agent_fail",
             Status::InfraError => "infra_error",
+            Status::ReplayDiverged => "replay_diverged",
         }
     }
 
+    /// Whether a run that ended so is a result of its arm (counted in the rates).
+    pub fn is_result(self) -> bool {
+        matches!(self, Status::Ok | Status::AgentFail)
+    }
+
     fn parse(s: &str) -> Option<Status> {
-        [Status::Ok, Status::AgentFail, Status::InfraError]
-            .into_iter()
-            .find(|x| x.name() == s)
+        [
+            Status::Ok,
+            Status::AgentFail,
+            Status::InfraError,
+            Status::ReplayDiverged,
+        ]
+        .into_iter()
+        .find(|x| x.name() == s)
     }
 }
 
@@ -91,10 +105,16 @@ pub struct Run {
     pub budget_exhausted: bool,
     /// Which test the final patch carries (`t0` when CoHarden reverted).
     pub outcome_test: Option<String>,
-    /// Tokens the agent's transcript reports (`None`: no usage in it).
+    /// Tokens the model's answers reported (`None`: none known).
     pub tokens: Option<u64>,
-    /// Cost the agent's transcript reports, in USD.
+    /// What the run's calls cost, in USD.
     pub cost: Option<f64>,
+    /// Where `tokens` and `cost` come from: `proxy` (the runner counted the
+    /// model's answers) or `transcript` (the agent's own, where no proxy was
+    /// in the path).
+    pub usage_source: Option<String>,
+    /// Model calls the proxy took.
+    pub model_calls: Option<u32>,
     /// Wall time of the run.
     pub duration_s: f64,
     /// Attempts made, this one included.
@@ -119,6 +139,9 @@ pub struct Round {
     pub budget_exhausted: bool,
     /// The follow-up sent back.
     pub followup: Option<String>,
+    /// A detector that failed on this finish (the verdict then followed
+    /// the skill's `on_error`).
+    pub critic_error: Option<String>,
 }
 
 /// Why the database failed.
@@ -143,11 +166,12 @@ CREATE TABLE IF NOT EXISTS runs (
   finishes INTEGER NOT NULL, rounds INTEGER NOT NULL, budget_exhausted INTEGER NOT NULL,
   outcome_test TEXT, tokens INTEGER, cost REAL, duration_s REAL NOT NULL,
   attempts INTEGER NOT NULL, model_patch TEXT NOT NULL, grade_problem TEXT,
+  usage_source TEXT, model_calls INTEGER,
   PRIMARY KEY (instance_id, arm, sample));
 CREATE TABLE IF NOT EXISTS rounds (
   instance_id TEXT NOT NULL, arm TEXT NOT NULL, sample INTEGER NOT NULL, round INTEGER NOT NULL,
   turn_exit INTEGER, turn_s REAL NOT NULL, verdict TEXT NOT NULL,
-  budget_exhausted INTEGER NOT NULL, followup TEXT,
+  budget_exhausted INTEGER NOT NULL, followup TEXT, critic_error TEXT,
   PRIMARY KEY (instance_id, arm, sample, round));
 CREATE TABLE IF NOT EXISTS instances (
   instance_id TEXT NOT NULL PRIMARY KEY, broken INTEGER NOT NULL, reason TEXT, log_tail TEXT);
@@ -172,18 +196,26 @@ impl Db {
         conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
             .map_err(err)?;
         conn.execute_batch(SCHEMA).map_err(err)?;
-        // Databases written before grading kept its problems get the column.
-        let has_problem: bool = conn
-            .query_row(
-                "SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name = 'grade_problem'",
-                [],
-                |r| r.get::<_, i64>(0),
-            )
-            .map_err(err)?
-            > 0;
-        if !has_problem {
-            conn.execute_batch("ALTER TABLE runs ADD COLUMN grade_problem TEXT")
-                .map_err(err)?;
+        // Databases of older versions get the columns added since, in
+        // the order a new one has them.
+        for (table, column, kind) in [
+            ("runs", "grade_problem", "TEXT"),
+            ("runs", "usage_source", "TEXT"),
+            ("runs", "model_calls", "INTEGER"),
+            ("rounds", "critic_error", "TEXT"),
+        ] {
+            let has: bool = conn
+                .query_row(
+                    &format!("SELECT COUNT(*) FROM pragma_table_info('{table}') WHERE name = ?1"),
+                    [column],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map_err(err)?
+                > 0;
+            if !has {
+                conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {kind}"))
+                    .map_err(err)?;
+            }
         }
         Ok(Db {
             path: path.to_path_buf(),
@@ -228,7 +260,7 @@ impl Db {
                 params![k.instance_id, k.arm, k.sample],
             )?;
             tx.execute(
-                "INSERT OR REPLACE INTO runs VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19)",
+                "INSERT OR REPLACE INTO runs VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21)",
                 params![
                     k.instance_id,
                     k.arm,
@@ -249,11 +281,13 @@ impl Db {
                     run.attempts,
                     run.model_patch,
                     run.grade_problem,
+                    run.usage_source,
+                    run.model_calls,
                 ],
             )?;
             for r in rounds {
                 tx.execute(
-                    "INSERT INTO rounds VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
+                    "INSERT INTO rounds VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)",
                     params![
                         k.instance_id,
                         k.arm,
@@ -263,7 +297,8 @@ impl Db {
                         r.turn_s,
                         r.verdict,
                         r.budget_exhausted,
-                        r.followup
+                        r.followup,
+                        r.critic_error
                     ],
                 )?;
             }
@@ -391,8 +426,8 @@ impl Db {
             .prepare(
                 "SELECT instance_id, arm, sample, status, error_class, error, resolved, \
                  f2p_fails_on_base, f2p_passes_on_golden, finishes, rounds, budget_exhausted, \
-                 outcome_test, tokens, cost, duration_s, attempts, model_patch, grade_problem \
-                 FROM runs \
+                 outcome_test, tokens, cost, duration_s, attempts, model_patch, grade_problem, \
+                 usage_source, model_calls FROM runs \
                  ORDER BY instance_id, arm, sample",
             )
             .map_err(|e| self.err(e))?;
@@ -425,6 +460,8 @@ impl Db {
                     attempts: r.get(16)?,
                     model_patch: r.get(17)?,
                     grade_problem: r.get(18)?,
+                    usage_source: r.get(19)?,
+                    model_calls: r.get(20)?,
                 })
             })
             .map_err(|e| self.err(e))?;
@@ -437,7 +474,7 @@ impl Db {
         let mut stmt = conn
             .prepare(
                 "SELECT instance_id, arm, sample, round, turn_exit, turn_s, verdict, \
-                 budget_exhausted, followup FROM rounds ORDER BY instance_id, arm, sample, round",
+                 budget_exhausted, followup, critic_error FROM rounds ORDER BY instance_id, arm, sample, round",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
@@ -455,6 +492,7 @@ impl Db {
                         verdict: r.get(6)?,
                         budget_exhausted: r.get(7)?,
                         followup: r.get(8)?,
+                        critic_error: r.get(9)?,
                     },
                 ))
             })
@@ -585,6 +623,8 @@ mod tests {
             outcome_test: None,
             tokens: None,
             cost: None,
+            usage_source: None,
+            model_calls: None,
             duration_s: 1.5,
             attempts,
             model_patch: "diff".into(),
@@ -636,6 +676,7 @@ mod tests {
             verdict: "rejected".into(),
             budget_exhausted: false,
             followup: Some("again".into()),
+            critic_error: None,
         };
         db.finish(&run(Status::InfraError, 1), std::slice::from_ref(&round))
             .unwrap();

@@ -3,7 +3,7 @@
 //! `OUT/predictions.jsonl` in SWE-bench's format, so the official harness
 //! can grade any arm again.
 
-use crate::experiment::db::{Run, Status};
+use crate::experiment::db::Run;
 use serde_json::json;
 use std::path::Path;
 
@@ -49,7 +49,7 @@ fn write_named(out: &Path, runs: &[Run], name_of: &dyn Fn(&Run) -> String) -> Re
         results.push_str(&record.to_string());
         results.push('\n');
         // An infrastructure error produced no patch worth grading.
-        if run.status != Status::InfraError {
+        if run.status.is_result() {
             let p = json!({
                 "instance_id": run.key.instance_id,
                 "model_name_or_path": name_of(run),

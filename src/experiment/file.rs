@@ -723,6 +723,14 @@ impl Checker<'_> {
                 ),
             );
         }
+        // The runner's model proxy calls it over HTTP(S).
+        if let Some(Err(e)) = raw
+            .model
+            .as_ref()
+            .map(|m| crate::experiment::model_proxy::split_base_url(&m.base_url))
+        {
+            self.issue("/model/base_url", e);
+        }
         let program = raw.agent.program.map(|p| {
             if relative(&p) {
                 self.path(&p)

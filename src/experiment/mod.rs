@@ -66,6 +66,11 @@ pub struct Options {
     pub controls: Vec<Control>,
     /// Where grading tests run.
     pub env: Environment,
+    /// An earlier output directory whose recorded model calls answer this
+    /// experiment's (see [`model_proxy::replay`]).
+    pub replay: Option<PathBuf>,
+    /// Past a replay's first departure, go on against the model.
+    pub replay_then_live: bool,
 }
 
 /// Where grading tests run.
@@ -239,12 +244,9 @@ pub struct Finished {
 }
 
 impl Finished {
-    /// Runs that ended in an infrastructure error: not results.
+    /// Runs that are not results: infrastructure errors, replays that diverged.
     pub fn errors(&self) -> Vec<&Run> {
-        self.runs
-            .iter()
-            .filter(|r| r.status == Status::InfraError)
-            .collect()
+        self.runs.iter().filter(|r| !r.status.is_result()).collect()
     }
 }
 
@@ -439,7 +441,7 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
     };
     let exp = file::load(&opts.file)?;
     if !opts.unconfined_agents {
-        confinable(&exp)?;
+        confinable()?;
     }
     let instances = instances(
         &exp,
@@ -541,6 +543,11 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         match db.status(key)? {
             Some((Status::Ok | Status::AgentFail, _)) => {}
             Some((Status::InfraError, attempts)) => pending.push((key.clone(), attempts)),
+            // A replay that departed goes on live only when asked to.
+            Some((Status::ReplayDiverged, attempts)) if opts.replay_then_live => {
+                pending.push((key.clone(), attempts))
+            }
+            Some((Status::ReplayDiverged, _)) => {}
             None => pending.push((key.clone(), 0)),
         }
     }
@@ -550,6 +557,12 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         .then(|| "--unconfined-runs".to_string())
         .into_iter()
         .collect();
+    // The global cost cap: what stored runs cost, then each model call as
+    // the proxy counts it (or each run as it ends, where no proxy counted).
+    let spending = Arc::new(model_proxy::Spending {
+        cap: exp.budget.total_cost,
+        spent: Mutex::new(db.runs()?.iter().filter_map(|r| r.cost).sum()),
+    });
     let ctx = session::Context {
         experiment: &exp,
         critic: &opts.critic,
@@ -557,6 +570,9 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         work_dir: &work_dir,
         out,
         confine_agents: !opts.unconfined_agents,
+        spending: spending.clone(),
+        replay: opts.replay.as_deref(),
+        replay_then_live: opts.replay_then_live,
     };
     let graders = Graders::new(
         &pending,
@@ -566,8 +582,7 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         out.join("container-input"),
     );
     let failures: Mutex<Vec<ExperimentError>> = Mutex::new(Vec::new());
-    // The global cost cap: what stored runs cost, and each run as it ends.
-    let cost: Mutex<f64> = Mutex::new(db.runs()?.iter().filter_map(|r| r.cost).sum());
+    let cost = &spending.spent;
     let not_started = std::sync::atomic::AtomicUsize::new(0);
     // An instance's agents start once its golden patch resolved it; one
     // that does not is a broken instance, whose runs are not made.
@@ -626,7 +641,9 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
                     }
                     (None, None) => unreachable!("every run is of an arm or a control"),
                 };
-                *cost.lock().unwrap_or_else(|p| p.into_inner()) += run.cost.unwrap_or(0.0);
+                if run.usage_source.as_deref() != Some("proxy") {
+                    *cost.lock().unwrap_or_else(|p| p.into_inner()) += run.cost.unwrap_or(0.0);
+                }
                 if let Err(e) = db.finish(&run, &rounds) {
                     failures
                         .lock()
@@ -839,16 +856,12 @@ pub fn report(out: &Path, baseline: Option<&str>) -> Result<report::Summary, Exp
 }
 
 /// Whether this machine can confine `exp`'s agent, before anything runs.
-fn confinable(exp: &Experiment) -> Result<(), ExperimentError> {
+fn confinable() -> Result<(), ExperimentError> {
     if let Some(missing) = crate::host::confine::support().missing() {
         return Err(ExperimentError::Input(format!(
             "agents' turns run confined, and this machine lacks {missing} (see `critic doctor`); \
              pass --unconfined-agents to run them with your full privileges"
         )));
-    }
-    if let Some(model) = &exp.model {
-        adapters::confined::check_model(model)
-            .map_err(|e| ExperimentError::Input(format!("{}: {e}", exp.path.display())))?;
     }
     Ok(())
 }

@@ -5,7 +5,7 @@
 //! into `OUT/mpe/` (resumable, as any `critic mpe` output), and the report
 //! shows the classes per arm.
 
-use crate::experiment::db::{Run, Status};
+use crate::experiment::db::Run;
 use crate::experiment::export::model_name;
 use crate::experiment::file::{Experiment, MpeSettings};
 use crate::grading::runner::LocalScratch;
@@ -31,9 +31,7 @@ pub fn evaluate(
 ) -> Result<Option<()>, String> {
     let with_tests: Vec<&Run> = runs
         .iter()
-        .filter(|r| {
-            r.status != Status::InfraError && r.f2p.is_some() && !r.key.arm.starts_with('@')
-        })
+        .filter(|r| r.status.is_result() && r.f2p.is_some() && !r.key.arm.starts_with('@'))
         .collect();
     if with_tests.is_empty() {
         return Ok(None);

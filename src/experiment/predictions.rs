@@ -112,7 +112,7 @@ pub fn grade_predictions(
         .filter(|p| {
             stored
                 .get(&key_of(p))
-                .is_none_or(|r| r.status == Status::InfraError || r.model_patch != p.patch)
+                .is_none_or(|r| !r.status.is_result() || r.model_patch != p.patch)
         })
         .collect();
     let pending: Vec<(RunKey, u32)> = todo.iter().map(|p| (key_of(p), 0)).collect();
@@ -168,6 +168,8 @@ pub fn grade_predictions(
                 outcome_test: None,
                 tokens: None,
                 cost: None,
+                usage_source: None,
+                model_calls: None,
                 duration_s: 0.0,
                 attempts: 1,
                 model_patch: p.patch.clone(),

@@ -10,11 +10,13 @@ use crate::experiment::arm;
 use crate::experiment::db::{Round, Run, RunKey, Status};
 use crate::experiment::file::{Adapter, Experiment};
 use crate::experiment::grade::Graded;
+use crate::experiment::model_proxy::{self, ModelProxy, Serving, Stop};
 use crate::grading::dataset::Instance;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The most bytes of a verdict read from `critic check`.
@@ -38,12 +40,23 @@ pub struct Context<'a> {
     pub out: &'a Path,
     /// Whether agents' turns run confined (see [`adapters::confined`]).
     pub confine_agents: bool,
+    /// What the experiment has spent, and its cap.
+    pub spending: Arc<model_proxy::Spending>,
+    /// An earlier output directory whose recordings answer the model calls.
+    pub replay: Option<&'a Path>,
+    /// Past a replay's departure, go on against the model.
+    pub replay_then_live: bool,
 }
 
 impl Context<'_> {
     /// The confinement of `job`'s turns (`None`: unconfined), with the
-    /// judge at `judge_socket` for a hooked agent.
-    fn reach(&self, job: &Job, judge_socket: Option<&Path>) -> Result<Option<Reach>, Failed> {
+    /// judge at `judge_socket` for a hooked agent and the run's model proxy.
+    fn reach(
+        &self,
+        job: &Job,
+        judge_socket: Option<&Path>,
+        model: Option<&ModelWay>,
+    ) -> Result<Option<Reach>, Failed> {
         if !self.confine_agents {
             return Ok(None);
         }
@@ -76,7 +89,7 @@ impl Context<'_> {
             &job.dir,
             covered,
             seen,
-            self.experiment.model.as_ref(),
+            model.map(|m| m.proxy.clone()),
             &self.experiment.agent.network,
             judge_socket,
         )
@@ -126,6 +139,111 @@ fn infra(class: &'static str, message: impl Into<String>) -> Failed {
     }
 }
 
+/// How a run's agent reaches its model: the run's proxy (see
+/// [`model_proxy`]), listening in each confined turn, or on the host's
+/// loopback for the whole run when turns are unconfined.
+struct ModelWay {
+    proxy: Arc<ModelProxy>,
+    /// The path of the model's `base_url`, after the proxy's address.
+    base_path: String,
+    /// The unconfined run's listener.
+    loopback: Option<Serving>,
+}
+
+impl ModelWay {
+    /// The run's proxy: live against the experiment's model with the real
+    /// key, answering from `ctx.replay`'s recording of the same run first.
+    fn new(
+        ctx: &Context,
+        job: &Job,
+        workspace: &Path,
+        model: &crate::experiment::file::Model,
+        hooked: bool,
+    ) -> Result<ModelWay, Failed> {
+        let exp = ctx.experiment;
+        let (origin, base_path) =
+            model_proxy::split_base_url(&model.base_url).map_err(|e| infra("model", e))?;
+        let replay = match ctx.replay {
+            None => None,
+            Some(old) => {
+                let file = crate::experiment::run_dir(old, &job.key).join(model_proxy::RECORD_FILE);
+                if file.is_file() {
+                    let exchanges =
+                        model_proxy::exchange::read_all(&file).map_err(|e| infra("replay", e))?;
+                    Some(model_proxy::replay::Recording::new(exchanges))
+                } else if ctx.replay_then_live {
+                    None
+                } else {
+                    return Err(Failed {
+                        status: Status::ReplayDiverged,
+                        class: "replay_diverged",
+                        message: format!("{}: no recording of this run to replay", file.display()),
+                    });
+                }
+            }
+        };
+        let upstream =
+            (ctx.replay.is_none() || ctx.replay_then_live).then(|| model_proxy::Upstream {
+                origin,
+                key: model
+                    .api_key_env
+                    .as_ref()
+                    .and_then(|v| std::env::var(v).ok()),
+            });
+        // Requests name the run's places; another output directory's run
+        // names its own, which compare equal.
+        let mut paths = Vec::new();
+        for (path, name) in [
+            (job.dir.as_path(), "$RUN"),
+            (workspace, "$WORKSPACE"),
+            (ctx.work_dir, "$WORK"),
+            (ctx.out, "$OUT"),
+        ] {
+            paths.push((path.to_string_lossy().into_owned(), name));
+            if let Ok(real) = path.canonicalize() {
+                paths.push((real.to_string_lossy().into_owned(), name));
+            }
+        }
+        let record = job.dir.join(model_proxy::RECORD_FILE);
+        put(&record, "").map_err(|e| infra("output", e))?;
+        let proxy = ModelProxy::new(model_proxy::Settings {
+            upstream,
+            replay,
+            record,
+            price: model.price,
+            max_tokens: exp.budget.tokens,
+            max_cost: exp.budget.cost,
+            spending: ctx.spending.clone(),
+            normalizer: model_proxy::replay::Normalizer::new(paths),
+            verdict_log: hooked.then(|| adapters::hooked::verdict_log(&job.dir)),
+        })
+        .map_err(|e| infra("model", format!("a token for the run: {e}")))?;
+        let loopback = if ctx.confine_agents {
+            None
+        } else {
+            Some(
+                proxy
+                    .serve_on_loopback()
+                    .map_err(|e| infra("model", format!("the model proxy: {e}")))?,
+            )
+        };
+        Ok(ModelWay {
+            proxy,
+            base_path,
+            loopback,
+        })
+    }
+
+    /// The base URL the agent is given.
+    fn url(&self, reach: Option<&Reach>) -> String {
+        match (&self.loopback, reach) {
+            (Some(serving), _) => format!("http://{}{}", serving.addr, self.base_path),
+            (None, Some(reach)) => reach.model_url(&self.base_path).unwrap_or_default(),
+            (None, None) => String::new(),
+        }
+    }
+}
+
 /// The run's turns so far.
 #[derive(Default)]
 struct Turns {
@@ -157,6 +275,7 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Path) -> Graded) -> 
         job.key.sample,
         hex::encode(&digest[..4])
     ));
+    let mut way: Option<ModelWay> = None;
     let outcome = (|| -> Result<(String, Option<String>), Failed> {
         if let Some(link) = link_on_the_way(ctx.out, &job.dir) {
             return Err(infra(
@@ -173,9 +292,32 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Path) -> Graded) -> 
         )
         .map_err(|e| infra("workspace", e))?;
         crate::sys::interrupt::remember_dir(&workspace);
-        match ctx.experiment.agent.adapter {
-            Adapter::Command => drive(ctx, job, &workspace, &mut turns)?,
-            agent => drive_hooked(ctx, job, &workspace, agent, &mut turns)?,
+        let adapter = ctx.experiment.agent.adapter;
+        if let Some(model) = &ctx.experiment.model {
+            way = Some(ModelWay::new(
+                ctx,
+                job,
+                &workspace,
+                model,
+                adapter != Adapter::Command,
+            )?);
+        }
+        match adapter {
+            Adapter::Command => drive(ctx, job, &workspace, way.as_ref(), &mut turns)?,
+            agent => drive_hooked(ctx, job, &workspace, agent, way.as_ref(), &mut turns)?,
+        }
+        // What the proxy ended the run for is why it ended, whatever the
+        // agent did once refused.
+        match way.as_ref().and_then(|w| w.proxy.seen().stop) {
+            Some(Stop::Diverged(why)) => {
+                return Err(Failed {
+                    status: Status::ReplayDiverged,
+                    class: "replay_diverged",
+                    message: why,
+                })
+            }
+            Some(Stop::Budget(why)) => turns.agent_fail = Some(("budget", why)),
+            None => {}
         }
         // The agent may have planted links for the runner to write through.
         if let Some(link) = link_on_the_way(ctx.out, &job.dir).or_else(|| link_within(&job.dir)) {
@@ -220,6 +362,8 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Path) -> Graded) -> 
         outcome_test: None,
         tokens: None,
         cost: None,
+        usage_source: None,
+        model_calls: None,
         duration_s: 0.0,
         attempts: job.attempt,
         model_patch: String::new(),
@@ -254,7 +398,21 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Path) -> Graded) -> 
             run.model_patch = patch;
         }
     }
-    (run.tokens, run.cost) = spent(ctx.experiment, &job.dir);
+    match &way {
+        // The runner's own count of the model's answers.
+        Some(way) => {
+            let seen = way.proxy.seen();
+            run.tokens = Some(seen.tokens.total());
+            run.cost = seen.cost;
+            run.model_calls = Some(seen.calls);
+            run.usage_source = Some("proxy".into());
+        }
+        // No proxy in the path: what the agent's transcript says.
+        None => {
+            (run.tokens, run.cost) = spent(ctx.experiment, &job.dir);
+            run.usage_source = run.tokens.map(|_| "transcript".into());
+        }
+    }
     run.duration_s = started.elapsed().as_secs_f64();
     // Nothing is written through a link the agent planted.
     if run.error_class.as_deref() != Some("planted_links") {
@@ -399,6 +557,8 @@ pub fn control(
         outcome_test: None,
         tokens: None,
         cost: None,
+        usage_source: None,
+        model_calls: None,
         duration_s: 0.0,
         attempts: attempt,
         model_patch: patch.clone(),
@@ -485,7 +645,13 @@ fn reset_dir(dir: &Path) -> Result<(), String> {
 }
 
 /// The turns: prompt, agent, check; until accepted or a budget ends.
-fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Result<(), Failed> {
+fn drive(
+    ctx: &Context,
+    job: &Job,
+    workspace: &Path,
+    model: Option<&ModelWay>,
+    turns: &mut Turns,
+) -> Result<(), Failed> {
     let exp = ctx.experiment;
     let session = format!("{}-{}-{}", job.key.arm, job.key.sample, job.attempt);
     let state = job.dir.join("state");
@@ -496,7 +662,7 @@ fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Resul
         std::fs::create_dir_all(&d)
             .map_err(|e| infra("output", format!("{}: {e}", d.display())))?;
     }
-    let reach = ctx.reach(job, None)?;
+    let reach = ctx.reach(job, None, model)?;
     let mut prompt = job
         .arm
         .render(job.instance, workspace)
@@ -578,9 +744,11 @@ fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Resul
         env.push(("PYTHONHASHSEED".into(), "0".into()));
         env.push(("TZ".into(), "UTC".into()));
         env.push(("LC_ALL".into(), "C.UTF-8".into()));
-        if let Some(m) = &exp.model {
-            env.push(("CRITIC_MODEL_BASE_URL".into(), m.base_url.clone()));
+        if let (Some(m), Some(way)) = (&exp.model, model) {
+            env.push(("CRITIC_MODEL_BASE_URL".into(), way.url(reach.as_ref())));
+            env.push(("CRITIC_MODEL_API_KEY".into(), way.proxy.token().to_string()));
             env.push(("CRITIC_MODEL".into(), m.model.clone()));
+            way.proxy.set_round(round);
         }
         if reach.is_some() {
             // The user's home is covered; the agent gets its own.
@@ -603,6 +771,7 @@ fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Resul
             env,
             clean_env: false,
             confine: reach.clone(),
+            stop: model.map(|m| m.proxy.stop_flag()),
         };
         let result = adapters::command::run(&exp.agent.command, &turn);
         let mut row = Round {
@@ -612,6 +781,7 @@ fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Resul
             verdict: "none".into(),
             budget_exhausted: false,
             followup: None,
+            critic_error: None,
         };
         match &result.end {
             TurnEnd::NotStarted(why) => {
@@ -631,7 +801,17 @@ fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Resul
                 turns.agent_fail = Some(("memory_limit", exp.agent.limits.memory_killed()));
                 return Ok(());
             }
+            // The proxy's reason is the run's (see [`run`]).
+            TurnEnd::Stopped => {
+                turns.rounds.push(row);
+                return Ok(());
+            }
             TurnEnd::Exited(code) => row.turn_exit = *code,
+        }
+        // Refused before the agent's exit was seen: ended all the same.
+        if model.is_some_and(|m| m.proxy.seen().stop.is_some()) {
+            turns.rounds.push(row);
+            return Ok(());
         }
         append_record(&record, &prompt, &result.output_tail, row.turn_exit).map_err(|e| {
             Failed {
@@ -660,12 +840,10 @@ fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Resul
                 return Err(e);
             }
         };
-        // A detector that failed decided nothing about the finish: the
-        // harness's failure, never a rejection of the agent.
-        if let Some(e) = detector_error(&verdict) {
-            turns.rounds.push(row);
-            return Err(infra("detector", e));
-        }
+        // A detector that failed on the agent's finish is the critic's
+        // error on this round; the verdict followed the skill's `on_error`
+        // (a skill that fails on a benign finish was refused before any run).
+        row.critic_error = detector_error(&verdict);
         turns.finishes += 1;
         if let Some(why) = state_tampered(&verdict) {
             turns.rounds.push(row);
@@ -697,7 +875,12 @@ fn drive(ctx: &Context, job: &Job, workspace: &Path, turns: &mut Turns) -> Resul
         if accepted {
             return Ok(());
         }
-        if let Some(over) = over_budget(exp, spent(exp, &job.dir)) {
+        // Without a proxy counting as calls happen, the transcript's count.
+        if let Some(over) = model
+            .is_none()
+            .then(|| over_budget(exp, spent(exp, &job.dir)))
+            .flatten()
+        {
             turns.agent_fail = Some(over);
             return Ok(());
         }
@@ -720,13 +903,19 @@ fn drive_hooked(
     job: &Job,
     workspace: &Path,
     agent: Adapter,
+    way: Option<&ModelWay>,
     turns: &mut Turns,
 ) -> Result<(), Failed> {
     let exp = ctx.experiment;
-    let model = exp
-        .model
-        .as_ref()
-        .expect("the experiment file requires a model for this adapter");
+    let (Some(model), Some(way)) = (exp.model.as_ref(), way) else {
+        return Err(infra(
+            "model",
+            format!(
+                "the {} adapter needs the experiment's `model`",
+                agent.name()
+            ),
+        ));
+    };
     let prompt = job
         .arm
         .render(job.instance, workspace)
@@ -751,11 +940,10 @@ fn drive_hooked(
         None
     };
     let judge_socket = judge_dir.as_ref().map(|d| d.path().join("s"));
-    let confine = ctx.reach(job, judge_socket.as_deref())?.zip(judge_socket);
-    let api_key = model
-        .api_key_env
-        .as_ref()
-        .and_then(|var| std::env::var(var).ok());
+    let confine = ctx
+        .reach(job, judge_socket.as_deref(), Some(way))?
+        .zip(judge_socket);
+    let base_url = way.url(confine.as_ref().map(|(r, _)| r));
     let mut env: Vec<(String, String)> = exp.agent.env.clone().into_iter().collect();
     env.extend([
         ("CRITIC_SEED".to_string(), exp.seed.to_string()),
@@ -789,12 +977,14 @@ fn drive_hooked(
             .collect(),
         agent_dir,
         confine,
+        stop: Some(way.proxy.stop_flag()),
     };
     let params = adapters::claude_code::Params {
         program: exp.agent.program.as_deref(),
         prompt: &prompt,
         model,
-        api_key,
+        base_url: &base_url,
+        api_key: Some(way.proxy.token().to_string()),
     };
     let outcome = match agent {
         Adapter::ClaudeCode => adapters::claude_code::run(&params, base),
@@ -814,9 +1004,6 @@ fn drive_hooked(
         ));
         return Ok(());
     }
-    if let Some(e) = outcome.verdicts.iter().find_map(detector_error) {
-        return Err(infra("detector", e));
-    }
     let last = outcome.verdicts.len();
     for (i, v) in outcome.verdicts.iter().enumerate() {
         let accepted = v["accepted"].as_bool().unwrap_or(false);
@@ -834,6 +1021,7 @@ fn drive_hooked(
             verdict: if accepted { "accepted" } else { "rejected" }.into(),
             budget_exhausted: v["budget_exhausted"].as_bool().unwrap_or(false),
             followup: v["followup"].as_str().map(str::to_string),
+            critic_error: detector_error(v),
         });
     }
     turns.finishes = last as u32;
@@ -860,13 +1048,15 @@ fn drive_hooked(
             turns.agent_fail = Some(("memory_limit", exp.agent.limits.memory_killed()));
             return Ok(());
         }
+        // The proxy's reason is the run's (see [`run`]).
+        TurnEnd::Stopped => return Ok(()),
         TurnEnd::Exited(code) => *code,
     };
     if let Some(r) = turns.rounds.last_mut() {
         r.turn_exit = code;
         r.turn_s = outcome.turn.duration.as_secs_f64();
     }
-    let over = over_budget(exp, spent(exp, &job.dir));
+    let seen = way.proxy.seen();
     let counted = outcome
         .verdicts
         .iter()
@@ -887,13 +1077,25 @@ fn drive_hooked(
             "the agent changed its hook configuration: the critic may not have judged its finish"
                 .into(),
         ));
-    } else if last == 0 && code != Some(0) && !killed(code) && !agent_started(&job.dir) {
-        // No finish judged and no answer of its model: the agent never got
-        // as far as its model (an unreachable API, a bad flag).
-        return Err(infra(
-            "agent_exit",
-            format!("the agent exited with {code:?} before it started: {tail}"),
-        ));
+    } else if seen.stop.is_some() {
+        // Refused by the proxy before the agent's exit: see [`run`].
+    } else if last == 0 && code != Some(0) && !killed(code) && !seen.answered {
+        // No finish judged and no answer of the model through the proxy:
+        // the model was out of reach, or the agent never got as far as
+        // calling it (a bad flag): nothing the model said moved it.
+        return Err(match seen.unreachable {
+            Some(why) => infra(
+                "model_unreachable",
+                format!("{why} (see model.jsonl); the agent exited with {code:?}"),
+            ),
+            None => infra(
+                "agent_exit",
+                format!(
+                    "the agent exited with {code:?} before its model answered ({} calls in model.jsonl): {tail}",
+                    seen.calls
+                ),
+            ),
+        });
     } else if code != Some(0) && turns.rounds.last().is_none_or(|r| r.verdict != "accepted") {
         // It had started (its model answered, a finish was judged), or
         // something it ran killed it (the runner kills only at the time
@@ -902,9 +1104,6 @@ fn drive_hooked(
             "agent_exit",
             format!("the agent exited with {code:?} without a finish the critic accepted: {tail}"),
         ));
-    } else if let Some(over) = over {
-        // Checked once the session is over: its time limit bounds it meanwhile.
-        turns.agent_fail = Some(over);
     } else if turns.rounds.last().is_none_or(|r| r.verdict != "accepted") {
         turns.agent_fail = Some((
             "unchecked_stop",
@@ -918,20 +1117,6 @@ fn drive_hooked(
 /// launcher's `128 + signal`.
 fn killed(code: Option<i32>) -> bool {
     code.is_none_or(|c| c > 128)
-}
-
-/// Whether the agent got as far as a model's answer: its transcript (what
-/// its session wrote) records tokens the model used.
-fn agent_started(dir: &Path) -> bool {
-    TRANSCRIPTS
-        .iter()
-        .map(|f| dir.join(f))
-        .filter(|f| f.is_file())
-        .any(|f| {
-            crate::experiment::usage::of_file(&f)
-                .tokens()
-                .is_some_and(|t| t > 0)
-        })
 }
 
 /// What the critic found in place of its state, when `verdict` is a finish

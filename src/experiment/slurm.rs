@@ -5,7 +5,7 @@
 //! merge` then combines the shards. A Kubernetes Indexed Job runs the same
 //! shards (`examples/kubernetes/`).
 
-use crate::experiment::db::{Db, Status};
+use crate::experiment::db::Db;
 use crate::experiment::{file, ExperimentError};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -176,7 +176,7 @@ pub fn status(out: &Path) -> Result<(Vec<Progress>, Option<String>), ExperimentE
         if dir.join("results.sqlite").is_file() {
             for r in Db::open(&dir.join("results.sqlite"))?.runs()? {
                 match r.status {
-                    Status::InfraError => infra_errors += 1,
+                    s if !s.is_result() => infra_errors += 1,
                     _ => finished += 1,
                 }
             }

@@ -391,6 +391,8 @@ fn demo_experiment(examples: &Path, keep: Option<&Path>, out: &mut dyn Write) ->
         unconfined_agents: false,
         controls: vec![pluggable_critic::experiment::Control::Gold],
         env: pluggable_critic::experiment::Environment::Local,
+        replay: None,
+        replay_then_live: false,
     };
     let finished = pluggable_critic::experiment::run(&opts, &pluggable_critic::experiment::Quiet)?;
     let summary = pluggable_critic::experiment::report(&output_dir, None)?;

@@ -167,6 +167,15 @@ struct RunArgs {
     /// on machines that cannot confine (see `critic doctor`).
     #[arg(long, env = "CRITIC_UNCONFINED_AGENTS")]
     unconfined_agents: bool,
+    /// Answer every model call from the recording of the same run in this
+    /// earlier output directory, with no connection to the model; a call the
+    /// recording does not hold ends its run `replay_diverged`.
+    #[arg(long, value_name = "OLD_OUTPUT_DIR")]
+    replay: Option<PathBuf>,
+    /// With --replay: a run whose calls depart from the recording goes on
+    /// against the model from there instead of ending.
+    #[arg(long, requires = "replay")]
+    replay_then_live: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -398,6 +407,8 @@ fn run_experiment(args: RunArgs) -> anyhow::Result<u8> {
         force_new_manifest: args.force_new_manifest,
         unconfined_runs: args.unconfined_runs,
         unconfined_agents: args.unconfined_agents,
+        replay: args.replay,
+        replay_then_live: args.replay_then_live,
         env: match args.env {
             EnvArg::Local => experiment::Environment::Local,
             EnvArg::Container => {
@@ -427,11 +438,7 @@ fn run_experiment(args: RunArgs) -> anyhow::Result<u8> {
 /// with its first message; the exit status.
 fn summarize(finished: &experiment::Finished, out: &std::path::Path) -> anyhow::Result<u8> {
     let mut per_arm: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-    for r in finished
-        .runs
-        .iter()
-        .filter(|r| r.status != Status::InfraError)
-    {
+    for r in finished.runs.iter().filter(|r| r.status.is_result()) {
         let e = per_arm.entry(r.key.arm.as_str()).or_default();
         e.1 += 1;
         if r.resolved == Some(true) {

@@ -1,6 +1,7 @@
 //! The `claude-code` adapter: Claude Code in print mode (`claude -p`), its
-//! Stop hook the critic, its model the experiment's (`ANTHROPIC_BASE_URL`,
-//! the key from `api_key_env`), in a home of the run's own; the transcript
+//! Stop hook the critic, its model the experiment's through the run's model
+//! proxy (`ANTHROPIC_BASE_URL`, the run's token as its key), in a home of
+//! the run's own; the transcript
 //! it writes there is kept as the run's.
 
 use super::hooked::{self, Outcome};
@@ -15,7 +16,10 @@ pub struct Params<'a> {
     pub prompt: &'a str,
     /// The model.
     pub model: &'a Model,
-    /// The key's value, read from `api_key_env` by the runner.
+    /// The base URL the agent calls: the run's model proxy.
+    pub base_url: &'a str,
+    /// The key the agent presents: the run's token at the proxy (the real
+    /// key stays with the runner).
     pub api_key: Option<String>,
 }
 
@@ -46,7 +50,7 @@ pub fn run(p: &Params, base: hooked::Session) -> Result<Outcome, String> {
     let home_s = home.to_string_lossy().into_owned();
     let mut env = vec![
         ("HOME".to_string(), home_s.clone()),
-        ("ANTHROPIC_BASE_URL".into(), p.model.base_url.clone()),
+        ("ANTHROPIC_BASE_URL".into(), p.base_url.to_string()),
         (
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
             "1".into(),

@@ -1,6 +1,7 @@
 //! The `codex` adapter: `codex exec` with the critic as its Stop hook, its
-//! model provider the experiment's model (Responses API at `base_url`, the
-//! key in `api_key_env`), in a `CODEX_HOME` of the run's own; the rollout
+//! model provider the experiment's model through the run's model proxy
+//! (Responses API, the run's token as its key), in a `CODEX_HOME` of the
+//! run's own; the rollout
 //! it writes there is kept as the run's transcript.
 
 use super::claude_code::Params;
@@ -20,7 +21,7 @@ pub fn run(p: &Params, base: hooked::Session) -> Result<Outcome, String> {
          wire_api = \"responses\"\nenv_key = \"{key_var}\"\n\n\
          [analytics]\nenabled = false\n\n[features]\nplugins = false\n",
         model = toml_string(&p.model.model),
-        url = toml_string(&format!("{}/v1", p.model.base_url.trim_end_matches('/'))),
+        url = toml_string(&format!("{}/v1", p.base_url.trim_end_matches('/'))),
     );
     let config_file = codex_home.join("config.toml");
     std::fs::write(&config_file, config).map_err(|e| format!("{}: {e}", config_file.display()))?;

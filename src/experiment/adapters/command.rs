@@ -16,6 +16,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// The most of a turn's output kept in its log; the rest is dropped (a
@@ -186,6 +187,11 @@ pub fn run(argv: &[String], turn: &Turn) -> TurnResult {
                 let _ = child.wait();
                 break TurnEnd::TimedOut;
             }
+            Ok(None) if turn.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst)) => {
+                kill_group(pgid);
+                let _ = child.wait();
+                break TurnEnd::Stopped;
+            }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
             Err(e) => {
                 kill_group(pgid);
@@ -319,6 +325,7 @@ mod tests {
             env: vec![],
             clean_env: false,
             confine: None,
+            stop: None,
         }
     }
 

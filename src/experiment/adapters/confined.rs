@@ -8,8 +8,10 @@
 //! - the output directory (every run's files, the workspaces of the others,
 //!   the grader's copies), the user's repositories and the instances file
 //!   (with the golden patches) covered, so not even readable;
-//! - a network namespace of its own, in which only the model's endpoint and
-//!   the session's judge answer (see [`crate::host::confine::AgentReach`]);
+//! - a network namespace of its own, in which only the run's model proxy
+//!   (see [`crate::experiment::model_proxy`]), the session's judge and the
+//!   `agent.network` endpoints answer (see
+//!   [`crate::host::confine::AgentReach`]);
 //! - a PID namespace per turn: whatever the turn started ends with it.
 //!
 //! An agent whose finish boundary is its own Stop hook runs that hook
@@ -19,17 +21,30 @@
 //! outside, pinned to the session ([`crate::run::pinned`]), which keeps the
 //! critic's state and writes the verdict log where the agent cannot.
 
-use crate::experiment::file::Model;
+use crate::experiment::model_proxy::{ModelProxy, Serving};
 use crate::host::confine::memory::MemoryCgroup;
 use crate::host::confine::{AgentReach, Confinement};
 use crate::sys::forward::{Forwarders, Target};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 
 /// The judge's port in a turn's own network namespace (any port is free
-/// there; another is taken when the model's endpoint uses this one).
+/// there; another is taken when an `agent.network` endpoint uses this one).
 const JUDGE_PORT: u16 = 47_100;
+
+/// The model proxy's port in a turn's namespace (likewise).
+const MODEL_PORT: u16 = 47_000;
+
+/// What one of a turn's listeners is for.
+#[derive(Debug, Clone)]
+enum Route {
+    /// Bytes forwarded to an endpoint (`agent.network`, the judge).
+    Forward(Target),
+    /// The run's model proxy.
+    Model(Arc<ModelProxy>),
+}
 
 /// What every turn of one run is given.
 #[derive(Debug, Clone)]
@@ -41,8 +56,9 @@ pub struct Reach {
     /// read-only, even inside a covered place.
     pub seen: Vec<PathBuf>,
     reach: AgentReach,
-    targets: Vec<Target>,
+    routes: Vec<Route>,
     judge: Option<SocketAddr>,
+    model: Option<SocketAddr>,
     /// The memory a turn may hold (see [`crate::host::confine::memory`]).
     memory_bytes: Option<u64>,
 }
@@ -91,13 +107,6 @@ fn endpoint(url: &str) -> Result<(SocketAddr, Option<String>, Target), String> {
     Ok((listen, name, Target::Tcp { host, port }))
 }
 
-/// Whether a confined turn can reach `model` (checked before any run).
-pub fn check_model(model: &Model) -> Result<(), String> {
-    endpoint(&model.base_url)
-        .map(|_| ())
-        .map_err(|e| format!("model.base_url {e}"))
-}
-
 /// Whether `entry` of `agent.network` names an endpoint a confined turn can
 /// reach.
 pub fn check_endpoint(entry: &str) -> Result<(), String> {
@@ -113,14 +122,14 @@ impl Reach {
         self
     }
 
-    /// The reach of the run in `run_dir`: the model's endpoint and the
-    /// `network` ones, the judge's socket (for a hooked agent), `covered`
-    /// (the experiment's places) and `seen` (see [`Reach::seen`]).
+    /// The reach of the run in `run_dir`: its model proxy, the `network`
+    /// endpoints, the judge's socket (for a hooked agent), `covered` (the
+    /// experiment's places) and `seen` (see [`Reach::seen`]).
     pub fn new(
         run_dir: &Path,
         covered: Vec<PathBuf>,
         seen: Vec<PathBuf>,
-        model: Option<&Model>,
+        model: Option<Arc<ModelProxy>>,
         network: &[String],
         judge_socket: Option<&Path>,
     ) -> Result<Reach, String> {
@@ -128,9 +137,8 @@ impl Reach {
         let mut listen: Vec<SocketAddr> = Vec::new();
         let mut names = Vec::new();
         let mut targets = Vec::new();
-        let urls = model.map(|m| m.base_url.as_str()).into_iter();
         let mut named = Vec::new();
-        for url in urls.chain(network.iter().map(String::as_str)) {
+        for url in network.iter().map(String::as_str) {
             let (addr, name, target) = endpoint(url)?;
             if targets.contains(&target) {
                 continue;
@@ -167,13 +175,24 @@ impl Reach {
             listen.push(SocketAddr::new(ip, port));
             targets.push(target);
         }
-        let judge = judge_socket.map(|socket| {
-            let port = (JUDGE_PORT..)
+        let mut routes: Vec<Route> = targets.into_iter().map(Route::Forward).collect();
+        // A port of the turn's loopback that nothing else listens on.
+        let free = |listen: &[SocketAddr], from: u16| {
+            let port = (from..)
                 .find(|p| listen.iter().all(|a: &SocketAddr| a.port() != *p))
-                .unwrap_or(JUDGE_PORT);
-            let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port);
+                .unwrap_or(from);
+            SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)
+        };
+        let model = model.map(|proxy| {
+            let addr = free(&listen, MODEL_PORT);
             listen.push(addr);
-            targets.push(Target::Unix(socket.to_path_buf()));
+            routes.push(Route::Model(proxy));
+            addr
+        });
+        let judge = judge_socket.map(|socket| {
+            let addr = free(&listen, JUDGE_PORT);
+            listen.push(addr);
+            routes.push(Route::Forward(Target::Unix(socket.to_path_buf())));
             addr
         });
         let hosts = if names.is_empty() {
@@ -197,10 +216,17 @@ impl Reach {
                 hosts,
                 tmp_bytes: None,
             },
-            targets,
+            routes,
             judge,
+            model,
             memory_bytes: None,
         })
+    }
+
+    /// The model proxy's address as the agent dials it, with `path` (its
+    /// `base_url`'s) after it.
+    pub fn model_url(&self, path: &str) -> Option<String> {
+        self.model.map(|a| format!("http://{a}{path}"))
     }
 
     /// The judge's address as the agent's hook dials it.
@@ -237,7 +263,7 @@ impl Reach {
         confinement.apply(cmd);
         Ok(Pending {
             listeners,
-            targets: self.targets.clone(),
+            routes: self.routes.clone(),
             memory,
         })
     }
@@ -246,29 +272,37 @@ impl Reach {
 /// A confined turn's listeners and memory cgroup, before it has started.
 pub struct Pending {
     listeners: crate::host::confine::Listeners,
-    targets: Vec<Target>,
+    routes: Vec<Route>,
     memory: Option<MemoryCgroup>,
 }
 
-/// A started turn's forwarders (stopped when dropped) and memory cgroup.
+/// A started turn's forwarders and model proxy (stopped when dropped) and
+/// memory cgroup.
 pub struct Started {
     /// What forwards the turn's listeners.
     pub forwarders: Forwarders,
+    /// The model proxy serving the turn's listener.
+    pub model: Option<Serving>,
     /// The turn's memory cgroup, when it has one.
     pub memory: Option<MemoryCgroup>,
 }
 
 impl Pending {
-    /// Forward what the started turn's listeners accept.
+    /// Serve what the started turn's listeners accept.
     pub fn forward(self) -> Result<Started, String> {
-        let listeners = self
-            .listeners
-            .receive()
-            .map_err(|e| format!("the turn's network: {e}"))?;
-        let forwarders = Forwarders::start(listeners.into_iter().zip(self.targets).collect())
-            .map_err(|e| format!("the turn's network: {e}"))?;
+        let network = |e: std::io::Error| format!("the turn's network: {e}");
+        let listeners = self.listeners.receive().map_err(network)?;
+        let mut pairs = Vec::new();
+        let mut model = None;
+        for (listener, route) in listeners.into_iter().zip(self.routes) {
+            match route {
+                Route::Forward(target) => pairs.push((listener, target)),
+                Route::Model(proxy) => model = Some(proxy.serve(listener).map_err(network)?),
+            }
+        }
         Ok(Started {
-            forwarders,
+            forwarders: Forwarders::start(pairs).map_err(network)?,
+            model,
             memory: self.memory,
         })
     }
@@ -320,18 +354,13 @@ mod tests {
     #[test]
     fn names_on_one_port_get_addresses_of_their_own() {
         let dir = tempfile::tempdir().unwrap();
-        let model = Model {
-            base_url: "https://api.example.com".into(),
-            model: "m".into(),
-            api_key_env: None,
-            price: None,
-        };
         let network = [
+            "https://api.example.com".into(),
             "pypi.org:443".into(),
             "127.0.0.3:9000".into(),
             "api.example.com:8443".into(),
         ];
-        let r = Reach::new(dir.path(), vec![], vec![], Some(&model), &network, None).unwrap();
+        let r = Reach::new(dir.path(), vec![], vec![], None, &network, None).unwrap();
         let listen: Vec<String> = r.reach.listen.iter().map(|a| a.to_string()).collect();
         assert_eq!(
             listen,
@@ -357,23 +386,39 @@ mod tests {
     }
 
     #[test]
-    fn the_judge_takes_a_port_the_model_does_not_use() {
+    fn the_model_and_the_judge_take_ports_nothing_else_uses() {
         let dir = tempfile::tempdir().unwrap();
-        let model = Model {
-            base_url: format!("http://127.0.0.1:{JUDGE_PORT}"),
-            model: "m".into(),
-            api_key_env: None,
+        let proxy = ModelProxy::new(crate::experiment::model_proxy::Settings {
+            upstream: None,
+            replay: None,
+            record: dir.path().join("model.jsonl"),
             price: None,
-        };
+            max_tokens: None,
+            max_cost: None,
+            spending: Arc::new(crate::experiment::model_proxy::Spending {
+                cap: None,
+                spent: Default::default(),
+            }),
+            normalizer: Default::default(),
+            verdict_log: None,
+        })
+        .unwrap();
         let r = Reach::new(
             dir.path(),
             vec![],
             vec![],
-            Some(&model),
-            &[],
+            Some(proxy),
+            &[
+                format!("127.0.0.1:{MODEL_PORT}"),
+                format!("127.0.0.1:{JUDGE_PORT}"),
+            ],
             Some(Path::new("/s")),
         )
         .unwrap();
+        assert_eq!(
+            r.model_url("/v1").unwrap(),
+            format!("http://127.0.0.1:{}/v1", MODEL_PORT + 1)
+        );
         assert_eq!(
             r.judge_address().unwrap(),
             format!("http://127.0.0.1:{}", JUDGE_PORT + 1)

@@ -57,6 +57,8 @@ pub struct Session<'a> {
     pub agent_dir: PathBuf,
     /// The session's confinement and its judge's socket; `None` unconfined.
     pub confine: Option<(super::confined::Reach, PathBuf)>,
+    /// See [`Turn::stop`].
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Session<'_> {
@@ -124,6 +126,7 @@ pub fn run(s: &Session) -> Result<Outcome, String> {
         env,
         clean_env: true,
         confine: s.confine.as_ref().map(|(r, _)| r.clone()),
+        stop: s.stop.clone(),
     };
     let result = command::run(&s.argv, &turn);
     // The judge's checks in flight end first: their verdicts go to the log.

@@ -29,7 +29,7 @@ pub fn run(p: &Params, base: hooked::Session) -> Result<Outcome, String> {
         "--agent-class".into(),
         "pluggable_critic.minisweagent.CriticAgent".into(),
     ];
-    let api_base = format!("{}/v1", p.model.base_url.trim_end_matches('/'));
+    let api_base = format!("{}/v1", p.base_url.trim_end_matches('/'));
     argv.extend(set("model.model_kwargs.api_base", &api_base));
     argv.extend(set("agent.critic_skill", &base.skill.to_string_lossy()));
     argv.extend(set("agent.critic_bin", &base.critic.to_string_lossy()));

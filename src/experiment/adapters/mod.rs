@@ -44,6 +44,9 @@ pub struct Turn {
     pub clean_env: bool,
     /// The turn's confinement; `None` with `--unconfined-agents`.
     pub confine: Option<confined::Reach>,
+    /// Set by the run's model proxy when it has ended the run (a budget
+    /// spent, a replay departed): the turn is killed at once.
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// How a turn ended.
@@ -58,6 +61,9 @@ pub enum TurnEnd {
     MemoryLimit,
     /// The agent could not be started: an infrastructure error.
     NotStarted(String),
+    /// The run's model proxy ended the run (see [`Turn::stop`]); the
+    /// agent's process group was killed.
+    Stopped,
 }
 
 /// A turn's end and its wall time.

@@ -31,7 +31,7 @@ pub fn run(p: &Params, base: hooked::Session) -> Result<Outcome, String> {
         "--model".into(),
         format!("openai/{}", p.model.model),
         "--base-url".into(),
-        format!("{}/v1", p.model.base_url.trim_end_matches('/')),
+        format!("{}/v1", p.base_url.trim_end_matches('/')),
         "--persist".into(),
         persist.to_string_lossy().into_owned(),
     ];

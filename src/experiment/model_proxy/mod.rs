@@ -35,6 +35,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+/// A run's recording of its model calls, in its directory.
+pub const RECORD_FILE: &str = "model.jsonl";
+
 /// The largest request body taken (a long agent session's context is a
 /// few megabytes).
 const MAX_REQUEST_BYTES: usize = 64 << 20;

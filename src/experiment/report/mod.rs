@@ -144,7 +144,7 @@ fn failure_classes(runs: &[Run]) -> Vec<FailureClass> {
 }
 
 fn is_result(r: &Run) -> bool {
-    r.status != Status::InfraError
+    r.status.is_result()
 }
 
 /// The numbers of `runs`, arms in `order` (others after, by name),
@@ -428,6 +428,8 @@ mod tests {
             outcome_test: None,
             tokens: Some(1000),
             cost: Some(0.01),
+            usage_source: None,
+            model_calls: None,
             duration_s: 1.0,
             attempts: 1,
             model_patch: String::new(),

@@ -62,6 +62,7 @@ pub(super) fn mark(run: &Run) -> (&'static str, &'static str, &'static str) {
     let resolved = run.resolved == Some(true);
     match (run.status, resolved) {
         (Status::InfraError, _) => ("infra-error", "!", "infrastructure error (not a result)"),
+        (Status::ReplayDiverged, _) => ("infra-error", "↯", "replay diverged (not a result)"),
         (Status::AgentFail, true) => ("agent-fail", "✓", "agent failure, patch resolves"),
         (Status::AgentFail, false) => ("agent-fail", "✗", "agent failure"),
         (Status::Ok, true) => ("resolved", "✓", "resolved"),

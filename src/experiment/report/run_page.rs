@@ -640,6 +640,8 @@ mod tests {
             outcome_test: None,
             tokens: None,
             cost: None,
+            usage_source: None,
+            model_calls: None,
             duration_s: 1.0,
             attempts: 1,
             model_patch: "+</pre><script>alert(1)</script>\n".into(),
@@ -654,6 +656,7 @@ mod tests {
             verdict: "rejected".into(),
             budget_exhausted: false,
             followup: Some("<img src=x onerror=alert(1)>".into()),
+            critic_error: None,
         }
     }
 
