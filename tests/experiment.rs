@@ -21,9 +21,9 @@ use std::process::{Command, Output};
 /// The agent: for the arm in `CRITIC_SESSION` (`<arm>-<sample>-<attempt>`)
 /// and the round in `CRITIC_ROUND`, writes the files its plan gives for
 /// the package the workspace holds, runs its shell command if it has one,
-/// sleeps if told, reports the tokens it
-/// is told its model used in its own transcript (`CRITIC_EVENTS_FILE`),
-/// and prints what it did.
+/// sleeps if told, asks its model (through the run's proxy, when the
+/// experiment has one) for the tokens it is told to use and reports them in
+/// its own transcript (`CRITIC_EVENTS_FILE`), and prints what it did.
 const AGENT: &str = r#"#!/usr/bin/env python3
 import json, os, pathlib, sys, time
 plan = json.loads(pathlib.Path(os.environ["AGENT_PLAN"]).read_text())
@@ -41,6 +41,17 @@ if "sh" in step:
     import subprocess
     subprocess.run(step["sh"], shell=True, cwd=ws, check=True)
 time.sleep(step.get("sleep", 0))
+if "tokens" in step and "CRITIC_MODEL_BASE_URL" in os.environ:
+    import urllib.request, urllib.error
+    call = urllib.request.Request(
+        os.environ["CRITIC_MODEL_BASE_URL"] + "/v1/messages",
+        data=json.dumps({"tokens": step["tokens"], "round": round_}).encode(),
+        headers={"x-api-key": os.environ["CRITIC_MODEL_API_KEY"], "content-type": "application/json"})
+    try:
+        urllib.request.urlopen(call).read()
+    except urllib.error.HTTPError as e:
+        print(f"the model refused: {e.read().decode()}")
+        sys.exit(3)
 if "tokens" in step:
     # The agent's own transcript, in the host's normalized events, with
     # what its model call used.
@@ -619,19 +630,15 @@ fn bad_experiment_files_and_records_are_refused_with_their_place() {
     let err = stderr(&lab.run(&file, "out", &[]));
     assert!(err.contains("filter.ids: acme__nope-9 not in"), "{err}");
 
-    // Endpoints a confined agent could not reach: refused before any run.
-    let file = lab.write(
-        &plan(),
-        "model: {base_url: \"http://10.1.2.3:8000\", model: m}\n",
-    );
+    // A model the runner's proxy cannot call: refused before any run.
+    let file = lab.write(&plan(), "model: {base_url: \"ftp://10.1.2.3\", model: m}\n");
     let out = lab.run(&file, "out", &[]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(
-        err.contains("model.base_url \"http://10.1.2.3:8000\": an agent's confined turn reaches"),
+        err.contains("model.base_url") && err.contains("give an http:// or https:// URL"),
         "{err}"
     );
-    assert!(err.contains("--unconfined-agents"), "{err}");
     let file = lab.write(&plan(), "");
     let text = std::fs::read_to_string(&file).unwrap().replace(
         "  timeout: 60s\n",
@@ -774,7 +781,7 @@ fn a_run_interrupted_midway_starts_over_cleanly() {
 fn agent_script(shell: impl Fn(&str) -> Value) -> Value {
     json!([
         {"text": "Nothing to change."},
-        shell("sed -i 's/join(words)/join(w.lower() for w in words)/' textutil/__init__.py"),
+        shell("sed -i 's/join(words)/join(w.lower() for w in words)/' textutil/__init__.py && env > \"$HOME/agent-env.txt\""),
         {"text": "Fixed slugify."},
         shell("printf 'from textutil import slugify\\n\\n\\ndef test_issue():\\n    assert slugify(\"Hello World\") == \"hello-world\"\\n' > tests/test_issue.py"),
         {"text": "Test written."},
@@ -846,11 +853,37 @@ price: {{input_per_mtok: 3, output_per_mtok: 15}}}}\n",
     assert!(std::fs::read_to_string(run.join("round-2/patch.diff"))
         .unwrap()
         .contains("+    return \"-\".join(w.lower() for w in words)"));
-    // Tokens come from the transcript the agent wrote, priced by the model's price.
-    let tokens = fix["tokens"]
-        .as_u64()
-        .expect("the transcript reports usage");
+    // Tokens are the runner's count of what the model answered (through
+    // the run's proxy), priced by the model's price.
+    let tokens = fix["tokens"].as_u64().expect("the proxy counted usage");
     assert!(tokens > 0);
+    assert_eq!(fix["usage_source"], "proxy", "{fix}");
+    let requests = standin.requests();
+    let answered: u64 = requests
+        .iter()
+        .filter_map(|r| r.get("usage"))
+        .map(|u| u["input_tokens"].as_u64().unwrap() + u["output_tokens"].as_u64().unwrap())
+        .sum();
+    if answered > 0 {
+        assert_eq!(
+            tokens + r[&key("textutil", "brt-only")]["tokens"].as_u64().unwrap(),
+            answered
+        );
+    }
+    // The model got the real key, the agent only its run's token: neither
+    // its environment nor any file of the run holds the key.
+    assert!(!requests.is_empty());
+    for r in &requests {
+        assert_eq!(r["key"], "stand-in-key", "{r}");
+    }
+    let holders = files_holding(&lab.path("out"), b"stand-in-key");
+    assert!(holders.is_empty(), "the key is in {holders:?}");
+    if let Ok(env) = std::fs::read_to_string(run.join("agent/home/agent-env.txt")) {
+        assert!(
+            env.contains("critic-run-"),
+            "the agent has its token: {env}"
+        );
+    }
     let cost = fix["cost"].as_f64().unwrap();
     assert!(
         cost >= tokens as f64 * 3e-6 && cost <= tokens as f64 * 15e-6,
@@ -873,6 +906,62 @@ price: {{input_per_mtok: 3, output_per_mtok: 15}}}}\n",
     let events = run_events(&transcript);
     assert!(events.iter().any(|e| e["kind"] == "finish"), "{events:#?}");
     (lab, r[&key("textutil", "fix-only")].clone())
+}
+
+/// The files under `dir` that hold `needle`.
+fn files_holding(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let (path, kind) = (e.path(), e.file_type().unwrap());
+            if kind.is_dir() {
+                todo.push(path);
+            } else if kind.is_file()
+                && std::fs::read(&path)
+                    .unwrap_or_default()
+                    .windows(needle.len())
+                    .any(|w| w == needle)
+            {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// A replay of `out` into `again` answers every call from the recording,
+/// with the model stopped: results and final patches equal.
+fn replays_equal(lab: &Lab, file: &Path, out: &str, again: &str) {
+    let replayed = run(critic()
+        .args(["experiment", "run"])
+        .arg(file)
+        .arg("--output-dir")
+        .arg(lab.path(again))
+        .arg("--replay")
+        .arg(lab.path(out)));
+    assert_eq!(replayed.status.code(), Some(0), "{}", stderr(&replayed));
+    let (before, after) = (results(&lab.path(out)), results(&lab.path(again)));
+    for (k, was) in &before {
+        let now = &after[k];
+        for field in [
+            "status",
+            "resolved",
+            "f2p",
+            "finishes",
+            "rounds",
+            "tokens",
+            "cost",
+            "model_calls",
+            "error",
+        ] {
+            assert_eq!(was[field], now[field], "{k:?} {field}: {was} vs {now}");
+        }
+        let patch = |o: &str| {
+            std::fs::read(lab.path(&format!("{o}/runs/{}/{}/0/final.patch", k.0, k.1))).unwrap()
+        };
+        assert_eq!(patch(out), patch(again), "{k:?}: the final patches differ");
+    }
 }
 
 fn run_events(transcript: &Path) -> Vec<Value> {
@@ -904,6 +993,47 @@ fn claude_code_runs_the_arms_with_the_critic_as_its_stop_hook() {
         !ws_files.contains(".claude"),
         "nothing of the hook in the patch: {ws_files}"
     );
+    // With the model stopped, the recording answers a replay in full.
+    drop(standin);
+    let file = lab.path("exp.yaml");
+    replays_equal(&lab, &file, "out", "again");
+    // An arm whose task changed departs at the first call that carries the
+    // task: its run ends `replay_diverged` there, the other replays.
+    let recorded = jsonl(&lab.path("out/runs/acme__textutil-1/fix-only/0/model.jsonl"));
+    let first = recorded
+        .iter()
+        .find(|e| e["request"].to_string().contains("slugs must be lowercase"))
+        .expect("a call carries the task")["call"]
+        .clone();
+    let task = lab.path("changed-task.md.j2");
+    std::fs::write(
+        &task,
+        std::fs::read_to_string(root().join("skills/fix-only/templates/task.md.j2")).unwrap()
+            + "\nKeep the change small.\n",
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        "fix-only: {skill: ",
+        &format!("fix-only: {{task: {}, skill: ", task.display()),
+    );
+    std::fs::write(&file, text).unwrap();
+    let changed = run(critic()
+        .args(["experiment", "run"])
+        .arg(&file)
+        .arg("--output-dir")
+        .arg(lab.path("changed"))
+        .arg("--replay")
+        .arg(lab.path("out")));
+    assert_eq!(changed.status.code(), Some(2), "{}", stderr(&changed));
+    let r = results(&lab.path("changed"));
+    let fix = &r[&key("textutil", "fix-only")];
+    assert_eq!(fix["status"], "replay_diverged", "{fix}");
+    let why = fix["error"]["message"].as_str().unwrap();
+    assert!(
+        why.starts_with(&format!("round 1, call {first}: ")),
+        "{why}"
+    );
+    assert_eq!(r[&key("textutil", "brt-only")]["status"], "ok");
 }
 
 /// The real agents, installed by the tests inside this checkout, with the
@@ -1280,13 +1410,61 @@ fn token_budgets_end_a_run_and_the_cost_cap_stops_new_ones() {
         (json!(2), json!(160))
     );
 
-    // Priced at a dollar a token, the first run costs $80: past the cap of
-    // $50, the second is not started, and a rerun with a higher cap makes it.
-    let priced = "model: {base_url: \"http://127.0.0.1:9\", model: m, price: {input_per_mtok: 1000000, output_per_mtok: 0}}\n";
+    // Through the run's model proxy the runner counts the model's answers
+    // itself, and refuses the call that would go past the budget: the
+    // third round's call, with 160 of 100 tokens used.
+    let (url, heads) = usage_model();
+    let model = format!("model: {{base_url: \"{url}\", model: m, api_key_env: USAGE_MODEL_KEY}}\n");
+    let file = lab.write(
+        &plan,
+        &format!("filter: {{ids: [acme__textutil-1]}}\n{model}budget: {{tokens: 100}}\n"),
+    );
+    let out = lab.run_with_env(&file, "proxied", &[("USAGE_MODEL_KEY", "the-real-key")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = results(&lab.path("proxied"));
+    let fix = &r[&key("textutil", "fix-only")];
+    assert_eq!(
+        (fix["status"].as_str(), fix["error"]["class"].as_str()),
+        (Some("agent_fail"), Some("budget")),
+        "{fix}"
+    );
+    assert!(
+        fix["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("160 tokens used, budget.tokens is 100"),
+        "{fix}"
+    );
+    assert_eq!(
+        (fix["rounds"].clone(), fix["tokens"].clone()),
+        (json!(3), json!(160))
+    );
+    assert_eq!(fix["usage_source"], "proxy", "{fix}");
+    // The model saw the real key, on each of the calls the proxy let through.
+    let fix_calls = jsonl(&lab.path("proxied/runs/acme__textutil-1/fix-only/0/model.jsonl"));
+    assert_eq!(fix_calls.len(), 3);
+    assert_eq!(
+        fix_calls[2]["refused"]
+            .as_str()
+            .map(|s| s.contains("budget")),
+        Some(true)
+    );
+    assert!(heads
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|h| h.to_ascii_lowercase().contains("x-api-key: the-real-key")));
+
+    // Priced at a dollar a token, the first run's first call costs $80:
+    // past the cap of $50, its next call is refused and the second run is
+    // not started; a rerun with a higher cap makes it.
+    let priced = format!(
+        "model: {{base_url: \"{url}\", model: m, price: {{input_per_mtok: 1000000, output_per_mtok: 0}}}}\n"
+    );
     let capped =
         format!("filter: {{ids: [acme__textutil-1]}}\n{priced}budget: {{total_cost: 50}}\n");
     let file = lab.write(&plan, &capped);
-    let out = lab.run(&file, "capped", &[]);
+    let out = lab.run(&file, "capped", &["--workers", "1"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("1 runs were not started"),
@@ -1296,7 +1474,8 @@ fn token_budgets_end_a_run_and_the_cost_cap_stops_new_ones() {
     let r = results(&lab.path("capped"));
     assert_eq!(r.len(), 1, "{r:#?}");
     let first = r.values().next().unwrap();
-    assert_eq!(first["cost"], json!(240.0), "{first}");
+    assert_eq!(first["cost"], json!(80.0), "{first}");
+    assert_eq!(first["error"]["class"], "budget", "{first}");
     let file = lab.write(&plan, &capped.replace("total_cost: 50", "total_cost: 1000"));
     let out = lab.run(&file, "capped", &["--force-new-manifest"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -2450,7 +2629,7 @@ fn a_misspelt_arm_config_is_refused_before_anything_runs() {
 }
 
 #[test]
-fn a_detector_that_fails_during_a_run_is_an_infra_error_never_a_rejection() {
+fn a_skill_whose_detector_fails_on_a_benign_finish_is_refused_before_any_agent_runs() {
     let lab = Lab::new();
     // A skill whose detector reports an error at every finish (as one whose
     // model endpoint is down would), its config read without complaint.
@@ -2476,27 +2655,64 @@ config: {mode: error, text: the model endpoint refused the call}\n",
     std::fs::write(&file, text).unwrap();
     let out = lab.run(&file, "out", &["--retries", "0"]);
     let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "an infrastructure error: {err}");
-    let r = results(&lab.path("out"));
-    let run = &r[&key("textutil", "fix-only")];
-    assert_eq!(run["status"], "infra_error", "{run}");
-    assert_eq!(run["error"]["class"], "detector", "{run}");
+    assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        run["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("the model endpoint refused the call"),
-        "{run}"
-    );
-    assert!(run["resolved"].is_null(), "not a result: {run}");
-    // The summary names the class and its first message.
-    assert!(
-        err.contains("infra_error (detector): 1 run(s); first, acme__textutil-1 / fix-only / 0:"),
+        err.contains("fails on a benign finish")
+            && err.contains("arm fix-only on acme__textutil-1")
+            && err.contains("the model endpoint refused the call"),
         "{err}"
     );
-    let summary: Value =
-        serde_json::from_slice(&std::fs::read(lab.path("out/summary.json")).unwrap()).unwrap();
-    assert_eq!(summary["failures"][0]["class"], "detector", "{summary}");
+    assert!(
+        !err.contains("arm brt-only"),
+        "the sound skill passed its pre-flight: {err}"
+    );
+    assert!(!lab.path("out/runs").exists(), "no agent ran");
+}
+
+/// The attack that made a losing run vanish from the rates: the agent
+/// makes its own critic's detector fail (4 MB of empty lines in the
+/// workspace blow the bundled fix-only detector's memory). The failure is
+/// the critic's error on that round, the finish is judged as the skill's
+/// `on_error` says (rejected), and the run stays a result.
+#[test]
+fn an_agent_that_makes_its_critic_fail_stays_in_the_rates() {
+    let lab = Lab::new();
+    let text = PACKAGES.iter().find(|p| p.name == "textutil").unwrap();
+    let plan = json!({
+        "textutil": {"fix-only": {
+            "1": {"write": {text.module: text.fixed()},
+                  "sh": "python3 -c \"open('blank.txt', 'w').write(chr(10) * (4 << 20))\""},
+            "2": {"sh": "rm blank.txt"},
+        }},
+    });
+    let file = lab.write_fix_only(&plan, "filter: {ids: [acme__textutil-1]}\n");
+    let out = lab.run(&file, "out", &["--retries", "0"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "a result, not an error: {err}");
+    let r = results(&lab.path("out"));
+    let run = &r[&key("textutil", "fix-only")];
+    assert_eq!(
+        (
+            run["status"].as_str(),
+            run["resolved"].as_bool(),
+            run["rounds"].as_u64()
+        ),
+        (Some("ok"), Some(true), Some(2)),
+        "{run}"
+    );
+    let kept: Value = serde_json::from_slice(
+        &std::fs::read(lab.path("out/runs/acme__textutil-1/fix-only/0/run.json")).unwrap(),
+    )
+    .unwrap();
+    let rounds = kept["rounds"].as_array().unwrap();
+    assert_eq!(rounds[0]["verdict"], "rejected", "{kept}");
+    assert!(
+        rounds[0]["critic_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("memory")),
+        "{kept}"
+    );
+    assert!(rounds[1]["critic_error"].is_null(), "{kept}");
 }
 
 #[test]
@@ -2736,6 +2952,61 @@ fn an_install_step_makes_a_package_that_needs_building_gradable() {
 
 /// A TCP service on the host's loopback that counts the connections it
 /// gets and answers each with `answer`.
+/// A stand-in model (a test double for a paid API): answers each request
+/// with usage of the `tokens` its JSON body asks for; keeps each request's
+/// head.
+fn usage_model() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = heads.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let kept = kept.clone();
+            std::thread::spawn(move || {
+                let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+                loop {
+                    let mut head = String::new();
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        head.push_str(&line);
+                    }
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse().unwrap())
+                        })
+                        .unwrap_or(0);
+                    let mut body = vec![0; len];
+                    reader.read_exact(&mut body).unwrap();
+                    kept.lock().unwrap().push(head);
+                    let asked: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let answer = json!({"id": "msg", "type": "message", "role": "assistant",
+                        "content": [{"type": "text", "text": "ok"}],
+                        "usage": {"input_tokens": asked["tokens"].as_u64().unwrap_or(1), "output_tokens": 0}})
+                    .to_string();
+                    let mut out = stream.try_clone().unwrap();
+                    let _ = write!(
+                        out,
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
+                        answer.len()
+                    );
+                }
+            });
+        }
+    });
+    (url, heads)
+}
+
 fn loopback_service(answer: &'static str) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -2794,7 +3065,8 @@ echo "instances $(cat {instances} 2>/dev/null | wc -c)" >> "$p"
 echo "repos $(ls -A {repos} 2>/dev/null | wc -l)" >> "$p"
 echo "cache $(cat {canary} 2>/dev/null | wc -c)" >> "$p"
 touch {outside} 2>/dev/null && echo "outside written" >> "$p"
-python3 -c "import os,urllib.request; print('model', urllib.request.urlopen(os.environ['CRITIC_MODEL_BASE_URL']).read().decode())" >> "$p" 2>&1
+python3 -c "import os,urllib.request; print('model', urllib.request.urlopen(urllib.request.Request(os.environ['CRITIC_MODEL_BASE_URL'], headers={{'x-api-key': os.environ['CRITIC_MODEL_API_KEY']}})).read().decode())" >> "$p" 2>&1
+echo "key $(env | grep -c the-real-model-key)" >> "$p"
 python3 -c "import socket; socket.create_connection(('127.0.0.1', {service_port}), timeout=3); print('service reached')" >> "$p" 2>/dev/null || echo "service unreachable" >> "$p"
 python3 -c "import urllib.request; print('index', urllib.request.urlopen('http://localhost:{index_port}').read().decode())" >> "$p" 2>&1
 setsid python3 -c "import os,sys,time; os.environ.clear(); time.sleep(3); open(sys.argv[1], 'w').write('escaped')" "$HOME/../late.txt" > /dev/null 2>&1 < /dev/null &
@@ -2814,7 +3086,7 @@ ln -sf {secret} "$CRITIC_EVENTS_FILE"
     let file = lab.write_fix_only(
         &plan,
         &format!(
-            "filter: {{ids: [acme__textutil-1]}}\nmodel: {{base_url: \"http://localhost:{model_port}\", model: m}}\n"
+            "filter: {{ids: [acme__textutil-1]}}\nmodel: {{base_url: \"http://localhost:{model_port}\", model: m, api_key_env: REAL_MODEL_KEY}}\n"
         ),
     );
     let yaml = std::fs::read_to_string(&file).unwrap().replace(
@@ -2822,7 +3094,15 @@ ln -sf {secret} "$CRITIC_EVENTS_FILE"
         &format!("  timeout: 60s\n  network: [\"localhost:{index_port}\"]\n"),
     );
     std::fs::write(&file, yaml).unwrap();
-    let out = lab.run(&file, "out", &["--control", "gold"]);
+    let out = critic()
+        .args(["experiment", "run"])
+        .arg(&file)
+        .arg("--output-dir")
+        .arg(lab.path("out"))
+        .args(["--control", "gold"])
+        .env("REAL_MODEL_KEY", "the-real-model-key")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let r = results(&lab.path("out"));
     let run = &r[&key("textutil", "fix-only")];
@@ -2842,6 +3122,7 @@ ln -sf {secret} "$CRITIC_EVENTS_FILE"
             "repos 0",
             "cache 0",
             "model model ok",
+            "key 0",
             "service unreachable",
             "index index ok"
         ],
@@ -2849,10 +3130,18 @@ ln -sf {secret} "$CRITIC_EVENTS_FILE"
     );
     let _ = std::fs::remove_file(&canary);
     assert!(!outside.exists());
-    // The model, named by host, reached through the turn's own /etc/hosts.
+    // The index, named by host, reached through the turn's own /etc/hosts;
+    // the model through the run's proxy, which recorded the call.
     assert!(std::fs::read_to_string(agent_dir.join("../hosts"))
         .unwrap()
         .contains("127.0.0.2\tlocalhost\n"));
+    let calls = jsonl(&agent_dir.join("../model.jsonl"));
+    assert_eq!(
+        (calls.len(), calls[0]["status"].as_u64()),
+        (1, Some(200)),
+        "{calls:#?}"
+    );
+    assert_eq!(calls[0]["response"], "model ok");
     assert_eq!(model_hits.load(std::sync::atomic::Ordering::SeqCst), 1);
     assert_eq!(service_hits.load(std::sync::atomic::Ordering::SeqCst), 0);
     assert_eq!(index_hits.load(std::sync::atomic::Ordering::SeqCst), 1);

@@ -42,6 +42,8 @@ fn write_named(out: &Path, runs: &[Run], name_of: &dyn Fn(&Run) -> String) -> Re
             "outcome_test": run.outcome_test,
             "tokens": run.tokens,
             "cost": run.cost,
+            "usage_source": run.usage_source,
+            "model_calls": run.model_calls,
             "duration_s": run.duration_s,
             "attempts": run.attempts,
             "error": run.error_class.as_ref().map(|class| json!({"class": class, "message": run.error})),

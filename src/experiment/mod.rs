@@ -202,6 +202,12 @@ pub enum ExperimentError {
     /// The report.
     #[error(transparent)]
     Report(#[from] report::ReportError),
+    /// A skill's detector failed on a benign finish before any run.
+    #[error(
+        "a skill's detector fails on a benign finish (the instance's base, no change), so no \
+         agent ran; fix the skill or its environment:\n{0}"
+    )]
+    SkillPreflight(String),
 }
 
 /// What the caller shows while runs go.
@@ -574,6 +580,7 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         replay: opts.replay.as_deref(),
         replay_then_live: opts.replay_then_live,
     };
+    skill_preflight(&ctx, &instances, &arms, &pending, out)?;
     let graders = Graders::new(
         &pending,
         opts.workers,
@@ -853,6 +860,69 @@ pub fn report(out: &Path, baseline: Option<&str>) -> Result<report::Summary, Exp
     let manifest = read_manifest(out)?;
     let db = Db::open(&out.join("results.sqlite"))?;
     Ok(report::write(out, &manifest, &db.runs()?, &db, baseline)?)
+}
+
+/// Each arm's skill checked on a benign finish in each environment its
+/// pending runs use (see [`session::benign_finish`]), before any agent
+/// runs: a detector that fails there is reported with every other that
+/// does, and nothing runs.
+fn skill_preflight(
+    ctx: &session::Context,
+    instances: &[Ready],
+    arms: &[arm::Prepared],
+    pending: &[(RunKey, u32)],
+    out: &Path,
+) -> Result<(), ExperimentError> {
+    let mut pairs: Vec<(&arm::Prepared, &Ready)> = Vec::new();
+    for (key, _) in pending {
+        let (Some(arm), Some(ready)) = (
+            arms.iter().find(|a| a.name == key.arm),
+            instances.iter().find(|r| r.instance.id == key.instance_id),
+        ) else {
+            continue;
+        };
+        if !pairs
+            .iter()
+            .any(|(a, r)| a.name == arm.name && r.python == ready.python)
+        {
+            pairs.push((arm, ready));
+        }
+    }
+    let failed: Vec<String> = crate::sys::parallel::map(pairs.len(), 2, |i| {
+        let (arm, ready) = pairs[i];
+        let key = RunKey {
+            instance_id: ready.instance.id.clone(),
+            arm: arm.name.clone(),
+            sample: 0,
+        };
+        let job = session::Job {
+            dir: run_dir(&out.join("preflight/skills"), &key),
+            key,
+            instance: &ready.instance,
+            arm,
+            python: ready.python.clone(),
+            repo: ready.repo.clone(),
+            copy: ready.prepared.repo.clone(),
+            base: ready.base.clone(),
+            attempt: 1,
+        };
+        session::benign_finish(ctx, &job).err().map(|e| {
+            format!(
+                "arm {} on {} ({}): {e} (see {})",
+                arm.name,
+                ready.instance.id,
+                ready.python.display(),
+                job.dir.display()
+            )
+        })
+    })
+    .into_iter()
+    .flatten()
+    .collect();
+    if failed.is_empty() {
+        return Ok(());
+    }
+    Err(ExperimentError::SkillPreflight(failed.join("\n")))
 }
 
 /// Whether this machine can confine `exp`'s agent, before anything runs.

@@ -163,14 +163,49 @@ impl ModelWay {
         let exp = ctx.experiment;
         let (origin, base_path) =
             model_proxy::split_base_url(&model.base_url).map_err(|e| infra("model", e))?;
+        // Requests name the run's places; another output directory's run
+        // names its own, which compare equal.
+        let places = |run: &Path, out: &Path| {
+            let work = out.join("work");
+            let mut paths = Vec::new();
+            for (path, name) in [
+                (run.to_path_buf(), "$RUN"),
+                (
+                    work.join(workspace.file_name().unwrap_or_default()),
+                    "$WORKSPACE",
+                ),
+                (work, "$WORK"),
+                (out.to_path_buf(), "$OUT"),
+            ] {
+                let mut spellings = vec![path.to_string_lossy().into_owned()];
+                spellings.extend(
+                    path.canonicalize()
+                        .map(|p| p.to_string_lossy().into_owned()),
+                );
+                for spelling in spellings {
+                    // As Claude Code names a project after it, too.
+                    let slug: String = spelling
+                        .chars()
+                        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                        .collect();
+                    paths.push((slug, name));
+                    paths.push((spelling, name));
+                }
+            }
+            model_proxy::replay::Normalizer::new(paths)
+        };
         let replay = match ctx.replay {
             None => None,
             Some(old) => {
-                let file = crate::experiment::run_dir(old, &job.key).join(model_proxy::RECORD_FILE);
+                let old_run = crate::experiment::run_dir(old, &job.key);
+                let file = old_run.join(model_proxy::RECORD_FILE);
                 if file.is_file() {
                     let exchanges =
                         model_proxy::exchange::read_all(&file).map_err(|e| infra("replay", e))?;
-                    Some(model_proxy::replay::Recording::new(exchanges))
+                    Some(model_proxy::replay::Recording::new(
+                        exchanges,
+                        places(&old_run, old),
+                    ))
                 } else if ctx.replay_then_live {
                     None
                 } else {
@@ -190,20 +225,6 @@ impl ModelWay {
                     .as_ref()
                     .and_then(|v| std::env::var(v).ok()),
             });
-        // Requests name the run's places; another output directory's run
-        // names its own, which compare equal.
-        let mut paths = Vec::new();
-        for (path, name) in [
-            (job.dir.as_path(), "$RUN"),
-            (workspace, "$WORKSPACE"),
-            (ctx.work_dir, "$WORK"),
-            (ctx.out, "$OUT"),
-        ] {
-            paths.push((path.to_string_lossy().into_owned(), name));
-            if let Ok(real) = path.canonicalize() {
-                paths.push((real.to_string_lossy().into_owned(), name));
-            }
-        }
         let record = job.dir.join(model_proxy::RECORD_FILE);
         put(&record, "").map_err(|e| infra("output", e))?;
         let proxy = ModelProxy::new(model_proxy::Settings {
@@ -214,7 +235,7 @@ impl ModelWay {
             max_tokens: exp.budget.tokens,
             max_cost: exp.budget.cost,
             spending: ctx.spending.clone(),
-            normalizer: model_proxy::replay::Normalizer::new(paths),
+            normalizer: places(&job.dir, ctx.out),
             verdict_log: hooked.then(|| adapters::hooked::verdict_log(&job.dir)),
         })
         .map_err(|e| infra("model", format!("a token for the run: {e}")))?;
@@ -770,6 +791,11 @@ fn drive(
             path_prefix: python_dir.iter().cloned().collect(),
             env,
             clean_env: false,
+            hidden_env: exp
+                .model
+                .iter()
+                .filter_map(|m| m.api_key_env.clone())
+                .collect(),
             confine: reach.clone(),
             stop: model.map(|m| m.proxy.stop_flag()),
         };
@@ -977,6 +1003,7 @@ fn drive_hooked(
             .collect(),
         agent_dir,
         confine,
+        hidden_env: model.api_key_env.iter().cloned().collect(),
         stop: Some(way.proxy.stop_flag()),
     };
     let params = adapters::claude_code::Params {
@@ -1235,6 +1262,40 @@ fn check(
                 format!("critic check exited with {code:?}: {tail}"),
             ))
         }
+    }
+}
+
+/// Check `job`'s skill on a benign finish (the instance's base, no change,
+/// a transcript of one finish) before any agent runs: `Err` names the
+/// detector that failed there, which is the harness's problem (a skill
+/// that cannot run in this environment), not any agent's. The check's files
+/// are kept in `job.dir`.
+pub fn benign_finish(ctx: &Context, job: &Job) -> Result<(), String> {
+    let _ = crate::sys::remove_tree::remove_tree(&job.dir);
+    std::fs::create_dir_all(&job.dir).map_err(|e| format!("{}: {e}", job.dir.display()))?;
+    let workspace = job.dir.join("workspace");
+    crate::experiment::workspace_clone::make_workspace(
+        &job.repo, &job.copy, &job.base, &workspace,
+    )?;
+    let events = job.dir.join("events.jsonl");
+    put(
+        &events,
+        "{\"index\": 0, \"kind\": \"finish\", \"source\": \"agent\", \"text\": \"Done.\"}\n",
+    )?;
+    let verdict = check(
+        ctx,
+        job,
+        &workspace,
+        &events,
+        "preflight",
+        &job.dir.join("state"),
+        &job.dir,
+    );
+    let _ = crate::sys::remove_tree::remove_tree(&workspace);
+    let verdict = verdict.map_err(|f| f.message)?;
+    match detector_error(&verdict) {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
 }
 

@@ -94,6 +94,9 @@ pub fn run(argv: &[String], turn: &Turn) -> TurnResult {
         .env("CRITIC_EVENTS_FILE", &turn.events_file)
         .env(MARKER, &marker)
         .envs(turn.env.iter().map(|(k, v)| (k, v)));
+    for hidden in &turn.hidden_env {
+        cmd.env_remove(hidden);
+    }
     let pending = match &turn.confine {
         Some(reach) => {
             let program = super::confined::locate(&argv[0], &turn.path_prefix);
@@ -324,6 +327,7 @@ mod tests {
             path_prefix: vec![],
             env: vec![],
             clean_env: false,
+            hidden_env: Vec::new(),
             confine: None,
             stop: None,
         }

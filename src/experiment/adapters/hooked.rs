@@ -57,6 +57,8 @@ pub struct Session<'a> {
     pub agent_dir: PathBuf,
     /// The session's confinement and its judge's socket; `None` unconfined.
     pub confine: Option<(super::confined::Reach, PathBuf)>,
+    /// See [`Turn::hidden_env`].
+    pub hidden_env: Vec<String>,
     /// See [`Turn::stop`].
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
@@ -125,6 +127,7 @@ pub fn run(s: &Session) -> Result<Outcome, String> {
         path_prefix: s.path_prefix.clone(),
         env,
         clean_env: true,
+        hidden_env: s.hidden_env.clone(),
         confine: s.confine.as_ref().map(|(r, _)| r.clone()),
         stop: s.stop.clone(),
     };

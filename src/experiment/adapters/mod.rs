@@ -42,6 +42,9 @@ pub struct Turn {
     /// the runner's: real agents get exactly what they need, not the
     /// runner's secrets.
     pub clean_env: bool,
+    /// Variables of the runner's the turn never gets, whatever else says
+    /// (the model's real key, which only the proxy uses).
+    pub hidden_env: Vec<String>,
     /// The turn's confinement; `None` with `--unconfined-agents`.
     pub confine: Option<confined::Reach>,
     /// Set by the run's model proxy when it has ended the run (a budget

@@ -158,6 +158,22 @@ pub fn first_difference(recorded: &Value, now: &Value) -> Option<String> {
                         .then(|| format!("{at}: {} items recorded, {} now", x.len(), y.len()))
                 }),
             _ if a == b => None,
+            (Value::String(x), Value::String(y)) => {
+                // Long texts (system prompts) differ somewhere inside:
+                // where, with a little around it.
+                let at_char = x.chars().zip(y.chars()).take_while(|(p, q)| p == q).count();
+                let around = |s: &str| {
+                    let from = at_char.saturating_sub(30);
+                    let part: String = s.chars().skip(from).take(70).collect();
+                    serde_json::to_string(&part).unwrap_or_default()
+                };
+                Some(format!(
+                    "{}: from character {at_char}, recorded {}, now {}",
+                    if at.is_empty() { "/" } else { at },
+                    around(x),
+                    around(y)
+                ))
+            }
             _ => Some(format!(
                 "{}: recorded {}, now {}",
                 if at.is_empty() { "/" } else { at },
@@ -174,6 +190,8 @@ pub fn first_difference(recorded: &Value, now: &Value) -> Option<String> {
 pub struct Recording {
     exchanges: Vec<Exchange>,
     used: Vec<bool>,
+    /// How the recorded run's requests are compared (its own paths).
+    recorded_as: Normalizer,
 }
 
 /// What the recording says to a request.
@@ -186,14 +204,19 @@ pub enum Answer {
 
 impl Recording {
     /// The exchanges the model answered (those the proxy refused itself
-    /// are not answers to replay).
-    pub fn new(exchanges: Vec<Exchange>) -> Recording {
+    /// are not answers to replay), made in a run whose places
+    /// `recorded_as` names.
+    pub fn new(exchanges: Vec<Exchange>, recorded_as: Normalizer) -> Recording {
         let exchanges: Vec<Exchange> = exchanges
             .into_iter()
             .filter(|e| e.refused.is_none() && e.status.is_some())
             .collect();
         let used = vec![false; exchanges.len()];
-        Recording { exchanges, used }
+        Recording {
+            exchanges,
+            used,
+            recorded_as,
+        }
     }
 
     /// The first unused recorded exchange with this digest (calls made in
@@ -231,7 +254,7 @@ impl Recording {
                     )
                 } else {
                     let diff = first_difference(
-                        &normalizer.request(&e.request),
+                        &self.recorded_as.request(&e.request),
                         &normalizer.request(request),
                     )
                     .unwrap_or_else(|| {
@@ -280,7 +303,7 @@ mod tests {
         let b = json!({"messages": [{"content": "fix it"}, {"content": "yes"}], "model": "m"});
         assert_eq!(
             first_difference(&a, &b).unwrap(),
-            "/messages/1/content: recorded \"no\", now \"yes\""
+            "/messages/1/content: from character 0, recorded \"no\", now \"yes\""
         );
         let c = json!({"messages": [{"content": "fix it"}], "model": "m"});
         assert_eq!(
@@ -317,11 +340,14 @@ mod tests {
     #[test]
     fn requests_are_answered_in_order_and_a_new_one_diverges() {
         let n = Normalizer::default();
-        let mut r = Recording::new(vec![
-            recorded(1, "/v1/messages", json!({"q": 1}), &n),
-            recorded(2, "/v1/messages", json!({"q": 1}), &n),
-            recorded(3, "/v1/messages", json!({"q": 2}), &n),
-        ]);
+        let mut r = Recording::new(
+            vec![
+                recorded(1, "/v1/messages", json!({"q": 1}), &n),
+                recorded(2, "/v1/messages", json!({"q": 1}), &n),
+                recorded(3, "/v1/messages", json!({"q": 2}), &n),
+            ],
+            Normalizer::default(),
+        );
         let call = |r: &mut Recording, q: Value| match r.answer(&n, "POST", "/v1/messages", &q) {
             Answer::Recorded(e) => Ok(e.call),
             Answer::Diverged(why) => Err(why),

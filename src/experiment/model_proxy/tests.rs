@@ -233,8 +233,10 @@ fn a_recording_answers_without_the_model_and_a_new_request_diverges() {
         answers.push(post(serving.addr, live.token(), &ask(n)).1);
     }
     drop(serving);
-    let recording =
-        replay::Recording::new(exchange::read_all(&dir.path().join("model.jsonl")).unwrap());
+    let recording = replay::Recording::new(
+        exchange::read_all(&dir.path().join("model.jsonl")).unwrap(),
+        replay::Normalizer::new(vec![(dir.path().display().to_string(), "$RUN")]),
+    );
     let again = tempfile::tempdir().unwrap();
     let replayed = ModelProxy::new(Settings {
         replay: Some(recording),

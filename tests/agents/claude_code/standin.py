@@ -14,7 +14,8 @@ Which calls consume a turn: POST /v1/messages whose body has a non-empty "tools"
 (Claude Code's main agent loop always sends its tool definitions). Side calls that carry no
 tools (title / topic generation, quota probes, ...) are answered with a short text without
 consuming a turn. count_tokens, model listing and anything else get a sensible canned answer.
-Every request is appended to the log as {"method","path","headers","body","kind","turn"}.
+Every request is appended to the log as {"method","path","headers","key","body","kind","turn"}
+("key": the API key it presented; "usage": what a messages answer reported).
 
 Speaks both streaming SSE (stream: true, what Claude Code uses) and plain JSON responses.
 Stdlib only, Python 3.11+. Exits cleanly on SIGTERM / SIGINT.
@@ -183,6 +184,8 @@ class Handler(BaseHTTPRequestHandler):
         rec = {"method": self.command, "path": self.path,
                "headers": {k.lower(): v for k, v in self.headers.items()
                            if k.lower() not in ("x-api-key", "authorization")},
+               "key": self.headers.get("x-api-key")
+                      or (self.headers.get("authorization") or "").removeprefix("Bearer "),
                "body": body}
 
         if self.command == "POST" and path.endswith("/v1/messages/count_tokens"):
@@ -201,9 +204,10 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 rec["kind"] = "side"
                 turn = {"text": "Stand-in side reply"}
-            st.log(rec)
             blocks, stop = build_blocks(turn)
             msg = message_obj(model, blocks, stop, in_tok, max(1, rough_tokens(blocks)))
+            rec["usage"] = msg["usage"]
+            st.log(rec)
             if body.get("stream"):
                 return self._send(200, sse_body(msg), "text/event-stream")
             return self._send(200, msg)

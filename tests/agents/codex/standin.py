@@ -224,6 +224,7 @@ def make_handler(state):
                                if k.lower() in ("content-type", "user-agent", "originator",
                                                 "session_id", "accept", "openai-beta",
                                                 "x-codex-turn-metadata", "version")},
+                   "key": (self.headers.get("authorization") or "").removeprefix("Bearer "),
                    "body": body}
             if extra:
                 rec.update(extra)

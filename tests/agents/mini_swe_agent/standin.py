@@ -84,6 +84,10 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "standin/1.0"
     protocol_version = "HTTP/1.1"
 
+    def _key(self):
+        """The API key the request presented."""
+        return (self.headers.get("authorization") or "").removeprefix("Bearer ")
+
     def log_message(self, fmt, *args):  # keep stderr quiet
         pass
 
@@ -112,7 +116,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         path = self._path()
-        self.state.log({"method": "GET", "path": self.path, "body": None, "side_call": True, "ts": time.time()})
+        self.state.log({"method": "GET", "path": self.path, "body": None, "side_call": True, "ts": time.time(), "key": self._key()})
         if path.endswith("/models"):
             self._send_json(200, {"object": "list", "data": [{"id": "standin", "object": "model", "owned_by": "standin"}]})
         elif path in ("/health", ""):
@@ -124,11 +128,11 @@ class Handler(BaseHTTPRequestHandler):
         path = self._path()
         body = self._read_body()
         if not path.endswith("/chat/completions"):
-            self.state.log({"method": "POST", "path": self.path, "body": body, "side_call": True, "ts": time.time()})
+            self.state.log({"method": "POST", "path": self.path, "body": body, "side_call": True, "ts": time.time(), "key": self._key()})
             self._send_json(404, {"error": {"message": f"unknown path {self.path}", "type": "not_found"}})
             return
         turn_no, turn = self.state.next_turn()
-        self.state.log({"method": "POST", "path": self.path, "body": body, "turn": turn_no, "ts": time.time()})
+        self.state.log({"method": "POST", "path": self.path, "body": body, "turn": turn_no, "ts": time.time(), "key": self._key()})
         msg, finish = build_message(turn_no, turn)
         model = (body or {}).get("model", "standin")
         prompt_tokens = _approx_tokens((body or {}).get("messages", []))
