@@ -1081,6 +1081,8 @@ fn codex_runs_the_arms_with_the_critic_as_its_stop_hook() {
     assert!(std::fs::read_to_string(hooks)
         .unwrap()
         .contains("--server http://127.0.0.1:"));
+    drop(standin);
+    replays_equal(&lab, &lab.path("exp.yaml"), "out", "again");
 }
 
 #[test]

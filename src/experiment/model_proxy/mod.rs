@@ -312,7 +312,12 @@ impl ModelProxy {
         listener.set_nonblocking(true)?;
         let rt = runtime();
         let _entered = rt.enter();
-        let listener = tokio::net::TcpListener::from_std(listener)?;
+        // Each event of a stream goes out as it comes, not held for the
+        // last one's acknowledgement (Nagle).
+        let listener =
+            axum::serve::ListenerExt::tap_io(tokio::net::TcpListener::from_std(listener)?, |tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
         let proxy = self.clone();
         let app = axum::Router::new().fallback(move |req: Request<Body>| {
             let proxy = proxy.clone();

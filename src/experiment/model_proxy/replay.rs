@@ -4,11 +4,13 @@
 //!
 //! Requests are compared as the agent would make them again in another
 //! output directory on another day: the run's own paths (its directory, its
-//! workspace, the output directory) stand as placeholders, and so do
-//! UUIDs and dates, which agents put in ids and system prompts; `metadata`,
-//! `user` and `prompt_cache_key` (session ids) are left out. Everything
-//! else — the messages, the tools, the model, the sampling settings — must
-//! be equal.
+//! workspace, the output directory, and Claude Code's project names made of
+//! them) stand as placeholders, and so do UUIDs, dates, times and
+//! durations, which agents put in ids, system prompts and tool outputs (a
+//! test run's "passed in 0.12s"); `metadata`, `user`, `prompt_cache_key`
+//! and `client_metadata` (session ids, a turn's start time) are left out.
+//! Everything else (the messages, the tools, the model, the sampling
+//! settings) must be equal.
 
 use super::exchange::Exchange;
 use serde_json::Value;
@@ -16,7 +18,7 @@ use sha2::{Digest, Sha256};
 use std::sync::OnceLock;
 
 /// Top-level request fields that name the session, not the trajectory.
-const SESSION_FIELDS: [&str; 3] = ["metadata", "user", "prompt_cache_key"];
+const SESSION_FIELDS: [&str; 4] = ["metadata", "user", "prompt_cache_key", "client_metadata"];
 
 /// How one run's requests are made comparable across output directories.
 #[derive(Debug, Clone, Default)]
@@ -29,7 +31,9 @@ fn volatile() -> &'static regex::Regex {
     static RE: OnceLock<regex::Regex> = OnceLock::new();
     RE.get_or_init(|| {
         regex::Regex::new(
-            r"(?i)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\b\d{4}-\d{2}-\d{2}\b",
+            // UUIDs, dates, times of day, durations (a test run's "in
+            // 0.12s"), and Codex's id of a command's output.
+            r"(?i)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b|\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds)\b|Chunk ID: [0-9a-f]+",
         )
         .expect("a valid pattern")
     })
@@ -294,6 +298,22 @@ mod tests {
         assert_ne!(
             a.digest("POST", "/v1/messages", &ra),
             b.digest("POST", "/v1/messages", &rc)
+        );
+    }
+
+    #[test]
+    fn tool_outputs_differing_in_timings_and_output_ids_compare_equal() {
+        let n = Normalizer::default();
+        let a = json!({"input": [{"output": "Chunk ID: aeab01\nWall time: 0.0000 seconds\n1 passed in 0.12s at 10:01:02"}]});
+        let b = json!({"input": [{"output": "Chunk ID: 9f00c2\nWall time: 0.0131 seconds\n1 passed in 0.31s at 11:59:00"}]});
+        assert_eq!(
+            n.digest("POST", "/v1/responses", &a),
+            n.digest("POST", "/v1/responses", &b)
+        );
+        let c = json!({"input": [{"output": "Chunk ID: 9f00c2\nWall time: 0.0131 seconds\n1 failed in 0.31s at 11:59:00"}]});
+        assert_ne!(
+            n.digest("POST", "/v1/responses", &a),
+            n.digest("POST", "/v1/responses", &c)
         );
     }
 

@@ -1,8 +1,9 @@
 //! A run's own page, `runs/<instance>/<arm>/<sample>/run.html`: how the run
 //! ended, each round (the agent's turn, the critic's verdict with every
 //! signal's result and metadata, the follow-up it sent, the patch it
-//! judged, the end of the agent's log), the final patch, and the grading id
-//! by id. What agents and skills wrote is shown escaped, in part when it is
+//! judged, the end of the agent's log, the model calls the runner's proxy
+//! recorded, request and answer), the final patch, and the grading id by
+//! id. What agents and skills wrote is shown escaped, in part when it is
 //! large, read without blocking and through no link at the last step; the
 //! page has no script.
 
@@ -288,7 +289,69 @@ fn verdict_html(files: &RunFiles, rel: &str) -> String {
     out
 }
 
-fn round_html(files: &RunFiles, r: &Round) -> String {
+/// The most of `model.jsonl` read for the page.
+const MODEL_CALLS_READ: u64 = 64 << 20;
+
+/// The model calls the run's proxy recorded, when it did.
+fn model_calls(files: &RunFiles) -> Vec<Value> {
+    match part(
+        files,
+        crate::experiment::model_proxy::RECORD_FILE,
+        MODEL_CALLS_READ,
+        Part::Head,
+    ) {
+        Some(Ok(shown)) => shown
+            .text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `calls` of round `k`, each a request and its answer.
+fn calls_html(calls: &[Value], k: u32) -> String {
+    let of_round: Vec<&Value> = calls.iter().filter(|c| c["round"] == k).collect();
+    if of_round.is_empty() {
+        return String::new();
+    }
+    let shown = |v: &Value| {
+        let text = serde_json::to_string_pretty(v).unwrap_or_default();
+        let s = Shown::of_text(&text, LOG_SHOWN, Part::Head);
+        format!("<pre class=\"text\">{}</pre>{}", escape(&s.text), s.note())
+    };
+    let mut out = format!(
+        "<h3>Model calls ({}, <a href=\"model.jsonl\">model.jsonl</a>)</h3>",
+        of_round.len()
+    );
+    for c in of_round {
+        let status = c["status"]
+            .as_u64()
+            .map_or("no answer".into(), |s| s.to_string());
+        let usage = &c["usage"];
+        let why = c["refused"]
+            .as_str()
+            .or(c["error"].as_str())
+            .map(|w| format!(": {}", escape(w)))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "<details><summary>call {} {} {} → {status}, {} in / {} out tokens, {:.0} ms ({}){why}\
+             </summary><h4>Request</h4>{}<h4>Answer</h4>{}</details>",
+            c["call"],
+            escape(c["method"].as_str().unwrap_or("")),
+            escape(c["path"].as_str().unwrap_or("")),
+            usage["input"],
+            usage["output"],
+            c["total_ms"].as_f64().unwrap_or(0.0),
+            escape(c["source"].as_str().unwrap_or("")),
+            shown(&c["request"]),
+            shown(&c["response"]),
+        ));
+    }
+    out
+}
+
+fn round_html(files: &RunFiles, r: &Round, calls: &[Value]) -> String {
     let k = r.round;
     let class = match r.verdict.as_str() {
         "accepted" => "resolved",
@@ -310,6 +373,13 @@ fn round_html(files: &RunFiles, r: &Round) -> String {
             ""
         }
     );
+    if let Some(e) = &r.critic_error {
+        out.push_str(&format!(
+            "<p class=\"note\">The critic failed on this finish ({}); the verdict is what the \
+             skill's <code>on_error</code> says.</p>",
+            escape(e)
+        ));
+    }
     let round = format!("round-{k}");
     out.push_str(&file_block(
         files,
@@ -358,6 +428,7 @@ fn round_html(files: &RunFiles, r: &Round) -> String {
         Part::Tail,
         false,
     ));
+    out.push_str(&calls_html(calls, k));
     out.push_str("</section>");
     out
 }
@@ -548,7 +619,15 @@ fn facts(run: &Run) -> String {
         rows.push(("test in the final patch", escape(t)));
     }
     if let Some(t) = run.tokens {
-        rows.push(("tokens", t.to_string()));
+        let from = match run.usage_source.as_deref() {
+            Some("proxy") => " (the runner's count of the model's answers)",
+            Some("transcript") => " (from the agent's own transcript: no proxy was in the path)",
+            _ => "",
+        };
+        rows.push(("tokens", format!("{t}{from}")));
+    }
+    if let Some(n) = run.model_calls {
+        rows.push(("model calls", n.to_string()));
     }
     if let Some(c) = run.cost {
         rows.push(("cost", format!("${c:.4}")));
@@ -578,8 +657,9 @@ pub(super) fn html(run: &Run, rounds: &[Round], files: &RunFiles) -> String {
             .collect();
         body.push_str(&format!("<nav>{}</nav>", links.join("")));
     }
+    let calls = model_calls(files);
     for r in rounds {
-        body.push_str(&round_html(files, r));
+        body.push_str(&round_html(files, r, &calls));
     }
     body.push_str("<h2 id=\"final\">The final patch</h2>");
     if run.model_patch.is_empty() {
@@ -682,6 +762,42 @@ mod tests {
         }
         assert!(page.contains("&lt;img src=x onerror=alert(1)&gt;"));
         assert!(page.contains("&lt;/pre&gt;&lt;script&gt;y&lt;/script&gt;"));
+    }
+
+    #[test]
+    fn each_rounds_model_calls_show_request_and_answer_escaped() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("round-1")).unwrap();
+        let call = |n: u32, round: u32, text: &str| {
+            serde_json::json!({"call": n, "round": round, "method": "POST", "path": "/v1/messages",
+                "request": {"messages": [{"content": text}]}, "status": 200, "source": "live",
+                "response": {"content": [{"text": "<b>answer</b>"}]},
+                "usage": {"input": 7, "output": 3}, "total_ms": 12.0})
+            .to_string()
+        };
+        std::fs::write(
+            dir.path().join("model.jsonl"),
+            format!(
+                "{}\n{}\n",
+                call(1, 1, "<script>fix</script>"),
+                call(2, 2, "later")
+            ),
+        )
+        .unwrap();
+        let mut r = round();
+        r.critic_error = Some("signal `fix-only`: out of memory".into());
+        let page = html(&run(), &[r], &Beneath::open(dir.path()).ok());
+        assert!(page.contains("Model calls (1,"), "{page}");
+        assert!(
+            page.contains("call 1 POST /v1/messages → 200, 7 in / 3 out tokens"),
+            "{page}"
+        );
+        assert!(page.contains("&lt;script&gt;fix&lt;/script&gt;") && !page.contains("<script>"));
+        assert!(page.contains("&lt;b&gt;answer&lt;/b&gt;"));
+        assert!(!page.contains("later"), "round 2's call is not round 1's");
+        assert!(
+            page.contains("The critic failed on this finish (signal `fix-only`: out of memory)")
+        );
     }
 
     #[test]
