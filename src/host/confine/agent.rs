@@ -6,11 +6,13 @@
 //! loopback. The agent needs its model's API, so the runner names the
 //! endpoints it may reach: for each, a listening TCP socket is opened
 //! *inside* the namespace (at the loopback address the agent will dial) and
-//! its descriptor sent back to the runner over a socket pair, and the runner
-//! forwards every connection accepted there to the real endpoint (see
-//! [`crate::sys::forward`]). A model named by host name reaches the turn
-//! through its own `/etc/hosts`, which maps that name to `127.0.0.1`; TLS
-//! still runs end to end, since the bytes are forwarded as they are. Nothing
+//! its descriptor sent back to the runner over a socket pair. The runner
+//! serves the model's listener with the run's model proxy
+//! (`crate::experiment::model_proxy`) and forwards every connection
+//! accepted at the others to their real endpoints (see
+//! [`crate::sys::forward`]). An endpoint named by host name reaches the turn
+//! through its own `/etc/hosts`, which maps that name to a loopback address;
+//! TLS to it runs end to end, since the bytes are forwarded as they are. Nothing
 //! else is reachable: not the host's loopback services, not its Unix
 //! sockets (the namespace scopes abstract ones, and pathname ones are hidden
 //! or refused as for runs), not the internet.
