@@ -65,12 +65,22 @@ const HOP_BY_HOP: [&str; 9] = [
 const KEY_HEADERS: [&str; 3] = ["authorization", "x-api-key", "api-key"];
 
 /// Where live calls go.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Upstream {
     /// `scheme://host[:port]` of the model's `base_url`.
     pub origin: String,
     /// The real key, when the experiment names one.
     pub key: Option<String>,
+}
+
+/// The key never shows in a log line or a panic message.
+impl std::fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upstream")
+            .field("origin", &self.origin)
+            .field("key", &self.key.as_ref().map(|_| exchange::REDACTED))
+            .finish()
+    }
 }
 
 /// What the experiment may still spend, shared by its runs.
@@ -139,7 +149,6 @@ struct State {
 }
 
 /// One run's proxy: shared by its turns' listeners.
-#[derive(Debug)]
 pub struct ModelProxy {
     token: String,
     settings: Settings,
@@ -252,6 +261,15 @@ struct Call {
     request: Value,
     started: Instant,
     at_ms: u64,
+}
+
+/// The token never shows in a log line or a panic message.
+impl std::fmt::Debug for ModelProxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelProxy")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ModelProxy {

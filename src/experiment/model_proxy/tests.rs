@@ -182,6 +182,17 @@ fn the_token_goes_in_the_real_key_goes_up_and_the_stream_comes_back_as_it_is_mad
 }
 
 #[test]
+fn neither_key_nor_token_shows_in_debug_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = ModelProxy::new(settings(dir.path(), Some("http://127.0.0.1:9"))).unwrap();
+    let shown = format!("{proxy:?}");
+    assert!(
+        !shown.contains("sk-real-key") && !shown.contains(proxy.token()),
+        "{shown}"
+    );
+}
+
+#[test]
 fn a_wrong_key_is_refused_and_never_reaches_the_model() {
     let dir = tempfile::tempdir().unwrap();
     let (url, seen) = standin("Hello", Duration::ZERO);
