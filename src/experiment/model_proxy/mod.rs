@@ -45,6 +45,9 @@ const MAX_REQUEST_BYTES: usize = 64 << 20;
 /// The most of an answer kept in the recording; the agent gets all of it.
 const MAX_RECORDED_BYTES: usize = 64 << 20;
 
+/// The most of a hooked session's verdict log read to number a call's round.
+const MAX_VERDICT_LOG_READ: u64 = 16 << 20;
+
 /// How long to wait for the model's API to accept a connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -317,8 +320,12 @@ impl ModelProxy {
     /// finishes a hooked session's verdict log holds.
     fn round(&self, state: &State) -> u32 {
         match &self.settings.verdict_log {
-            Some(log) => std::fs::read(log)
-                .map_or(1, |b| 1 + b.iter().filter(|c| **c == b'\n').count() as u32),
+            // Unconfined, the agent can reach the log: read with no link
+            // followed, no FIFO waited on, and no more than a cap.
+            Some(log) => {
+                crate::sys::bounded_read::read_regular_file_nofollow(log, MAX_VERDICT_LOG_READ)
+                    .map_or(1, |b| 1 + b.iter().filter(|c| **c == b'\n').count() as u32)
+            }
             None => state.round,
         }
     }
