@@ -2816,6 +2816,62 @@ model: {{base_url: \"{}\", model: stand-in-model, api_key_env: STANDIN_API_KEY}}
 }
 
 #[test]
+fn an_agent_that_erases_its_transcript_and_exits_after_its_model_answered_is_an_agent_failure() {
+    // The model's first answer has mini-swe-agent put a directory where its
+    // trajectory goes: saving it after the step fails and it exits 1 by
+    // itself, no finish judged, no trajectory left. Whether it started is
+    // read from what the runner's proxy passed, not from a transcript the
+    // agent can erase.
+    let bash =
+        |command: &str| json!({"tool_calls": [{"name": "bash", "input": {"command": command}}]});
+    let wipe = bash("rm -rf \"$HOME/../transcript.json\" && mkdir \"$HOME/../transcript.json\"");
+    let standin = Standin::start("mini_swe_agent", &json!([wipe, wipe]));
+    let lab = Lab::new();
+    let mini = python_with_package().parent().unwrap().join("mini");
+    let agent = format!(
+        "agent:\n  adapter: mini-swe-agent\n  program: {}\n  timeout: 300s\n\
+model: {{base_url: \"{}\", model: stand-in-model, api_key_env: STANDIN_API_KEY}}\n",
+        mini.display(),
+        standin.url()
+    );
+    let file = lab.write_with(&agent, "filter: {ids: [acme__textutil-1]}\n");
+    let out = run(critic()
+        .args(["experiment", "run"])
+        .arg(&file)
+        .arg("--output-dir")
+        .arg(lab.path("out"))
+        .args(["--retries", "0"])
+        .env("STANDIN_API_KEY", "stand-in-key"));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "a result, not an error: {err}");
+    let r = results(&lab.path("out"));
+    for arm in ["fix-only", "brt-only"] {
+        let run = &r[&key("textutil", arm)];
+        assert_eq!(run["status"], "agent_fail", "{run}");
+        assert_eq!(run["error"]["class"], "agent_exit", "{run}");
+        assert!(
+            run["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("exited with Some(1)"),
+            "{run}"
+        );
+        let dir = lab.path(&format!("out/runs/acme__textutil-1/{arm}/0"));
+        assert!(
+            !dir.join("transcript.json").exists(),
+            "the agent left no transcript"
+        );
+        // The evidence is the runner's: the answer it passed.
+        let statuses: Vec<_> = jsonl(&dir.join("model.jsonl"))
+            .iter()
+            .filter(|c| c["path"].as_str().unwrap().ends_with("/chat/completions"))
+            .map(|c| c["status"].as_u64().unwrap())
+            .collect();
+        assert_eq!(statuses, [200]);
+    }
+}
+
+#[test]
 fn an_install_step_makes_a_package_that_needs_building_gradable() {
     let lab = Lab::new();
     // A package whose version module its build generates (git ignores it):
