@@ -22,7 +22,8 @@ use std::process::{Command, Output};
 /// and the round in `CRITIC_ROUND`, writes the files its plan gives for
 /// the package the workspace holds, runs its shell command if it has one,
 /// sleeps if told, asks its model (through the run's proxy, when the
-/// experiment has one) for the tokens it is told to use and reports them in
+/// experiment has one) for the tokens it is told to use, writes the files
+/// the model's answer names if the step has an `ask`, reports the tokens in
 /// its own transcript (`CRITIC_EVENTS_FILE`), and prints what it did.
 const AGENT: &str = r#"#!/usr/bin/env python3
 import json, os, pathlib, sys, time
@@ -45,13 +46,19 @@ if "tokens" in step and "CRITIC_MODEL_BASE_URL" in os.environ:
     import urllib.request, urllib.error
     call = urllib.request.Request(
         os.environ["CRITIC_MODEL_BASE_URL"] + "/v1/messages",
-        data=json.dumps({"tokens": step["tokens"], "round": round_}).encode(),
+        data=json.dumps({"tokens": step["tokens"], "round": round_, "prompt": prompt,
+                         "ask": step.get("ask")}).encode(),
         headers={"x-api-key": os.environ["CRITIC_MODEL_API_KEY"], "content-type": "application/json"})
     try:
-        urllib.request.urlopen(call).read()
+        answer = json.loads(urllib.request.urlopen(call).read())
     except urllib.error.HTTPError as e:
         print(f"the model refused: {e.read().decode()}")
         sys.exit(3)
+    if "ask" in step:
+        # The model's text names the files to write.
+        for path, content in json.loads(answer["content"][0]["text"]).items():
+            (ws / path).parent.mkdir(parents=True, exist_ok=True)
+            (ws / path).write_text(content)
 if "tokens" in step:
     # The agent's own transcript, in the host's normalized events, with
     # what its model call used.
@@ -1415,7 +1422,7 @@ fn token_budgets_end_a_run_and_the_cost_cap_stops_new_ones() {
     // Through the run's model proxy the runner counts the model's answers
     // itself, and refuses the call that would go past the budget: the
     // third round's call, with 160 of 100 tokens used.
-    let (url, heads) = usage_model();
+    let UsageModel { url, heads, .. } = usage_model(|_| "ok".into());
     let model = format!("model: {{base_url: \"{url}\", model: m, api_key_env: USAGE_MODEL_KEY}}\n");
     let file = lab.write(
         &plan,
@@ -1482,6 +1489,125 @@ fn token_budgets_end_a_run_and_the_cost_cap_stops_new_ones() {
     let out = lab.run(&file, "capped", &["--force-new-manifest"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(results(&lab.path("capped")).len(), 2);
+}
+
+/// The model's answer for a request of the command agent: the files to
+/// write for what it asks (textutil's fix, or its reproduction test).
+fn textutil_files(asked: &Value) -> String {
+    let text = PACKAGES.iter().find(|p| p.name == "textutil").unwrap();
+    let mut files = serde_json::Map::new();
+    match asked["ask"].as_str() {
+        Some("fix") => files.insert(text.module.into(), text.fixed().into()),
+        Some("test") => files.insert("tests/test_issue.py".into(), text.good_brt.into()),
+        _ => None,
+    };
+    Value::Object(files).to_string()
+}
+
+#[test]
+fn a_command_agents_experiment_replays_from_its_recording_with_the_model_stopped() {
+    // The agent writes what its model answers: a replay that did not answer
+    // from the recording could not make the same patches.
+    let lab = Lab::new();
+    let model = usage_model(textutil_files);
+    let plan = json!({
+        "textutil": {
+            "fix-only": {"1": {"tokens": 10, "ask": "nothing"}, "2": {"tokens": 20, "ask": "fix"}},
+            "brt-only": {"1": {"tokens": 5, "ask": "test"}},
+        },
+        "stats": {}, "bounds": {},
+    });
+    let settings = format!(
+        "filter: {{ids: [acme__textutil-1]}}\n\
+model: {{base_url: \"{}\", model: m, api_key_env: USAGE_MODEL_KEY}}\n",
+        model.url
+    );
+    let file = lab.write(&plan, &settings);
+    let out = lab.run_with_env(&file, "out", &[("USAGE_MODEL_KEY", "the-real-key")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = results(&lab.path("out"));
+    let (fix, brt) = (
+        &r[&key("textutil", "fix-only")],
+        &r[&key("textutil", "brt-only")],
+    );
+    assert_eq!(
+        (
+            &fix["status"],
+            &fix["resolved"],
+            &fix["rounds"],
+            &fix["tokens"],
+            &fix["model_calls"]
+        ),
+        (&json!("ok"), &json!(true), &json!(2), &json!(30), &json!(2)),
+        "{fix}"
+    );
+    assert_eq!(brt["f2p"]["fails_on_base"], true, "{brt}");
+    let calls = model.heads.lock().unwrap().len();
+    assert_eq!(calls, 3);
+
+    // With the model answering nothing, the replay makes the same runs
+    // from the recording alone and never calls it.
+    model
+        .stopped
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    replays_equal(&lab, &file, "out", "again");
+    assert_eq!(model.heads.lock().unwrap().len(), calls);
+    let replayed = jsonl(&lab.path("again/runs/acme__textutil-1/fix-only/0/model.jsonl"));
+    assert!(
+        replayed.len() == 2 && replayed.iter().all(|c| c["source"] == "replayed"),
+        "{replayed:#?}"
+    );
+
+    // A changed task departs at fix-only's first call, which carries the
+    // prompt; `--replay-then-live` takes that run on against the model.
+    let changed = std::fs::read_to_string(&file).unwrap().replace(
+        "fix-only: {skill: ",
+        &format!(
+            "fix-only: {{task: {}, skill: ",
+            lab.path("task.md.j2").display()
+        ),
+    );
+    std::fs::write(
+        lab.path("task.md.j2"),
+        "Fix this: {{ issue }}\n",
+    )
+    .unwrap();
+    std::fs::write(&file, changed).unwrap();
+    let diverged = lab.run(
+        &file,
+        "changed",
+        &["--replay", &lab.path("out").to_string_lossy()],
+    );
+    assert_eq!(diverged.status.code(), Some(2), "{}", stderr(&diverged));
+    let r = results(&lab.path("changed"));
+    let fix = &r[&key("textutil", "fix-only")];
+    assert_eq!(fix["status"], "replay_diverged", "{fix}");
+    let why = fix["error"]["message"].as_str().unwrap();
+    assert!(
+        why.starts_with("round 1, call 1: ") && why.contains("/prompt"),
+        "{why}"
+    );
+    assert_eq!(r[&key("textutil", "brt-only")]["status"], "ok");
+    model
+        .stopped
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    let live = run(critic()
+        .args(["experiment", "run"])
+        .arg(&file)
+        .arg("--output-dir")
+        .arg(lab.path("changed"))
+        .arg("--replay")
+        .arg(lab.path("out"))
+        .arg("--replay-then-live")
+        .env("USAGE_MODEL_KEY", "the-real-key"));
+    assert_eq!(live.status.code(), Some(0), "{}", stderr(&live));
+    let fix = &results(&lab.path("changed"))[&key("textutil", "fix-only")];
+    assert_eq!(
+        (&fix["status"], &fix["resolved"]),
+        (&json!("ok"), &json!(true)),
+        "{fix}"
+    );
+    assert_eq!(model.heads.lock().unwrap().len(), calls + 2);
 }
 
 #[test]
@@ -3011,18 +3137,29 @@ fn an_install_step_makes_a_package_that_needs_building_gradable() {
 /// A TCP service on the host's loopback that counts the connections it
 /// gets and answers each with `answer`.
 /// A stand-in model (a test double for a paid API): answers each request
-/// with usage of the `tokens` its JSON body asks for; keeps each request's
-/// head.
-fn usage_model() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+/// with usage of the `tokens` its JSON body asks for and the text `answer`
+/// gives for the body; keeps each request's head. Once `stopped` is set it
+/// closes every connection unanswered.
+struct UsageModel {
+    url: String,
+    heads: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    stopped: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+fn usage_model(answer: fn(&Value) -> String) -> UsageModel {
     use std::io::{BufRead, Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let kept = heads.clone();
+    let stopped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (kept, stop) = (heads.clone(), stopped.clone());
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
-            let kept = kept.clone();
+            let (kept, stop) = (kept.clone(), stop.clone());
             std::thread::spawn(move || {
+                if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    return;
+                }
                 let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
                 loop {
                     let mut head = String::new();
@@ -3049,7 +3186,7 @@ fn usage_model() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
                     kept.lock().unwrap().push(head);
                     let asked: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                     let answer = json!({"id": "msg", "type": "message", "role": "assistant",
-                        "content": [{"type": "text", "text": "ok"}],
+                        "content": [{"type": "text", "text": answer(&asked)}],
                         "usage": {"input_tokens": asked["tokens"].as_u64().unwrap_or(1), "output_tokens": 0}})
                     .to_string();
                     let mut out = stream.try_clone().unwrap();
@@ -3062,7 +3199,11 @@ fn usage_model() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
             });
         }
     });
-    (url, heads)
+    UsageModel {
+        url,
+        heads,
+        stopped,
+    }
 }
 
 fn loopback_service(answer: &'static str) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
