@@ -47,16 +47,18 @@ if "tokens" in step and "CRITIC_MODEL_BASE_URL" in os.environ:
     call = urllib.request.Request(
         os.environ["CRITIC_MODEL_BASE_URL"] + "/v1/messages",
         data=json.dumps({"tokens": step["tokens"], "round": round_, "prompt": prompt,
-                         "ask": step.get("ask")}).encode(),
+                         "ask": step.get("ask"), "stream": "ask" in step}).encode(),
         headers={"x-api-key": os.environ["CRITIC_MODEL_API_KEY"], "content-type": "application/json"})
     try:
-        answer = json.loads(urllib.request.urlopen(call).read())
+        answer = urllib.request.urlopen(call).read().decode()
     except urllib.error.HTTPError as e:
         print(f"the model refused: {e.read().decode()}")
         sys.exit(3)
     if "ask" in step:
-        # The model's text names the files to write.
-        for path, content in json.loads(answer["content"][0]["text"]).items():
+        # The model's streamed text names the files to write.
+        events = [json.loads(l[6:]) for l in answer.splitlines() if l.startswith("data: ")]
+        text = "".join(e["delta"]["text"] for e in events if e["type"] == "content_block_delta")
+        for path, content in json.loads(text).items():
             (ws / path).parent.mkdir(parents=True, exist_ok=True)
             (ws / path).write_text(content)
 if "tokens" in step:
@@ -1544,6 +1546,15 @@ model: {{base_url: \"{}\", model: m, api_key_env: USAGE_MODEL_KEY}}\n",
     assert_eq!(brt["f2p"]["fails_on_base"], true, "{brt}");
     let calls = model.heads.lock().unwrap().len();
     assert_eq!(calls, 3);
+    // The answers were streamed, and the recording keeps the events.
+    let recorded = jsonl(&lab.path("out/runs/acme__textutil-1/fix-only/0/model.jsonl"));
+    assert!(recorded.iter().all(|c| c["stream"] == true
+        && c["raw"]
+            .as_str()
+            .unwrap()
+            .contains("event: content_block_delta")));
+    let holders = files_holding(&lab.path("out"), b"the-real-key");
+    assert!(holders.is_empty(), "the key is in {holders:?}");
 
     // With the model answering nothing, the replay makes the same runs
     // from the recording alone and never calls it.
@@ -1567,11 +1578,7 @@ model: {{base_url: \"{}\", model: m, api_key_env: USAGE_MODEL_KEY}}\n",
             lab.path("task.md.j2").display()
         ),
     );
-    std::fs::write(
-        lab.path("task.md.j2"),
-        "Fix this: {{ issue }}\n",
-    )
-    .unwrap();
+    std::fs::write(lab.path("task.md.j2"), "Fix this: {{ issue }}\n").unwrap();
     std::fs::write(&file, changed).unwrap();
     let diverged = lab.run(
         &file,
@@ -3138,8 +3145,9 @@ fn an_install_step_makes_a_package_that_needs_building_gradable() {
 /// gets and answers each with `answer`.
 /// A stand-in model (a test double for a paid API): answers each request
 /// with usage of the `tokens` its JSON body asks for and the text `answer`
-/// gives for the body; keeps each request's head. Once `stopped` is set it
-/// closes every connection unanswered.
+/// gives for the body, streamed (Anthropic's server-sent events) when the
+/// body asks for a stream; keeps each request's head. Once `stopped` is set
+/// it closes every connection unanswered.
 struct UsageModel {
     url: String,
     heads: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
@@ -3185,14 +3193,37 @@ fn usage_model(answer: fn(&Value) -> String) -> UsageModel {
                     reader.read_exact(&mut body).unwrap();
                     kept.lock().unwrap().push(head);
                     let asked: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    let answer = json!({"id": "msg", "type": "message", "role": "assistant",
-                        "content": [{"type": "text", "text": answer(&asked)}],
-                        "usage": {"input_tokens": asked["tokens"].as_u64().unwrap_or(1), "output_tokens": 0}})
-                    .to_string();
+                    let (text, tokens) = (answer(&asked), asked["tokens"].as_u64().unwrap_or(1));
+                    let usage = json!({"input_tokens": tokens, "output_tokens": 0});
+                    let (kind, answer) = if asked["stream"] == true {
+                        let events = [
+                            json!({"type": "message_start", "message": {"id": "msg", "type": "message",
+                                "role": "assistant", "content": [], "usage": usage}}),
+                            json!({"type": "content_block_start", "index": 0,
+                                "content_block": {"type": "text", "text": ""}}),
+                            json!({"type": "content_block_delta", "index": 0,
+                                "delta": {"type": "text_delta", "text": text}}),
+                            json!({"type": "content_block_stop", "index": 0}),
+                            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                                "usage": {"output_tokens": 0}}),
+                            json!({"type": "message_stop"}),
+                        ];
+                        let sse = events
+                            .iter()
+                            .map(|e| {
+                                format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap())
+                            })
+                            .collect();
+                        ("text/event-stream", sse)
+                    } else {
+                        let message = json!({"id": "msg", "type": "message", "role": "assistant",
+                            "content": [{"type": "text", "text": text}], "usage": usage});
+                        ("application/json", message.to_string())
+                    };
                     let mut out = stream.try_clone().unwrap();
                     let _ = write!(
                         out,
-                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
+                        "HTTP/1.1 200 OK\r\ncontent-type: {kind}\r\ncontent-length: {}\r\n\r\n{answer}",
                         answer.len()
                     );
                 }
