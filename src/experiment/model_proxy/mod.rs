@@ -650,8 +650,8 @@ impl ModelProxy {
                     let (status, body) = own_answer(StatusCode::BAD_GATEWAY, "api_error", &message);
                     e.first_byte_ms = ms(call.started.elapsed());
                     e.total_ms = e.first_byte_ms;
-                    let _ = head_tx.send(Err((status, body)));
                     proxy.finish(e);
+                    let _ = head_tx.send(Err((status, body)));
                     return;
                 }
             };
@@ -705,7 +705,6 @@ impl ModelProxy {
                     }
                 }
             }
-            drop(body_tx);
             e.total_ms = ms(call.started.elapsed());
             if first {
                 e.first_byte_ms = e.total_ms;
@@ -719,6 +718,10 @@ impl ModelProxy {
             }
             e.usage = exchange::usage_of(&e.response);
             proxy.finish(e);
+            // The answer ends (chunked: its length is never passed on) only
+            // once it is recorded and counted, so an agent that exits on
+            // its last byte leaves no call unrecorded.
+            drop(body_tx);
         });
         match head_rx.await {
             Ok(Ok((status, headers))) => {
