@@ -144,7 +144,7 @@ fn main() {
                         critic_error: None,
                     })
                     .collect();
-                db.finish(&run, &rounds).unwrap();
+                db.finish(&run, &rounds, None).unwrap();
                 n += 1;
             }
         }

@@ -46,7 +46,7 @@ if "tokens" in step and "CRITIC_MODEL_BASE_URL" in os.environ:
     import urllib.request, urllib.error
     call = urllib.request.Request(
         os.environ["CRITIC_MODEL_BASE_URL"] + "/v1/messages",
-        data=json.dumps({"tokens": step["tokens"], "round": round_, "prompt": prompt,
+        data=json.dumps({"tokens": step["tokens"], "arm": arm, "round": round_, "prompt": prompt,
                          "ask": step.get("ask"), "stream": "ask" in step}).encode(),
         headers={"x-api-key": os.environ["CRITIC_MODEL_API_KEY"], "content-type": "application/json"})
     try:
@@ -546,33 +546,152 @@ fn infrastructure_errors_are_retried_logged_and_rerun_until_they_are_results() {
 }
 
 #[test]
-fn a_changed_experiment_is_refused_in_the_same_output_unless_forced() {
+fn a_rerun_reuses_what_is_unchanged_and_remakes_exactly_what_changed() {
     let lab = Lab::new();
-    let file = lab.write(&plan(), "filter: {ids: [acme__stats-1]}\n");
-    let out = lab.run(&file, "out", &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let before = std::fs::read(lab.path("out/results.sqlite")).unwrap();
-    let file = lab.write(&plan(), "filter: {ids: [acme__stats-1]}\nseed: 7\n");
-    let out = lab.run(&file, "out", &[]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = stderr(&out);
+    let model = usage_model(|_| "ok".into());
+    let by = |name: &str| PACKAGES.iter().find(|p| p.name == name).unwrap();
+    let (text, bounds) = (by("textutil"), by("bounds"));
+    let write = |path: &str, content: &str| {
+        let mut files = serde_json::Map::new();
+        files.insert(path.into(), content.into());
+        json!({"tokens": 1, "write": files})
+    };
+    // Every turn asks the model once: its calls count the agent's turns.
+    let plan = json!({
+        "textutil": {
+            "fix-only": {"1": {"tokens": 1}, "2": write(text.module, &text.fixed())},
+            "brt-only": {"1": write("tests/test_issue.py", text.good_brt)},
+        },
+        "bounds": {
+            "fix-only": {"1": write(bounds.module, &bounds.fixed())},
+            "brt-only": {"1": write("tests/test_issue.py", bounds.good_brt)},
+        },
+        "stats": {},
+    });
+    let settings = format!(
+        "filter: {{ids: [acme__textutil-1, acme__bounds-1]}}\n\
+model: {{base_url: \"{}\", model: m, api_key_env: USAGE_MODEL_KEY}}\n",
+        model.url
+    );
+    let file = lab.write(&plan, &settings);
+    let key_env = [("USAGE_MODEL_KEY", "k")];
+    let calls = |arm: &str| {
+        model
+            .bodies
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|b| b["arm"] == arm)
+            .count()
+    };
+    let again = |flags: &[&str]| {
+        let out = run(critic()
+            .args(["experiment", "run"])
+            .arg(&file)
+            .arg("--output-dir")
+            .arg(lab.path("out"))
+            .args(flags)
+            .envs(key_env));
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        stderr(&out)
+    };
+    again(&[]);
+    assert_eq!((calls("fix-only"), calls("brt-only")), (3, 2));
+
+    // The same command again: everything is reused.
+    let err = again(&[]);
     assert!(
-        err.contains("different manifest (changed: experiment, seed)"),
+        err.contains("fix-only: 2 runs reused") && err.contains("brt-only: 2 runs reused"),
         "{err}"
     );
-    assert!(err.contains("--force-new-manifest"), "{err}");
+    assert_eq!((calls("fix-only"), calls("brt-only")), (3, 2));
+
+    // A changed arm: a dry run says what would happen and does nothing.
+    let yaml = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        yaml.replace("max_iterations: 1}", "max_iterations: 2}"),
+    )
+    .unwrap();
+    let db_before = std::fs::read(lab.path("out/results.sqlite")).unwrap();
+    let err = again(&["--dry-run"]);
+    assert!(
+        err.contains("brt-only: definition changed (max_iterations 1 -> 2): 2 runs re-made")
+            && err.contains("fix-only: 2 runs reused")
+            && err.contains("nothing was made or moved"),
+        "{err}"
+    );
     assert_eq!(
         std::fs::read(lab.path("out/results.sqlite")).unwrap(),
-        before,
-        "nothing lost"
+        db_before
     );
-    let copy = std::fs::read_to_string(lab.path("out/arms/fix-only/skill/critic.yaml")).unwrap();
+    assert!(!lab.path("out/superseded").exists());
+    assert_eq!((calls("fix-only"), calls("brt-only")), (3, 2));
+
+    // Run: exactly the changed arm's runs are made again; the old ones
+    // leave the results for superseded/, with why.
+    again(&[]);
+    assert_eq!((calls("fix-only"), calls("brt-only")), (3, 4));
+    let old: Value = serde_json::from_slice(
+        &std::fs::read(
+            lab.path("out/superseded/1/runs/acme__textutil-1/brt-only/0/superseded.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
     assert!(
-        !copy.contains("\"seed\""),
-        "the refused run left the skill copies alone"
+        old["why"]
+            .as_str()
+            .unwrap()
+            .contains("max_iterations 1 -> 2"),
+        "{old}"
     );
-    let out = lab.run(&file, "out", &["--force-new-manifest"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(old["stored"]["run"]["status"], "ok", "{old}");
+    assert!(lab
+        .path("out/superseded/1/runs/acme__textutil-1/brt-only/0/final.patch")
+        .is_file());
+    assert_eq!(results(&lab.path("out")).len(), 4);
+
+    // More samples: only the new ones are made.
+    std::fs::write(
+        &file,
+        std::fs::read_to_string(&file).unwrap() + "samples: 2\n",
+    )
+    .unwrap();
+    let err = again(&[]);
+    assert!(
+        err.contains("fix-only: new: 2 runs made") && err.contains("fix-only: 2 runs reused"),
+        "{err}"
+    );
+    assert_eq!((calls("fix-only"), calls("brt-only")), (6, 6));
+    assert_eq!(jsonl(&lab.path("out/results.jsonl")).len(), 8);
+
+    // A removed arm leaves the results, the predictions and the report.
+    let yaml = std::fs::read_to_string(&file).unwrap();
+    let arm_line = yaml
+        .lines()
+        .find(|l| l.trim_start().starts_with("brt-only:"))
+        .unwrap()
+        .to_string();
+    std::fs::write(&file, yaml.replace(&format!("{arm_line}\n"), "")).unwrap();
+    let err = again(&[]);
+    assert!(
+        err.contains("brt-only: no longer in the experiment: 4 runs moved to superseded/"),
+        "{err}"
+    );
+    let r = jsonl(&lab.path("out/results.jsonl"));
+    assert!(
+        r.iter().all(|r| r["arm"] == "fix-only") && r.len() == 4,
+        "{r:#?}"
+    );
+    let report = std::fs::read_to_string(lab.path("out/report.html")).unwrap();
+    assert!(
+        !report.contains("brt-only"),
+        "the report still shows brt-only"
+    );
+    assert!(lab
+        .path("out/superseded/2/runs/acme__bounds-1/brt-only/1/superseded.json")
+        .is_file());
     assert!(lab.path("out/manifest.1.json").is_file());
 }
 
@@ -1488,7 +1607,7 @@ fn token_budgets_end_a_run_and_the_cost_cap_stops_new_ones() {
     assert_eq!(first["cost"], json!(80.0), "{first}");
     assert_eq!(first["error"]["class"], "budget", "{first}");
     let file = lab.write(&plan, &capped.replace("total_cost: 50", "total_cost: 1000"));
-    let out = lab.run(&file, "capped", &["--force-new-manifest"]);
+    let out = lab.run(&file, "capped", &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(results(&lab.path("capped")).len(), 2);
 }
@@ -2002,7 +2121,7 @@ fn an_instance_that_pins_its_requirements_gets_an_environment_built_once() {
     let built = std::fs::metadata(&done).unwrap().modified().unwrap();
     // A second experiment into the same output reuses it, and so does one
     // into another output.
-    let out = lab.run(&file, "out", &["--force-new-manifest"]);
+    let out = lab.run(&file, "out", &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let elsewhere = lab.run(&file, "elsewhere", &[]);
     assert_eq!(elsewhere.status.code(), Some(0), "{}", stderr(&elsewhere));
@@ -3151,6 +3270,7 @@ fn an_install_step_makes_a_package_that_needs_building_gradable() {
 struct UsageModel {
     url: String,
     heads: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    bodies: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
     stopped: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
@@ -3159,11 +3279,12 @@ fn usage_model(answer: fn(&Value) -> String) -> UsageModel {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let stopped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let (kept, stop) = (heads.clone(), stopped.clone());
+    let (kept, kept_bodies, stop) = (heads.clone(), bodies.clone(), stopped.clone());
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
-            let (kept, stop) = (kept.clone(), stop.clone());
+            let (kept, kept_bodies, stop) = (kept.clone(), kept_bodies.clone(), stop.clone());
             std::thread::spawn(move || {
                 if stop.load(std::sync::atomic::Ordering::SeqCst) {
                     return;
@@ -3193,6 +3314,7 @@ fn usage_model(answer: fn(&Value) -> String) -> UsageModel {
                     reader.read_exact(&mut body).unwrap();
                     kept.lock().unwrap().push(head);
                     let asked: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    kept_bodies.lock().unwrap().push(asked.clone());
                     let (text, tokens) = (answer(&asked), asked["tokens"].as_u64().unwrap_or(1));
                     let usage = json!({"input_tokens": tokens, "output_tokens": 0});
                     let (kind, answer) = if asked["stream"] == true {
@@ -3233,6 +3355,7 @@ fn usage_model(answer: fn(&Value) -> String) -> UsageModel {
     UsageModel {
         url,
         heads,
+        bodies,
         stopped,
     }
 }

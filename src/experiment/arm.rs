@@ -23,6 +23,9 @@ pub struct Prepared {
     pub skill: PathBuf,
     /// SHA-256 of the copy's files (paths and contents, in path order).
     pub digest: String,
+    /// The same of the skill as its author wrote it, before the arm's
+    /// overrides.
+    pub source_digest: String,
     /// The task template's source.
     pub task: String,
     /// Variables from the skill's config and the arm's `vars`.
@@ -43,6 +46,7 @@ pub fn prepare(arm: &Arm, dest: &Path) -> Result<Prepared, String> {
     }
     let mut budget = MAX_SKILL_BYTES;
     copy_tree(&arm.skill, dest, &mut budget).map_err(at)?;
+    let source_digest = digest(dest).map_err(at)?;
     let manifest_path = dest.join(crate::skill::MANIFEST_FILE);
     let text = std::fs::read_to_string(&manifest_path)
         .map_err(|e| at(format!("{}: {e}", manifest_path.display())))?;
@@ -102,6 +106,7 @@ pub fn prepare(arm: &Arm, dest: &Path) -> Result<Prepared, String> {
     Ok(Prepared {
         name: arm.name.clone(),
         digest: digest(dest).map_err(at)?,
+        source_digest,
         skill: dest.to_path_buf(),
         task,
         vars,

@@ -78,6 +78,18 @@ pub struct F2p {
     pub passes_on_golden: bool,
 }
 
+/// What is stored of a run (see [`Db::stored`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    /// How it ended.
+    pub status: Status,
+    /// Attempts made.
+    pub attempts: u32,
+    /// The definition it was made under (see
+    /// [`crate::experiment::definition`]); `None`: made by an older version.
+    pub definition: Option<String>,
+}
+
 /// One finished run.
 #[derive(Debug, Clone, Serialize)]
 pub struct Run {
@@ -166,7 +178,7 @@ CREATE TABLE IF NOT EXISTS runs (
   finishes INTEGER NOT NULL, rounds INTEGER NOT NULL, budget_exhausted INTEGER NOT NULL,
   outcome_test TEXT, tokens INTEGER, cost REAL, duration_s REAL NOT NULL,
   attempts INTEGER NOT NULL, model_patch TEXT NOT NULL, grade_problem TEXT,
-  usage_source TEXT, model_calls INTEGER,
+  usage_source TEXT, model_calls INTEGER, definition TEXT,
   PRIMARY KEY (instance_id, arm, sample));
 CREATE TABLE IF NOT EXISTS rounds (
   instance_id TEXT NOT NULL, arm TEXT NOT NULL, sample INTEGER NOT NULL, round INTEGER NOT NULL,
@@ -203,6 +215,7 @@ impl Db {
             ("runs", "usage_source", "TEXT"),
             ("runs", "model_calls", "INTEGER"),
             ("rounds", "critic_error", "TEXT"),
+            ("runs", "definition", "TEXT"),
         ] {
             let has: bool = conn
                 .query_row(
@@ -234,23 +247,85 @@ impl Db {
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The stored status of `key` and its attempts so far.
-    pub fn status(&self, key: &RunKey) -> Result<Option<(Status, u32)>, DbError> {
-        let row: Option<(String, u32)> = self
+    /// What is stored of `key`: its status, attempts so far and definition.
+    pub fn stored(&self, key: &RunKey) -> Result<Option<Stored>, DbError> {
+        let row: Option<(String, u32, Option<String>)> = self
             .conn()
             .query_row(
-                "SELECT status, attempts FROM runs WHERE instance_id=?1 AND arm=?2 AND sample=?3",
+                "SELECT status, attempts, definition FROM runs \
+                 WHERE instance_id=?1 AND arm=?2 AND sample=?3",
                 params![key.instance_id, key.arm, key.sample],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
             .optional()
             .map_err(|e| self.err(e))?;
-        Ok(row.and_then(|(s, a)| Status::parse(&s).map(|s| (s, a))))
+        Ok(row.and_then(|(s, attempts, definition)| {
+            Status::parse(&s).map(|status| Stored {
+                status,
+                attempts,
+                definition,
+            })
+        }))
     }
 
-    /// Store a finished run with its rounds, replacing an earlier attempt's,
-    /// and log the attempt.
-    pub fn finish(&self, run: &Run, rounds: &[Round]) -> Result<(), DbError> {
+    /// Record `definition` as the one `key` was made under (a run of an
+    /// older version, adopted as it is).
+    pub fn set_definition(&self, key: &RunKey, definition: &str) -> Result<(), DbError> {
+        self.conn()
+            .execute(
+                "UPDATE runs SET definition=?4 WHERE instance_id=?1 AND arm=?2 AND sample=?3",
+                params![key.instance_id, key.arm, key.sample, definition],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Remove the runs `keys` (rows, rounds and attempts) and give back
+    /// what was stored of each, as JSON.
+    pub fn take(&self, keys: &[RunKey]) -> Result<Vec<serde_json::Value>, DbError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let wanted: std::collections::BTreeSet<&RunKey> = keys.iter().collect();
+        let mut rounds = self.rounds()?;
+        let mut taken = Vec::new();
+        for run in self.runs()?.into_iter().filter(|r| wanted.contains(&r.key)) {
+            let definition = self.stored(&run.key)?.and_then(|s| s.definition);
+            taken.push(serde_json::json!({
+                "run": run,
+                "rounds": rounds.remove(&run.key).unwrap_or_default(),
+                "definition": definition
+                    .and_then(|d| serde_json::from_str::<serde_json::Value>(&d).ok()),
+            }));
+        }
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(|e| self.err(e))?;
+        for k in keys {
+            for table in ["runs", "rounds", "attempts"] {
+                tx.execute(
+                    &format!("DELETE FROM {table} WHERE instance_id=?1 AND arm=?2 AND sample=?3"),
+                    params![k.instance_id, k.arm, k.sample],
+                )
+                .map_err(|e| self.err(e))?;
+            }
+        }
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(taken)
+    }
+
+    /// Every stored run's key.
+    pub fn keys(&self) -> Result<Vec<RunKey>, DbError> {
+        Ok(self.runs()?.into_iter().map(|r| r.key).collect())
+    }
+
+    /// Store a finished run with its rounds and `definition`, replacing an
+    /// earlier attempt's, and log the attempt.
+    pub fn finish(
+        &self,
+        run: &Run,
+        rounds: &[Round],
+        definition: Option<&str>,
+    ) -> Result<(), DbError> {
         let mut conn = self.conn();
         let tx = conn.transaction().map_err(|e| self.err(e))?;
         let k = &run.key;
@@ -260,7 +335,7 @@ impl Db {
                 params![k.instance_id, k.arm, k.sample],
             )?;
             tx.execute(
-                "INSERT OR REPLACE INTO runs VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21)",
+                "INSERT OR REPLACE INTO runs VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22)",
                 params![
                     k.instance_id,
                     k.arm,
@@ -283,6 +358,7 @@ impl Db {
                     run.grade_problem,
                     run.usage_source,
                     run.model_calls,
+                    definition,
                 ],
             )?;
             for r in rounds {
@@ -636,8 +712,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let merged = Db::open(&dir.path().join("m.sqlite")).unwrap();
         let shard = Db::open(&dir.path().join("s.sqlite")).unwrap();
-        merged.finish(&run(Status::InfraError, 1), &[]).unwrap();
-        shard.finish(&run(Status::Ok, 2), &[]).unwrap();
+        merged
+            .finish(&run(Status::InfraError, 1), &[], None)
+            .unwrap();
+        shard.finish(&run(Status::Ok, 2), &[], None).unwrap();
         assert!(merged
             .absorb(&dir.path().join("s.sqlite"))
             .unwrap()
@@ -645,7 +723,7 @@ mod tests {
         assert_eq!(merged.runs().unwrap()[0].status, Status::Ok);
         // An error does not displace a result either way.
         let late = Db::open(&dir.path().join("late.sqlite")).unwrap();
-        late.finish(&run(Status::InfraError, 3), &[]).unwrap();
+        late.finish(&run(Status::InfraError, 3), &[], None).unwrap();
         assert!(merged
             .absorb(&dir.path().join("late.sqlite"))
             .unwrap()
@@ -655,7 +733,7 @@ mod tests {
         let other = Db::open(&dir.path().join("o.sqlite")).unwrap();
         let mut differs = run(Status::Ok, 1);
         differs.resolved = Some(false);
-        other.finish(&differs, &[]).unwrap();
+        other.finish(&differs, &[], None).unwrap();
         assert_eq!(
             merged.absorb(&dir.path().join("o.sqlite")).unwrap().len(),
             1
@@ -668,7 +746,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(&dir.path().join("r.sqlite")).unwrap();
         let key = run(Status::Ok, 1).key;
-        assert_eq!(db.status(&key).unwrap(), None);
+        assert_eq!(db.stored(&key).unwrap(), None);
         let round = Round {
             round: 1,
             turn_exit: Some(0),
@@ -678,10 +756,21 @@ mod tests {
             followup: Some("again".into()),
             critic_error: None,
         };
-        db.finish(&run(Status::InfraError, 1), std::slice::from_ref(&round))
-            .unwrap();
-        assert_eq!(db.status(&key).unwrap(), Some((Status::InfraError, 1)));
-        db.finish(&run(Status::Ok, 2), &[round]).unwrap();
+        db.finish(
+            &run(Status::InfraError, 1),
+            std::slice::from_ref(&round),
+            Some("{}"),
+        )
+        .unwrap();
+        assert_eq!(
+            db.stored(&key).unwrap(),
+            Some(Stored {
+                status: Status::InfraError,
+                attempts: 1,
+                definition: Some("{}".into())
+            })
+        );
+        db.finish(&run(Status::Ok, 2), &[round], None).unwrap();
         let db = Db::open(&dir.path().join("r.sqlite")).unwrap();
         let runs = db.runs().unwrap();
         assert_eq!(runs.len(), 1);
@@ -690,5 +779,14 @@ mod tests {
         let attempts = db.attempts().unwrap();
         let statuses: Vec<&str> = attempts.iter().map(|a| a.status.as_str()).collect();
         assert_eq!(statuses, ["infra_error", "ok"]);
+        // A superseded run leaves the database whole, and is given back.
+        db.set_definition(&key, "{\"sample\":0}").unwrap();
+        let taken = db.take(std::slice::from_ref(&key)).unwrap();
+        assert_eq!(taken.len(), 1);
+        assert_eq!(taken[0]["run"]["status"], "ok");
+        assert_eq!(taken[0]["rounds"][0]["followup"], "again");
+        assert_eq!(taken[0]["definition"]["sample"], 0);
+        assert_eq!(db.stored(&key).unwrap(), None);
+        assert!(db.attempts().unwrap().is_empty() && db.rounds().unwrap().is_empty());
     }
 }

@@ -2,8 +2,9 @@
 //! first run and never silently changed. It holds the experiment file as
 //! resolved, the instance ids, every arm's skill digest and overrides, the
 //! model, seed and samples, the shard, and this tool's version and binary
-//! digest. A rerun into the same directory with a different manifest is
-//! refused unless forced, so results from two setups never mix.
+//! digest. A rerun with a different manifest replaces it, the old kept as
+//! `manifest.<n>.json`; results from two setups never mix because each run
+//! is reused only under its own definition (see [`super::rebuild`]).
 
 use crate::experiment::arm;
 use crate::experiment::file::Experiment;
@@ -43,40 +44,18 @@ pub fn of(
     })
 }
 
-/// Write `manifest` into `out`, or check it equals the one there. With
-/// `force`, a different one replaces it and the old is kept as
-/// `manifest.<n>.json`.
-pub fn write_or_check(out: &Path, manifest: &Value, force: bool) -> Result<(), String> {
+/// Write `manifest` into `out`. A different one there is kept as
+/// `manifest.<n>.json` (which runs it still holds is the runs' own
+/// business: see [`super::rebuild`]).
+pub fn write(out: &Path, manifest: &Value) -> Result<(), String> {
     let path = out.join(FILE);
     let text = serde_json::to_string_pretty(manifest).expect("JSON values serialize") + "\n";
     match std::fs::read(&path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(format!("{}: {e}", path.display())),
         Ok(old) => {
-            let old: Value = serde_json::from_slice(&old).map_err(|e| {
-                format!(
-                    "{}: not a manifest ({e}); this directory is not an experiment's output",
-                    path.display()
-                )
-            })?;
-            if &old == manifest {
+            if serde_json::from_slice::<Value>(&old).ok().as_ref() == Some(manifest) {
                 return Ok(());
-            }
-            if !force {
-                let changed: Vec<&str> = manifest
-                    .as_object()
-                    .into_iter()
-                    .flatten()
-                    .filter(|(k, v)| old.get(k.as_str()) != Some(v))
-                    .map(|(k, _)| k.as_str())
-                    .collect();
-                return Err(format!(
-                    "{}: this output directory holds an experiment with a different manifest \
-                     (changed: {}); use another --output-dir, or --force-new-manifest to continue \
-                     here with the new one (the old manifest is kept)",
-                    path.display(),
-                    changed.join(", ")
-                ));
             }
             let mut n = 1;
             while out.join(format!("manifest.{n}.json")).exists() {
@@ -88,6 +67,39 @@ pub fn write_or_check(out: &Path, manifest: &Value, force: bool) -> Result<(), S
     }
     crate::sys::atomic_file::write(&path, text.as_bytes(), true)
         .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Refuse `out` if it holds an experiment whose manifest differs from
+/// `manifest` (merging shards into it would mix two setups).
+pub fn refuse_other(out: &Path, manifest: &Value) -> Result<(), String> {
+    let path = out.join(FILE);
+    let old = match std::fs::read(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+        Ok(old) => old,
+    };
+    let old: Value = serde_json::from_slice(&old).map_err(|e| {
+        format!(
+            "{}: not a manifest ({e}); this directory is not an experiment's output",
+            path.display()
+        )
+    })?;
+    let changed: Vec<&str> = manifest
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, v)| old.get(k.as_str()) != Some(v))
+        .map(|(k, _)| k.as_str())
+        .collect();
+    if changed.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "{}: this output directory holds an experiment with a different manifest (changed: {}); \
+         use another output directory",
+        path.display(),
+        changed.join(", ")
+    ))
 }
 
 /// An exclusive hold on `out` for as long as it lives: a second experiment
@@ -120,20 +132,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_changed_manifest_is_refused_unless_forced() {
+    fn a_changed_manifest_takes_the_place_and_the_old_is_kept() {
         let dir = tempfile::tempdir().unwrap();
         let a = json!({"name": "x", "seed": 0});
-        write_or_check(dir.path(), &a, false).unwrap();
-        write_or_check(dir.path(), &a, false).unwrap();
+        write(dir.path(), &a).unwrap();
+        write(dir.path(), &a).unwrap();
+        assert!(!dir.path().join("manifest.1.json").exists());
         let b = json!({"name": "x", "seed": 1});
-        let e = write_or_check(dir.path(), &b, false).unwrap_err();
+        write(dir.path(), &b).unwrap();
+        let read = |f: &str| -> Value {
+            serde_json::from_slice(&std::fs::read(dir.path().join(f)).unwrap()).unwrap()
+        };
+        assert_eq!(
+            (read("manifest.1.json"), read(FILE)),
+            (a.clone(), b.clone())
+        );
+        refuse_other(dir.path(), &b).unwrap();
+        let e = refuse_other(dir.path(), &a).unwrap_err();
         assert!(e.contains("changed: seed"), "{e}");
-        assert!(e.contains("--force-new-manifest"), "{e}");
-        write_or_check(dir.path(), &b, true).unwrap();
-        let kept: Value =
-            serde_json::from_slice(&std::fs::read(dir.path().join("manifest.1.json")).unwrap())
-                .unwrap();
-        assert_eq!(kept, a);
     }
 
     #[test]

@@ -63,7 +63,8 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Merged, ExperimentError> 
     }
     std::fs::create_dir_all(out).map_err(|e| output(format!("{}: {e}", out.display())))?;
     let _lock = manifest::lock(out).map_err(output)?;
-    manifest::write_or_check(out, &wanted, false).map_err(output)?;
+    manifest::refuse_other(out, &wanted).map_err(output)?;
+    manifest::write(out, &wanted).map_err(output)?;
     let db = Db::open(&out.join("results.sqlite"))?;
     for dir in inputs {
         if std::fs::canonicalize(dir).ok() == std::fs::canonicalize(out).ok() {

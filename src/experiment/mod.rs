@@ -7,12 +7,14 @@
 //! copy and task prompt; `adapters/` drive the agent one turn at a time;
 //! `session.rs` is one run; `grade.rs` its evaluation; `predictions.rs`
 //! grades predictions made elsewhere; `db.rs` the results database;
-//! `manifest.rs` the immutable record of what was asked; and `export.rs`
-//! the JSONL files other tools read.
+//! `manifest.rs` the record of what was asked; `definition.rs` what
+//! defines each run and `rebuild.rs` which runs a rerun reuses, makes and
+//! supersedes; and `export.rs` the JSONL files other tools read.
 
 pub mod adapters;
 pub mod arm;
 pub mod db;
+pub mod definition;
 pub mod export;
 pub mod file;
 pub mod grade;
@@ -24,6 +26,7 @@ pub mod mpe_eval;
 pub mod predictions;
 pub mod preflight;
 pub mod preflight_cache;
+pub mod rebuild;
 pub mod report;
 pub mod session;
 pub mod slurm;
@@ -37,7 +40,7 @@ use crate::grading::runner::{Backend, Backends, LocalScratch};
 use db::{Db, Run, RunKey, Status};
 use file::Experiment;
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -56,8 +59,8 @@ pub struct Options {
     pub retries: u32,
     /// The `critic` binary the agent's finish calls.
     pub critic: PathBuf,
-    /// Take a changed manifest (the old one is kept beside it).
-    pub force_new_manifest: bool,
+    /// Only say which runs would be reused, made and superseded.
+    pub dry_run: bool,
     /// Run the critic's and the grader's tests unconfined.
     pub unconfined_runs: bool,
     /// Run the agent's turns unconfined (see [`adapters::confined`]).
@@ -212,6 +215,9 @@ pub enum ExperimentError {
 
 /// What the caller shows while runs go.
 pub trait Progress: Sync {
+    /// What a rerun reuses, makes and supersedes, one line per arm and
+    /// reason (see [`rebuild::plan`]).
+    fn plan(&self, _lines: &[String]) {}
     /// `pending` of `total` runs are to be made; `broken` others are not,
     /// their instance being broken; `checking` instances' pre-flights are
     /// still to run, beside the runs.
@@ -497,22 +503,6 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
     let ids: Vec<&str> = instances.iter().map(|r| r.instance.id.as_str()).collect();
     let mut record = manifest::of(&exp, &ids, &arms, opts.shard, &opts.critic);
     record["environment"] = opts.env.to_json();
-    if let Err(e) = manifest::write_or_check(out, &record, opts.force_new_manifest) {
-        let _ = crate::sys::remove_tree::remove_tree(&staging);
-        return Err(ExperimentError::Output(e));
-    }
-    let arms_dir = out.join("arms");
-    let placed = (|| -> std::io::Result<()> {
-        if std::fs::symlink_metadata(&arms_dir).is_ok() {
-            crate::sys::remove_tree::remove_tree(&arms_dir)?;
-        }
-        std::fs::rename(&staging, &arms_dir)
-    })();
-    placed.map_err(|e| ExperimentError::Output(format!("{}: {e}", arms_dir.display())))?;
-    for a in &mut arms {
-        a.skill = arms_dir.join(&a.name).join("skill");
-    }
-    let db = Db::open(&out.join("results.sqlite"))?;
     let mut keys = Vec::new();
     for ready in &instances {
         let inst = &ready.instance;
@@ -541,22 +531,77 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
             }
         }
     }
+    // What defines each run: a rerun reuses a finished run only while its
+    // definition is unchanged.
+    let environment = opts.env.to_json();
+    let definitions: HashMap<RunKey, String> = keys
+        .iter()
+        .map(|key| {
+            let ready = instances
+                .iter()
+                .find(|r| r.instance.id == key.instance_id)
+                .expect("keys are of the instances");
+            let arm = arms.iter().find(|a| a.name == key.arm);
+            let def = definition::of(
+                &exp,
+                &ready.instance,
+                &ready.python,
+                arm,
+                &key.arm,
+                key.sample,
+                &environment,
+            );
+            (key.clone(), definition::text(&def))
+        })
+        .collect();
+    let wanted: Vec<(RunKey, String)> = keys
+        .iter()
+        .map(|k| (k.clone(), definitions[k].clone()))
+        .collect();
+    let db_path = out.join("results.sqlite");
+    let db = if opts.dry_run && !db_path.exists() {
+        None
+    } else {
+        Some(Db::open(&db_path)?)
+    };
+    let same_manifest = std::fs::read(out.join(manifest::FILE))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .is_some_and(|old| old == record);
+    let rebuilt = rebuild::plan(db.as_ref(), &wanted, same_manifest, opts.replay_then_live)?;
+    progress.plan(&rebuilt.lines);
+    if opts.dry_run {
+        let _ = crate::sys::remove_tree::remove_tree(&staging);
+        return Ok(Finished {
+            total: keys.len(),
+            ran: 0,
+            not_started: 0,
+            mpe_error: None,
+            runs: Vec::new(),
+            broken: Vec::new(),
+        });
+    }
+    let db = db.expect("a run opens the database");
+    if let Err(e) = manifest::write(out, &record) {
+        let _ = crate::sys::remove_tree::remove_tree(&staging);
+        return Err(ExperimentError::Output(e));
+    }
+    let arms_dir = out.join("arms");
+    let placed = (|| -> std::io::Result<()> {
+        if std::fs::symlink_metadata(&arms_dir).is_ok() {
+            crate::sys::remove_tree::remove_tree(&arms_dir)?;
+        }
+        std::fs::rename(&staging, &arms_dir)
+    })();
+    placed.map_err(|e| ExperimentError::Output(format!("{}: {e}", arms_dir.display())))?;
+    for a in &mut arms {
+        a.skill = arms_dir.join(&a.name).join("skill");
+    }
+    rebuild::apply(&rebuilt, &db, out, |k| run_dir(out, k)).map_err(ExperimentError::Output)?;
     let plan = serde_json::to_vec(&keys).expect("keys serialize");
     crate::sys::atomic_file::write(&out.join(PLAN_FILE), &plan, true)
         .map_err(|e| ExperimentError::Output(format!("{}: {e}", out.join(PLAN_FILE).display())))?;
-    let mut pending = Vec::new();
-    for key in &keys {
-        match db.status(key)? {
-            Some((Status::Ok | Status::AgentFail, _)) => {}
-            Some((Status::InfraError, attempts)) => pending.push((key.clone(), attempts)),
-            // A replay that departed goes on live only when asked to.
-            Some((Status::ReplayDiverged, attempts)) if opts.replay_then_live => {
-                pending.push((key.clone(), attempts))
-            }
-            Some((Status::ReplayDiverged, _)) => {}
-            None => pending.push((key.clone(), 0)),
-        }
-    }
+    let pending = rebuilt.make;
     let work_dir = out.join("work");
     let check_flags: Vec<String> = opts
         .unconfined_runs
@@ -651,7 +696,7 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
                 if run.usage_source.as_deref() != Some("proxy") {
                     *cost.lock().unwrap_or_else(|p| p.into_inner()) += run.cost.unwrap_or(0.0);
                 }
-                if let Err(e) = db.finish(&run, &rounds) {
+                if let Err(e) = db.finish(&run, &rounds, Some(&definitions[key])) {
                     failures
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())

@@ -97,7 +97,7 @@ pub fn grade_predictions(
         "samples": 1,
         "tool": {"version": env!("CARGO_PKG_VERSION")},
     });
-    manifest::write_or_check(out, &record, true).map_err(ExperimentError::Output)?;
+    manifest::write(out, &record).map_err(ExperimentError::Output)?;
     let db = Db::open(&out.join("results.sqlite"))?;
     let stored: BTreeMap<RunKey, Run> =
         db.runs()?.into_iter().map(|r| (r.key.clone(), r)).collect();
@@ -188,7 +188,7 @@ pub fn grade_predictions(
                 }
             }
             run.duration_s = started.elapsed().as_secs_f64();
-            if let Err(e) = db.finish(&run, &[]) {
+            if let Err(e) = db.finish(&run, &[], None) {
                 failures
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())

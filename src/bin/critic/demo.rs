@@ -386,7 +386,7 @@ fn demo_experiment(examples: &Path, keep: Option<&Path>, out: &mut dyn Write) ->
         shard: None,
         retries: 1,
         critic: std::env::current_exe()?,
-        force_new_manifest: false,
+        dry_run: false,
         unconfined_runs: false,
         unconfined_agents: false,
         controls: vec![pluggable_critic::experiment::Control::Gold],

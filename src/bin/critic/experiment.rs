@@ -145,9 +145,10 @@ struct RunArgs {
     /// Further attempts for a run that ends in an infrastructure error.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=100))]
     retries: u32,
-    /// Continue in an output directory whose manifest differs (the old one is kept).
+    /// Only say which runs a run of this command would reuse, make and
+    /// supersede, and why; make nothing.
     #[arg(long)]
-    force_new_manifest: bool,
+    dry_run: bool,
     /// Where grading tests run: `local` (confined scratch copies of the
     /// clones) or `container` (a fresh container of the instance's image per
     /// run; the experiment file's `container` block says which).
@@ -218,6 +219,15 @@ impl Shown {
 }
 
 impl Progress for Shown {
+    fn plan(&self, lines: &[String]) {
+        for line in lines {
+            match &self.bar {
+                Some(bar) => bar.println(format!("experiment: {line}")),
+                None => eprintln!("experiment: {line}"),
+            }
+        }
+    }
+
     fn start(&self, total: usize, pending: usize, broken: usize, checking: usize) {
         let of_broken = if broken > 0 {
             format!(", {broken} of broken instances not made")
@@ -404,7 +414,7 @@ fn run_experiment(args: RunArgs) -> anyhow::Result<u8> {
         shard: args.shard,
         retries: args.retries,
         critic: std::env::current_exe()?,
-        force_new_manifest: args.force_new_manifest,
+        dry_run: args.dry_run,
         unconfined_runs: args.unconfined_runs,
         unconfined_agents: args.unconfined_agents,
         replay: args.replay,
@@ -431,6 +441,13 @@ fn run_experiment(args: RunArgs) -> anyhow::Result<u8> {
     let progress = Shown::new();
     let finished = experiment::run(&opts, &progress)?;
     progress.done();
+    if opts.dry_run {
+        eprintln!(
+            "experiment: {} runs in all; a dry run: nothing was made or moved",
+            finished.total
+        );
+        return Ok(crate::EXIT_ACCEPT);
+    }
     summarize(&finished, &opts.output_dir)
 }
 

@@ -493,7 +493,7 @@ mod tests {
             run("i1", "base", false, None, 1),
         ];
         for r in &runs {
-            db.finish(r, &[]).unwrap();
+            db.finish(r, &[], None).unwrap();
         }
         // Something of the agent's where the second run's page goes.
         let planted = crate::experiment::run_dir(out.path(), &runs[1].key).join(RUN_PAGE);
