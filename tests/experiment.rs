@@ -2970,6 +2970,61 @@ fn an_agent_that_makes_its_critic_fail_stays_in_the_rates() {
 }
 
 #[test]
+fn a_hooked_agent_that_makes_its_judges_detector_fail_stays_in_the_rates() {
+    // Through Claude Code's judge one finish is enough: 4 MB of empty lines
+    // make fix-only's detector run out of memory, and the file is gone
+    // before the agent quits.
+    let bash = |command: &str| json!({"tool_calls": [{"name": "Bash", "input": {"command": command, "description": "Edit"}}]});
+    let standin = Standin::start(
+        "claude_code",
+        &json!([
+            bash("sed -i 's/join(words)/join(w.lower() for w in words)/' textutil/__init__.py && python3 -c \"open('blank.txt', 'w').write(chr(10) * (4 << 20))\""),
+            {"text": "Fixed."},
+            bash("rm blank.txt"),
+            {"text": "Tidied."},
+        ]),
+    );
+    let lab = Lab::new();
+    let agent = format!(
+        "agent:\n  adapter: claude-code\n  program: {}\n  timeout: 300s\n\
+model: {{base_url: \"{}\", model: stand-in-model, api_key_env: STANDIN_API_KEY}}\n",
+        npm_bin("claude").display(),
+        standin.url()
+    );
+    let file = lab.write_with(&agent, "filter: {ids: [acme__textutil-1]}\n");
+    let yaml = std::fs::read_to_string(&file).unwrap();
+    let brt = yaml.lines().find(|l| l.contains("brt-only:")).unwrap();
+    std::fs::write(&file, yaml.replace(&format!("{brt}\n"), "")).unwrap();
+    let out = run(critic()
+        .args(["experiment", "run"])
+        .arg(&file)
+        .arg("--output-dir")
+        .arg(lab.path("out"))
+        .args(["--retries", "0"])
+        .env("STANDIN_API_KEY", "stand-in-key"));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "a result, not an error: {err}");
+    let run = &results(&lab.path("out"))[&key("textutil", "fix-only")];
+    assert_eq!(
+        (run["status"].as_str(), run["resolved"].as_bool()),
+        (Some("ok"), Some(true)),
+        "{run}"
+    );
+    let kept: Value = serde_json::from_slice(
+        &std::fs::read(lab.path("out/runs/acme__textutil-1/fix-only/0/run.json")).unwrap(),
+    )
+    .unwrap();
+    let rounds = kept["rounds"].as_array().unwrap();
+    assert!(
+        rounds[0]["critic_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("memory")),
+        "{kept}"
+    );
+    assert_eq!(rounds.last().unwrap()["verdict"], "accepted", "{kept}");
+}
+
+#[test]
 fn what_the_patch_or_the_agent_does_is_a_result_never_an_infra_error() {
     let lab = Lab::new();
     let by = |name: &str| PACKAGES.iter().find(|p| p.name == name).unwrap();
