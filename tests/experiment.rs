@@ -2531,6 +2531,49 @@ fn model_names_that_look_alike_get_run_directories_of_their_own() {
     assert_eq!(r[taken[0].as_str()]["resolved"], false, "{r:#?}");
 }
 
+/// Predictions of records that name no interpreter are graded by the
+/// `python3` on PATH; one that cannot import pytest is refused with the
+/// ways to name another.
+#[test]
+fn predictions_are_graded_without_python_by_the_python3_on_path() {
+    let lab = Lab::new();
+    let records = jsonl(&lab.path("instances.jsonl"));
+    let gold = json!({"instance_id": records[0]["instance_id"], "model_name_or_path": "m",
+                      "model_patch": records[0]["patch"]});
+    std::fs::write(lab.path("predictions.jsonl"), format!("{gold}\n")).unwrap();
+    let path = std::env::var("PATH").unwrap();
+    let grade = |out: &str, first: &Path| {
+        run(critic()
+            .args(["experiment", "grade"])
+            .arg(lab.path(out))
+            .arg("--instances")
+            .arg(lab.path("instances.jsonl"))
+            .arg("--predictions")
+            .arg(lab.path("predictions.jsonl"))
+            .arg("--repos")
+            .arg(lab.path("repos"))
+            .env("PATH", format!("{}:{path}", first.display())))
+    };
+    let out = grade("out", python().parent().unwrap());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = jsonl(&lab.path("out/results.jsonl"));
+    assert_eq!(r[0]["resolved"], true, "{r:#?}");
+
+    let bin = lab.path("no-pytest");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("python3"), "#!/bin/sh\nexit 1\n").unwrap();
+    std::fs::set_permissions(bin.join("python3"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = grade("other", &bin);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("cannot import pytest")
+            && err.contains("`python` field")
+            && err.contains("--python"),
+        "{err}"
+    );
+}
+
 /// An agent that replaces its workspace's `.git` with a gitfile naming the
 /// user's clone (which its confinement does not let it read) learns
 /// nothing of the clone through the runner: the runner's checks and its
@@ -2878,8 +2921,10 @@ fn a_misspelt_arm_config_is_refused_before_anything_runs() {
             && err.contains("test_timout_secs"),
         "{err}"
     );
-    assert!(!lab.path("out/runs").exists(), "nothing ran");
-    assert!(!lab.path("out/results.jsonl").exists());
+    assert!(
+        !lab.path("out").exists(),
+        "nothing ran, nothing is left behind"
+    );
 }
 
 #[test]

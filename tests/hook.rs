@@ -135,6 +135,15 @@ fn bad_hook_input_and_bad_command_lines_never_block() {
     let out = hook("no-such-agent", &["--skill", s], b"{}", repo.path());
     assert_eq!(out.status.code(), Some(1), "not 2: {}", stderr(&out));
     assert!(stderr(&out).contains("unknown agent"));
+    // `hook install` is the user's command, not a hook call: a misspelt
+    // agent is an error (2), naming the agents there are.
+    for verb in ["install", "uninstall"] {
+        let out = run(critic()
+            .args(["hook", verb, "claud-code", "--skill", s])
+            .current_dir(repo.path()));
+        assert_eq!(out.status.code(), Some(2), "{verb}: {}", stderr(&out));
+        assert!(stderr(&out).contains("claude-code"), "{}", stderr(&out));
+    }
 }
 
 #[test]

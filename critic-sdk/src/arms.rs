@@ -367,9 +367,9 @@ pub fn not_a_reproduction(
     let did = run.outcome.describe(timeout_secs);
     let why = match &run.outcome {
         Outcome::BugDetected | Outcome::NotRun(_) => return None,
-        Outcome::Pass => "so it does not detect the bug. Make it check the behavior the issue \
-                          reports, with the inputs the issue gives, so that it fails while the \
-                          bug is present"
+        Outcome::Pass => "It passes while the bug is present, so it does not detect the bug. \
+                          Make it check the behavior the issue reports, with the inputs the \
+                          issue gives, so that it fails while the bug is present"
             .to_string(),
         Outcome::Crash(_) => "A crash of the test itself is not a reproduction: it would fail \
                               for reasons unrelated to the bug. Make the test run and fail on \
@@ -610,7 +610,10 @@ mod tests {
         let files = ["tests/test_m.py".to_string()];
         let passed = c.judge(&exited(0, "1 passed"), &files);
         let text = not_a_reproduction(&passed, "pytest", c.bug_exit_code, 1).unwrap();
-        assert!(text.contains("`pytest` exited 0"), "{text}");
+        assert!(
+            text.contains("`pytest` exited 0. It passes while the bug is present"),
+            "{text}"
+        );
         assert!(text.contains("```\n1 passed\n```"), "{text}");
         let failed = c.judge(&exited(1, "1 failed"), &files);
         assert!(failed.reproduces());

@@ -522,7 +522,7 @@ fn describe(error: &jsonschema::ValidationError, pointer: &str) -> String {
 }
 
 /// The first `name` on PATH.
-fn on_path(name: &str) -> Option<PathBuf> {
+pub(crate) fn on_path(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|d| d.join(name))
         .find(|p| p.is_file())
@@ -986,9 +986,21 @@ samples: 2\n";
             .to_string();
         assert!(e.contains("exp.yaml:11:1"), "{e}");
         assert!(
-            e.contains("unknown field; the fields allowed here are name, instances"),
+            e.contains(
+                "unknown field `sample` (did you mean `samples`?); the fields allowed here are \
+                 name, instances"
+            ),
             "{e}"
         );
+        // A key that is no near miss is placed, not quoted.
+        let e = parse(&format!("{GOOD}hunter2-secret-token: 3\n"), &path)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("exp.yaml:11:1: (root): unknown field; the fields"),
+            "{e}"
+        );
+        assert!(!e.contains("hunter2"), "{e}");
         let e = parse(&GOOD.replace("fix-only:", "Fix Only:"), &path)
             .unwrap_err()
             .to_string();
@@ -1001,7 +1013,10 @@ samples: 2\n";
         .to_string();
         assert!(e.contains("missing required field \"skill\""), "{e}");
         assert!(
-            e.contains("unknown field; the fields allowed here are skill, max_iterations"),
+            e.contains(
+                "unknown field `skil` (did you mean `skill`?); the fields allowed here are \
+                 skill, max_iterations"
+            ),
             "{e}"
         );
     }

@@ -384,13 +384,18 @@ fn one_instance(
         )?,
         // Checked, not built: the interpreter it would be built from.
         (None, true, None) => base_python.unwrap_or_else(|| PathBuf::from("python3")),
-        (None, false, _) => base_python.ok_or_else(|| {
-            format!(
-                "{}: no interpreter: give `python` in {} or the record",
-                inst.place,
-                exp.path.display()
-            )
-        })?,
+        // Nothing named and nothing to build: the `python3` on PATH.
+        (None, false, _) => base_python
+            .or_else(|| file::on_path("python3"))
+            .ok_or_else(|| {
+                format!(
+                    "{}: no interpreter, and no `python3` on PATH: give the record a `python` \
+                     field, or `python:` in the experiment file ({}), or `--python` to \
+                     `critic experiment grade --predictions`",
+                    inst.place,
+                    exp.path.display()
+                )
+            })?,
     };
     // The grader's copy, and the install's commit on top of the base.
     let (graded_repo, base) = match out {
@@ -451,6 +456,20 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
         output_dir,
         ..opts.clone()
     };
+    // An output directory this call made and nothing was run into (bad
+    // input, a dry run) is not left behind. A skill refused on its
+    // pre-flight leaves its evidence there.
+    let fresh = std::fs::symlink_metadata(&opts.output_dir).is_err();
+    let made = make(opts, progress);
+    let refused = matches!(made, Err(ExperimentError::Input(_)));
+    if fresh && (refused || opts.dry_run) {
+        let _ = crate::sys::remove_tree::remove_tree(&opts.output_dir);
+    }
+    made
+}
+
+/// [`run`], with the output directory absolute.
+fn make(opts: &Options, progress: &dyn Progress) -> Result<Finished, ExperimentError> {
     let exp = file::load(&opts.file)?;
     if !opts.unconfined_agents {
         confinable()?;

@@ -34,13 +34,17 @@ impl Checked {
                 imports(python, &["pytest"], confined).map_err(|why| match why {
                     NotImported::Missing(_) => format!(
                         "{} cannot import pytest, which grading runs (`python -m pytest`): \
-                         install it there (`{} -m pip install pytest`), or give another `python`",
+                         install it there (`{} -m pip install pytest`), or name another \
+                         interpreter (the record's `python` field, `python:` in the experiment \
+                         file, or `--python`)",
                         python.display(),
                         python.display()
                     ),
-                    NotImported::NoInterpreter(e) => {
-                        format!("cannot run {}: {e}", python.display())
-                    }
+                    NotImported::NoInterpreter(e) => format!(
+                        "cannot run {}: {e}; name another interpreter (the record's `python` \
+                         field, `python:` in the experiment file, or `--python`)",
+                        python.display()
+                    ),
                 })
             })
             .clone()

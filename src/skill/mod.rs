@@ -681,13 +681,16 @@ signals:
         assert_eq!(found[0].position, Position { line: 9, column: 5 });
         assert_eq!(
             found[0].message,
-            "unknown field; the fields allowed here are name, type, weight, detector, config, \
-             timeout, on_error, memory_mb (see schemas/critic.schema.json)"
+            "unknown field `timout` (did you mean `timeout`?); the fields allowed here are name, \
+             type, weight, detector, config, timeout, on_error, memory_mb (see \
+             schemas/critic.schema.json)"
         );
+        // A key that is no near miss of a field is placed, not quoted.
         let dir = skill_dir();
+        let text = GOOD.replace("    timeout: 500ms", "    sk-live-0123456789: 500ms");
         let err = parse_in(dir.path(), &text).unwrap_err().to_string();
         assert!(
-            !err.contains("timout"),
+            !err.contains("sk-live") && err.contains("unknown field;"),
             "the key is placed, not quoted: {err}"
         );
         for (text, allowed) in [

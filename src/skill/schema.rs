@@ -49,18 +49,27 @@ impl BundledSchema {
         for error in self.validator().iter_errors(&doc.value) {
             let pointer = error.instance_path().as_str().to_string();
             match error.kind() {
-                // The unknown key is placed, not quoted: the file may be a
-                // symlink to some secret file whose keys are the secret.
+                // The unknown key is placed, and quoted only when it is a
+                // near miss of an allowed field: the file may be a symlink
+                // to some secret file whose keys are the secret.
                 jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
-                    for key in unexpected {
-                        let key =
-                            format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"));
+                    let allowed = self.allowed_fields(&pointer);
+                    for name in unexpected {
+                        let at =
+                            format!("{pointer}/{}", name.replace('~', "~0").replace('/', "~1"));
+                        let near = allowed
+                            .iter()
+                            .find(|f| strsim::levenshtein(f, name) <= 2 && name.len() <= 40);
+                        let unknown = match near {
+                            Some(f) => format!("unknown field `{name}` (did you mean `{f}`?)"),
+                            None => "unknown field".to_string(),
+                        };
                         issues.push(Issue {
-                            position: doc.key_position(&key),
+                            position: doc.key_position(&at),
                             field: pointer.clone(),
                             message: format!(
-                                "unknown field; the fields allowed here are {} (see {})",
-                                self.allowed_fields(&pointer).join(", "),
+                                "{unknown}; the fields allowed here are {} (see {})",
+                                allowed.join(", "),
                                 self.name
                             ),
                         });

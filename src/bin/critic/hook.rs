@@ -218,8 +218,15 @@ fn answer(protocol: &'static HookProtocol, args: RunArgs) -> u8 {
 /// Codex and the OpenHands SDK read as "block".
 pub fn refused_command_line(e: clap::Error) -> u8 {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let verb = args.iter().find(|a| !a.starts_with('-'));
-    if e.use_stderr() && verb.map(String::as_str) != Some("hook") {
+    let mut words = args
+        .iter()
+        .filter(|a| !a.starts_with('-'))
+        .map(String::as_str);
+    let (verb, sub) = (words.next(), words.next());
+    // `hook install` and `hook uninstall` are the user's commands, not an
+    // agent's hook call: a bad one is an error like any other verb's.
+    let users = matches!(sub, Some("install" | "uninstall"));
+    if e.use_stderr() && (verb != Some("hook") || users) {
         let _ = e.print();
         return crate::EXIT_ERROR;
     }

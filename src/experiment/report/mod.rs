@@ -6,6 +6,7 @@
 //! arm on the same (instance, sample) pairs by McNemar's exact test.
 //! Infrastructure errors are counted and listed, never folded into a rate.
 
+mod arms;
 mod charts;
 mod page;
 mod run_page;
@@ -98,6 +99,8 @@ pub struct Summary {
     pub broken: Vec<Broken>,
     /// MPE classes of the runs' own tests per arm (`evaluate.mpe`).
     pub mpe: BTreeMap<String, BTreeMap<String, u32>>,
+    /// What each arm was: skill, gates, overrides, task, role.
+    pub arm_definitions: Vec<arms::ArmDefinition>,
 }
 
 /// One class of failure.
@@ -261,6 +264,7 @@ pub fn summarize(name: &str, runs: &[Run], order: &[String], baseline: Option<&s
         failures: failure_classes(runs),
         broken: Vec::new(),
         mpe: BTreeMap::new(),
+        arm_definitions: Vec::new(),
     }
 }
 
@@ -358,6 +362,7 @@ pub fn write(
     let mut summary = summarize(name, runs, &order, baseline);
     summary.broken = db.broken()?;
     summary.mpe = crate::experiment::mpe_eval::classes(out, name);
+    summary.arm_definitions = arms::definitions(out, manifest, runs);
     let written = |source| ReportError::Write {
         path: out.to_path_buf(),
         source,

@@ -44,6 +44,7 @@ details { margin: 0.4em 0; } summary { cursor: pointer; }
   border-radius: 4px; text-align: center; font-weight: bold; text-decoration: none; color: #fff; }
 .resolved { background: #2e7d32; } .unresolved { background: #c62828; }
 .agent-fail { background: #b34700; } .infra-error { background: #6a1b9a; }
+.chip.ok { background: #455a64; }
 .not-run { color: #666; background: none; font-weight: normal; }
 .chip.broken { background: #8d6e63; font-weight: normal; }
 #runs td { text-align: left; } #runs td:first-child { font-family: ui-monospace, monospace; }
@@ -363,11 +364,12 @@ pub(super) fn html(
 <html lang="en"><head><meta charset="utf-8">{CSP}<title>{name}: experiment report</title>
 <style>{STYLE}</style></head><body>
 <h1>{name}</h1>
-<nav><a href="#arms">Arms</a><a href="#charts">Charts</a><a href="#runs-head">Runs</a><a href="#definitions">Definitions</a></nav>
+<nav><a href="#arms">Arms</a><a href="#arm-definitions">What each arm is</a><a href="#charts">Charts</a><a href="#runs-head">Runs</a><a href="#definitions">Definitions</a></nav>
 <p>{instances} instances × {arms} arms × {samples} samples; tool {tool}; every number below is
 traceable to <code>results.sqlite</code> and the run directories under <code>runs/</code>, and
 each run opens from the grid below.</p>
 <div class="scroll">{main}</div>
+{definitions}
 {infra}
 {broken}
 {failures}
@@ -401,6 +403,7 @@ are left out of the pass@k and rounds charts.</p>
         )),
         main = html_table(&main, "arms"),
         failures = failures(s),
+        definitions = super::arms::html(&s.arm_definitions, manifest),
         broken = broken(s),
         charts = charts(s),
         grid_key = GRID_KEY,

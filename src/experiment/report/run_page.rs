@@ -8,7 +8,7 @@
 //! page has no script.
 
 use super::page::{mark, CSP, STYLE};
-use crate::experiment::db::{Round, Run};
+use crate::experiment::db::{Round, Run, Status};
 use crate::grading::grade::Resolution;
 use crate::host::beneath::Beneath;
 use crate::report_html::escape;
@@ -400,8 +400,12 @@ fn round_html(files: &RunFiles, r: &Round, calls: &[Value]) -> String {
         ));
     }
     let patch = format!("{round}/patch.diff");
-    if let Some(Ok(shown)) = part(files, &patch, PATCH_SHOWN, Part::Head) {
-        out.push_str(&format!(
+    match part(files, &patch, PATCH_SHOWN, Part::Head) {
+        Some(Ok(shown)) if shown.text.trim().is_empty() => out.push_str(
+            "<h3>The patch judged</h3><p class=\"note\">Empty: the workspace had no change at \
+             this finish.</p>",
+        ),
+        Some(Ok(shown)) => out.push_str(&format!(
             "<h3>The patch judged</h3><details open><summary>{} (<a href=\"{patch}\">{patch}\
              </a>)</summary>{}</details>",
             if shown.left_out > 0 {
@@ -410,7 +414,8 @@ fn round_html(files: &RunFiles, r: &Round, calls: &[Value]) -> String {
                 diff_summary(&shown.text)
             },
             diff_html(&shown)
-        ));
+        )),
+        _ => {}
     }
     out.push_str(&file_block(
         files,
@@ -565,13 +570,24 @@ fn resolution_html(grade: &Resolution) -> String {
 }
 
 fn facts(run: &Run) -> String {
+    // The status is drawn in its own colour (`ok` is not a failure), the
+    // grade beside it in its.
     let (class, _, words) = mark(run);
+    let status_class = match run.status {
+        Status::Ok => "ok",
+        Status::AgentFail => "agent-fail",
+        Status::InfraError | Status::ReplayDiverged => "infra-error",
+    };
+    let grade = match (run.status.is_result(), run.resolved) {
+        (true, Some(true)) => "<span class=\"chip resolved\">resolved</span>".to_string(),
+        (true, _) => "<span class=\"chip unresolved\">not resolved</span>".to_string(),
+        (false, _) => format!("<span class=\"chip {class}\">{}</span>", escape(words)),
+    };
     let mut rows: Vec<(&str, String)> = vec![(
         "status",
         format!(
-            "<span class=\"chip {class}\">{}</span> {}",
+            "<span class=\"chip {status_class}\">{}</span> {grade}",
             run.status.name(),
-            escape(words)
         ),
     )];
     if let Some(class) = &run.error_class {
@@ -646,10 +662,17 @@ pub(super) fn html(run: &Run, rounds: &[Round], files: &RunFiles) -> String {
     let k = &run.key;
     let mut body = facts(run);
     if rounds.is_empty() {
-        body.push_str(
-            "<p class=\"note\">No agent turns were recorded: a control's patch is graded as it \
-             is, and a run that failed before its agent started has none.</p>",
-        );
+        let why = if run.key.arm.starts_with('@') {
+            "a control has no agent: its patch is graded as it is"
+        } else if run.status.is_result() || run.error_class.is_some() {
+            "the run ended before its agent took a turn, or its patch was made elsewhere (a \
+             graded prediction) and is graded as it is"
+        } else {
+            "its patch was made elsewhere (a graded prediction) and is graded as it is"
+        };
+        body.push_str(&format!(
+            "<p class=\"note\">No agent turns were recorded: {why}.</p>"
+        ));
     } else {
         let links: Vec<String> = rounds
             .iter()
