@@ -142,6 +142,7 @@ fn main() {
                         budget_exhausted: false,
                         followup: (k < run.rounds).then(|| "Write a test that fails.".into()),
                         critic_error: None,
+                        resolved: None,
                     })
                     .collect();
                 db.finish(&run, &rounds, None).unwrap();

@@ -696,6 +696,73 @@ model: {{base_url: \"{}\", model: m, api_key_env: USAGE_MODEL_KEY}}\n",
 }
 
 #[test]
+fn each_finish_is_graded_and_the_critics_accuracy_equals_a_hand_count() {
+    // fix-only rejects an empty finish, then accepts the fix; brt-only
+    // (tests only) rejects a finish that fixes the code with its test, then
+    // accepts the test alone once the fix is undone.
+    let lab = Lab::new();
+    let text = PACKAGES.iter().find(|p| p.name == "textutil").unwrap();
+    let plan = json!({
+        "textutil": {
+            "fix-only": {"2": {"write": {text.module: text.fixed()}}},
+            "brt-only": {
+                "1": {"write": {text.module: text.fixed(), "tests/test_issue.py": text.good_brt}},
+                "2": {"write": {text.module: text.source}},
+            },
+        },
+        "stats": {}, "bounds": {},
+    });
+    let file = lab.write(&plan, "filter: {ids: [acme__textutil-1]}\n");
+    let yaml = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        yaml.replace("max_iterations: 1}", "max_iterations: 2}"),
+    )
+    .unwrap();
+    let out = lab.run(&file, "out", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(lab.path("out/summary.json")).unwrap()).unwrap();
+    let critic = |arm: &str| {
+        let a = summary["arms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["arm"] == arm)
+            .unwrap();
+        let c = &a["critic"];
+        (
+            c["accepted_resolved"].as_u64().unwrap(),
+            c["accepted_unresolved"].as_u64().unwrap(),
+            c["rejected_resolved"].as_u64().unwrap(),
+            c["rejected_unresolved"].as_u64().unwrap(),
+        )
+    };
+    assert_eq!(critic("fix-only"), (1, 0, 0, 1), "{summary:#}");
+    assert_eq!(critic("brt-only"), (0, 1, 1, 0), "{summary:#}");
+    let brt = summary["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["arm"] == "brt-only")
+        .unwrap();
+    assert_eq!(brt["critic"]["rejected_of_resolving"]["rate"], 1.0);
+    assert_eq!(brt["critic"]["per_round"][0]["rejected_resolved"], 1);
+    // The brt-only finish that resolved was graded beside its verdict.
+    let graded = lab.path("out/runs/acme__textutil-1/brt-only/0/round-1/grade/golden.json");
+    assert!(graded.is_file());
+    let report = std::fs::read_to_string(lab.path("out/report.html")).unwrap();
+    assert!(report.contains("id=\"critic-accuracy\""));
+    // With --final-only the finishes are not graded.
+    let out = lab.run(&file, "final-only", &["--final-only"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(lab.path("final-only/summary.json")).unwrap())
+            .unwrap();
+    assert!(summary["arms"][0]["critic"].is_null(), "{summary:#}");
+}
+
+#[test]
 fn an_agent_past_its_turn_limit_or_its_turn_budget_is_an_agent_failure() {
     let lab = Lab::new();
     let text = PACKAGES.iter().find(|p| p.name == "textutil").unwrap();
@@ -1399,9 +1466,52 @@ fn report_opens_and_leads_to_every_run(out: &Path) {
         chart_type.as_f64().unwrap() >= 14.0,
         "chart text {chart_type} px high"
     );
+    // Resolved, F→P, rounds, and the critic's accuracy per round (two).
     assert_eq!(
         page.eval("document.querySelectorAll('figure svg').length"),
-        3
+        5
+    );
+    assert_eq!(
+        page.eval(
+            "document.querySelectorAll('#rejected-resolving svg, #accepted-unresolved svg').length"
+        ),
+        2
+    );
+    // What each arm is: its skill, budget and role, as the page shows them.
+    let defs = page.eval(
+        "Array.from(document.querySelectorAll('#arm-defs tr'), r => Array.from(r.cells, c => c.textContent)).slice(1)",
+    );
+    let defs = defs.as_array().unwrap();
+    let row = |arm: &str| {
+        defs.iter()
+            .find(|r| r[0] == arm)
+            .unwrap_or_else(|| panic!("{arm}: {defs:?}"))
+    };
+    assert!(
+        row("fix-only")[1]
+            .as_str()
+            .unwrap()
+            .starts_with("fix-only 0.1.0"),
+        "{defs:?}"
+    );
+    assert_eq!(row("brt-only")[2], "1", "max_iterations as the arm set it");
+    assert!(
+        row("brt-only")[3]
+            .as_str()
+            .unwrap()
+            .contains("brt-only (hard gate)"),
+        "{defs:?}"
+    );
+    assert!(
+        row("brt-only")[6]
+            .as_str()
+            .unwrap()
+            .starts_with("writes tests only"),
+        "{defs:?}"
+    );
+    assert!(
+        row("fix-only")[6].as_str().unwrap().starts_with("fixes"),
+        "{defs:?}"
     );
     assert_eq!(
         page.eval("document.querySelector('#rounds figcaption').textContent"),
@@ -1485,9 +1595,16 @@ fn run_page_shows_its_files(chromium: &browser::Chromium, dir: &Path) {
                 dir.display()
             );
             let patch = std::fs::read_to_string(dir.join(format!("round-{k}/patch.diff")));
-            if let Ok(patch) = patch {
-                let shown = text(&format!("#round-{k} pre.diff"));
-                assert_eq!(shown.as_str().unwrap().trim_end(), patch.trim_end());
+            match patch {
+                Ok(patch) if patch.trim().is_empty() => {
+                    let said = text(&format!("#round-{k} .empty-patch"));
+                    assert!(said.as_str().unwrap().starts_with("Empty"), "{said}");
+                }
+                Ok(patch) => {
+                    let shown = text(&format!("#round-{k} pre.diff"));
+                    assert_eq!(shown.as_str().unwrap().trim_end(), patch.trim_end());
+                }
+                Err(_) => {}
             }
         }
     }

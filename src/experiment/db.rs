@@ -154,6 +154,9 @@ pub struct Round {
     /// A detector that failed on this finish (the verdict then followed
     /// the skill's `on_error`).
     pub critic_error: Option<String>,
+    /// Whether the patch judged at this finish resolves the instance (its
+    /// golden tests pass); `None`: not graded.
+    pub resolved: Option<bool>,
 }
 
 /// Why the database failed.
@@ -183,7 +186,7 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE TABLE IF NOT EXISTS rounds (
   instance_id TEXT NOT NULL, arm TEXT NOT NULL, sample INTEGER NOT NULL, round INTEGER NOT NULL,
   turn_exit INTEGER, turn_s REAL NOT NULL, verdict TEXT NOT NULL,
-  budget_exhausted INTEGER NOT NULL, followup TEXT, critic_error TEXT,
+  budget_exhausted INTEGER NOT NULL, followup TEXT, critic_error TEXT, resolved INTEGER,
   PRIMARY KEY (instance_id, arm, sample, round));
 CREATE TABLE IF NOT EXISTS instances (
   instance_id TEXT NOT NULL PRIMARY KEY, broken INTEGER NOT NULL, reason TEXT, log_tail TEXT);
@@ -216,6 +219,7 @@ impl Db {
             ("runs", "model_calls", "INTEGER"),
             ("rounds", "critic_error", "TEXT"),
             ("runs", "definition", "TEXT"),
+            ("rounds", "resolved", "INTEGER"),
         ] {
             let has: bool = conn
                 .query_row(
@@ -363,7 +367,7 @@ impl Db {
             )?;
             for r in rounds {
                 tx.execute(
-                    "INSERT INTO rounds VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)",
+                    "INSERT INTO rounds VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)",
                     params![
                         k.instance_id,
                         k.arm,
@@ -374,7 +378,8 @@ impl Db {
                         r.verdict,
                         r.budget_exhausted,
                         r.followup,
-                        r.critic_error
+                        r.critic_error,
+                        r.resolved
                     ],
                 )?;
             }
@@ -550,7 +555,8 @@ impl Db {
         let mut stmt = conn
             .prepare(
                 "SELECT instance_id, arm, sample, round, turn_exit, turn_s, verdict, \
-                 budget_exhausted, followup, critic_error FROM rounds ORDER BY instance_id, arm, sample, round",
+                 budget_exhausted, followup, critic_error, resolved FROM rounds \
+                 ORDER BY instance_id, arm, sample, round",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
@@ -569,6 +575,7 @@ impl Db {
                         budget_exhausted: r.get(7)?,
                         followup: r.get(8)?,
                         critic_error: r.get(9)?,
+                        resolved: r.get(10)?,
                     },
                 ))
             })
@@ -755,6 +762,7 @@ mod tests {
             budget_exhausted: false,
             followup: Some("again".into()),
             critic_error: None,
+            resolved: None,
         };
         db.finish(
             &run(Status::InfraError, 1),

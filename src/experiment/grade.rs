@@ -30,6 +30,9 @@ pub struct Graded {
     pub problem: Option<String>,
 }
 
+/// What grades a patch, writing its evidence into a directory.
+pub type Grader<'a> = dyn Fn(&str, &Path) -> Graded + 'a;
+
 /// How an arm's own test is found and run.
 pub struct ArmTests {
     /// Which files of a patch are tests.

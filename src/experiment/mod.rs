@@ -61,6 +61,9 @@ pub struct Options {
     pub critic: PathBuf,
     /// Only say which runs would be reused, made and superseded.
     pub dry_run: bool,
+    /// Grade each finish's judged patch too, not only the final one (the
+    /// critic's own accuracy).
+    pub grade_finishes: bool,
     /// Run the critic's and the grader's tests unconfined.
     pub unconfined_runs: bool,
     /// Run the agent's turns unconfined (see [`adapters::confined`]).
@@ -690,6 +693,10 @@ fn make(opts: &Options, progress: &dyn Progress) -> Result<Finished, ExperimentE
                 None => grade::ArmTests::of(&[], &serde_json::Value::Null),
             };
             let grader = |patch: &str, dir: &Path| graders.grade(ready, &own, patch, dir);
+            // A finish's patch is graded on the golden tests alone.
+            let no_own = grade::ArmTests::of(&[], &serde_json::Value::Null);
+            let finish_grader = |patch: &str, dir: &Path| graders.grade(ready, &no_own, patch, dir);
+            let finishes: Option<&grade::Grader> = opts.grade_finishes.then_some(&finish_grader);
             for attempt in before + 1..=before.saturating_add(1).saturating_add(opts.retries) {
                 let dir = run_dir(out, key);
                 let (run, rounds) = match (control, arm) {
@@ -708,7 +715,7 @@ fn make(opts: &Options, progress: &dyn Progress) -> Result<Finished, ExperimentE
                             base: ready.base.clone(),
                             attempt,
                         };
-                        session::run(&ctx, &job, &grader)
+                        session::run(&ctx, &job, &grader, finishes)
                     }
                     (None, None) => unreachable!("every run is of an arm or a control"),
                 };

@@ -9,11 +9,12 @@ use crate::experiment::adapters::{self, Turn, TurnEnd};
 use crate::experiment::arm;
 use crate::experiment::db::{Round, Run, RunKey, Status};
 use crate::experiment::file::{Adapter, Experiment};
-use crate::experiment::grade::Graded;
+use crate::experiment::grade::{Graded, Grader};
 use crate::experiment::model_proxy::{self, ModelProxy, Serving, Stop};
 use crate::grading::dataset::Instance;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -276,8 +277,15 @@ struct Turns {
     agent_fail: Option<(&'static str, String)>,
 }
 
-/// Make the run; its result and rounds. Grading goes through `grader`.
-pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Path) -> Graded) -> (Run, Vec<Round>) {
+/// Make the run; its result and rounds. Grading goes through `grader`;
+/// with `finishes`, each finish's judged patch is graded too (golden tests
+/// only), for the critic's own accuracy.
+pub fn run(
+    ctx: &Context,
+    job: &Job,
+    grader: &Grader,
+    finishes: Option<&Grader>,
+) -> (Run, Vec<Round>) {
     let started = Instant::now();
     let mut turns = Turns::default();
     // Named by a digest of the key too: `slug(id)__arm__sample` alone could
@@ -415,6 +423,9 @@ pub fn run(ctx: &Context, job: &Job, grader: &dyn Fn(&str, &Path) -> Graded) -> 
                 serde_json::to_vec_pretty(&generation).unwrap_or_default(),
             );
             apply_grade(&mut run, &generation, &grader(&patch, &job.dir));
+            if let (Some(finishes), Some(resolved)) = (finishes, run.resolved) {
+                grade_finishes(&mut turns.rounds, &patch, resolved, &job.dir, finishes);
+            }
             run.outcome_test = outcome_test;
             run.model_patch = patch;
         }
@@ -545,6 +556,42 @@ pub fn apply_grade(run: &mut Run, generation: &Generation, graded: &Graded) {
     }
 }
 
+/// The most of a finish's saved patch graded.
+const MAX_FINISH_PATCH: u64 = 64 << 20;
+
+/// Grade the patch judged at each finish of `rounds` (`round-<k>/patch.diff`
+/// under `dir`, graded into `round-<k>/grade/`), so the run says whether
+/// the critic accepted or rejected a patch that resolves the instance. A
+/// patch equal to the final one (`resolved`) or to one graded before is not
+/// graded again; one whose grading fails stays ungraded.
+fn grade_finishes(
+    rounds: &mut [Round],
+    final_patch: &str,
+    resolved: bool,
+    dir: &Path,
+    grader: &Grader,
+) {
+    let mut known: HashMap<String, Option<bool>> = HashMap::new();
+    known.insert(final_patch.to_string(), Some(resolved));
+    for r in rounds.iter_mut() {
+        if !matches!(r.verdict.as_str(), "accepted" | "rejected") {
+            continue;
+        }
+        let round = dir.join(format!("round-{}", r.round));
+        let Ok(bytes) = crate::sys::bounded_read::read_regular_file_nofollow(
+            &round.join("patch.diff"),
+            MAX_FINISH_PATCH,
+        ) else {
+            continue;
+        };
+        let patch = String::from_utf8_lossy(&bytes).into_owned();
+        r.resolved = *known.entry(patch).or_insert_with_key(|patch| {
+            let graded = grader(patch, &round);
+            graded.infra.is_none().then_some(graded.resolved).flatten()
+        });
+    }
+}
+
 /// A control run: `control`'s patch for `instance`, graded with no agent.
 pub fn control(
     key: &RunKey,
@@ -552,7 +599,7 @@ pub fn control(
     control: crate::experiment::Control,
     dir: &Path,
     attempt: u32,
-    grader: &dyn Fn(&str, &Path) -> Graded,
+    grader: &Grader,
 ) -> (Run, Vec<Round>) {
     let started = Instant::now();
     let patch = match control {
@@ -808,6 +855,7 @@ fn drive(
             budget_exhausted: false,
             followup: None,
             critic_error: None,
+            resolved: None,
         };
         match &result.end {
             TurnEnd::NotStarted(why) => {
@@ -1049,6 +1097,7 @@ fn drive_hooked(
             budget_exhausted: v["budget_exhausted"].as_bool().unwrap_or(false),
             followup: v["followup"].as_str().map(str::to_string),
             critic_error: detector_error(v),
+            resolved: None,
         });
     }
     turns.finishes = last as u32;

@@ -387,6 +387,7 @@ fn demo_experiment(examples: &Path, keep: Option<&Path>, out: &mut dyn Write) ->
         retries: 1,
         critic: std::env::current_exe()?,
         dry_run: false,
+        grade_finishes: true,
         unconfined_runs: false,
         unconfined_agents: false,
         controls: vec![pluggable_critic::experiment::Control::Gold],

@@ -149,6 +149,10 @@ struct RunArgs {
     /// supersede, and why; make nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Grade only each run's final patch, not also the patch judged at each
+    /// finish (which measures the critic's own accuracy).
+    #[arg(long)]
+    final_only: bool,
     /// Where grading tests run: `local` (confined scratch copies of the
     /// clones) or `container` (a fresh container of the instance's image per
     /// run; the experiment file's `container` block says which).
@@ -415,6 +419,7 @@ fn run_experiment(args: RunArgs) -> anyhow::Result<u8> {
         retries: args.retries,
         critic: std::env::current_exe()?,
         dry_run: args.dry_run,
+        grade_finishes: !args.final_only,
         unconfined_runs: args.unconfined_runs,
         unconfined_agents: args.unconfined_agents,
         replay: args.replay,

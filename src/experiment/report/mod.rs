@@ -6,6 +6,7 @@
 //! arm on the same (instance, sample) pairs by McNemar's exact test.
 //! Infrastructure errors are counted and listed, never folded into a rate.
 
+mod accuracy;
 mod arms;
 mod charts;
 mod page;
@@ -57,6 +58,9 @@ pub struct ArmSummary {
     pub pass_at_k: Vec<Option<(f64, f64, f64)>>,
     /// Share of runs resolved within k rounds, k = 1, 2, ...
     pub resolved_within: Vec<Rate>,
+    /// How its critic judged the finishes whose patch was graded (`None`:
+    /// none was).
+    pub critic: Option<accuracy::CriticAccuracy>,
 }
 
 /// An arm against the baseline on the same (instance, sample) pairs.
@@ -233,6 +237,7 @@ pub fn summarize(name: &str, runs: &[Run], order: &[String], baseline: Option<&s
                         stats::wilson(within, n)
                     })
                     .collect(),
+                critic: None,
             }
         })
         .collect();
@@ -363,6 +368,10 @@ pub fn write(
     summary.broken = db.broken()?;
     summary.mpe = crate::experiment::mpe_eval::classes(out, name);
     summary.arm_definitions = arms::definitions(out, manifest, runs);
+    let mut critic = accuracy::of(runs, &rounds);
+    for a in &mut summary.arms {
+        a.critic = critic.remove(&a.arm);
+    }
     let written = |source| ReportError::Write {
         path: out.to_path_buf(),
         source,

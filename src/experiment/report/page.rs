@@ -375,6 +375,7 @@ each run opens from the grid below.</p>
 {failures}
 <h2 id="charts">Charts</h2>
 {charts}
+{accuracy}
 {paired_html}
 {mpe_html}
 <h2 id="runs-head">Runs by instance and arm</h2>
@@ -406,6 +407,7 @@ are left out of the pass@k and rounds charts.</p>
         definitions = super::arms::html(&s.arm_definitions, manifest),
         broken = broken(s),
         charts = charts(s),
+        accuracy = super::accuracy::html(&s.arms),
         grid_key = GRID_KEY,
         grid = grid(s, manifest, runs, unwritten),
     )

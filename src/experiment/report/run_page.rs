@@ -402,8 +402,8 @@ fn round_html(files: &RunFiles, r: &Round, calls: &[Value]) -> String {
     let patch = format!("{round}/patch.diff");
     match part(files, &patch, PATCH_SHOWN, Part::Head) {
         Some(Ok(shown)) if shown.text.trim().is_empty() => out.push_str(
-            "<h3>The patch judged</h3><p class=\"note\">Empty: the workspace had no change at \
-             this finish.</p>",
+            "<h3>The patch judged</h3><p class=\"note empty-patch\">Empty: the workspace had no \
+             change at this finish.</p>",
         ),
         Some(Ok(shown)) => out.push_str(&format!(
             "<h3>The patch judged</h3><details open><summary>{} (<a href=\"{patch}\">{patch}\
@@ -760,6 +760,7 @@ mod tests {
             budget_exhausted: false,
             followup: Some("<img src=x onerror=alert(1)>".into()),
             critic_error: None,
+            resolved: None,
         }
     }
 
