@@ -1513,6 +1513,21 @@ fn report_opens_and_leads_to_every_run(out: &Path) {
         row("fix-only")[6].as_str().unwrap().starts_with("fixes"),
         "{defs:?}"
     );
+    // Each count of the main table links to exactly the runs it counts.
+    let linked = page.eval(
+        "Array.from(document.querySelectorAll('#arms a'), a => [a.textContent, \
+         document.querySelectorAll(a.getAttribute('href') + ' a').length])",
+    );
+    let linked = linked.as_array().unwrap();
+    assert!(linked.len() >= 12, "{linked:?}");
+    for pair in linked {
+        let text = pair[0].as_str().unwrap();
+        let counted: u64 = match text.rsplit_once('(') {
+            Some((_, k)) => k.split('/').next().unwrap().parse().unwrap(),
+            None => text.parse().unwrap_or(0),
+        };
+        assert_eq!(pair[1].as_u64().unwrap(), counted, "{text}: {linked:?}");
+    }
     assert_eq!(
         page.eval("document.querySelector('#rounds figcaption').textContent"),
         "fix-only brt-only",
@@ -2356,8 +2371,10 @@ fn env_container_grades_each_run_in_the_instances_image() {
     );
     let calls = std::fs::read_to_string(&log).unwrap();
     // Each instance's pre-flight (its golden patch); each run: the golden
-    // tests, and for brt-only its test on base and fix.
-    assert_eq!(calls.lines().count(), 3 + 3 + 3 * 3, "{calls}");
+    // tests, and for brt-only its test on base and fix; and the one judged
+    // patch that is not a final one (fix-only's empty first finish on
+    // textutil), graded on the golden tests.
+    assert_eq!(calls.lines().count(), 3 + 3 + 3 * 3 + 1, "{calls}");
     assert!(calls.contains("'local/acme__stats-1'"), "{calls}");
     let manifest: Value =
         serde_json::from_slice(&std::fs::read(lab.path("out/manifest.json")).unwrap()).unwrap();

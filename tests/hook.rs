@@ -137,10 +137,12 @@ fn bad_hook_input_and_bad_command_lines_never_block() {
     assert!(stderr(&out).contains("unknown agent"));
     // `hook install` is the user's command, not a hook call: a misspelt
     // agent is an error (2), naming the agents there are.
-    for verb in ["install", "uninstall"] {
-        let out = run(critic()
-            .args(["hook", verb, "claud-code", "--skill", s])
-            .current_dir(repo.path()));
+    for args in [
+        &["install", "claud-code", "--skill", s][..],
+        &["uninstall", "claud-code"],
+    ] {
+        let verb = args[0];
+        let out = run(critic().arg("hook").args(args).current_dir(repo.path()));
         assert_eq!(out.status.code(), Some(2), "{verb}: {}", stderr(&out));
         assert!(stderr(&out).contains("claude-code"), "{}", stderr(&out));
     }

@@ -8,6 +8,7 @@
 
 mod accuracy;
 mod arms;
+mod behind;
 mod charts;
 mod page;
 mod run_page;

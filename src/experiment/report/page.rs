@@ -365,9 +365,9 @@ pub(super) fn html(
 <style>{STYLE}</style></head><body>
 <h1>{name}</h1>
 <nav><a href="#arms">Arms</a><a href="#arm-definitions">What each arm is</a><a href="#charts">Charts</a><a href="#runs-head">Runs</a><a href="#definitions">Definitions</a></nav>
-<p>{instances} instances × {arms} arms × {samples} samples; tool {tool}; every number below is
-traceable to <code>results.sqlite</code> and the run directories under <code>runs/</code>, and
-each run opens from the grid below.</p>
+<p>{instances} instances × {arms} arms × {samples} samples; tool {tool}; every count in the
+table links to the runs behind it, each run opens from the grid below, and every number is
+traceable to <code>results.sqlite</code> and the run directories under <code>runs/</code>.</p>
 <div class="scroll">{main}</div>
 {definitions}
 {infra}
@@ -381,6 +381,7 @@ each run opens from the grid below.</p>
 <h2 id="runs-head">Runs by instance and arm</h2>
 {grid_key}
 {grid}
+{behind}
 <h2 id="definitions">Definitions</h2>
 <p>Resolved: the golden tests (FAIL_TO_PASS and PASS_TO_PASS, by test id) pass on the final
 patch. F→P: the run's own test fails on the base and passes on the golden fix. Intervals are 95%
@@ -402,7 +403,8 @@ are left out of the pass@k and rounds charts.</p>
             manifest["tool"]["version"].as_str().unwrap_or("?"),
             sha.get(..12).unwrap_or(sha)
         )),
-        main = html_table(&main, "arms"),
+        main = super::behind::linked_table(&main),
+        behind = super::behind::html(s, runs, |r| run_href(&r.key)),
         failures = failures(s),
         definitions = super::arms::html(&s.arm_definitions, manifest),
         broken = broken(s),
