@@ -14,6 +14,7 @@ each, into fresh output directories; the medians are compared.
     cargo build --release && python3 benches/finish_grading.py [N] [TURN] [REPS]
 """
 
+import json
 import statistics
 import subprocess
 import sys
@@ -48,7 +49,7 @@ def main():
         text = (dir / "exp.yaml").read_text()
         start, end = text.index("agent:"), text.index("arms:")
         (dir / "exp.yaml").write_text(
-            text[:start] + f"agent:\n  command: [sh, -c, \"{script}\"]\n" + text[end:]
+            text[:start] + f"agent:\n  command: [sh, -c, {json.dumps(script)}]\n" + text[end:]
         )
         final_only, every = [], []
         experiment(dir, "warm")

@@ -751,6 +751,10 @@ fn each_finish_is_graded_and_the_critics_accuracy_equals_a_hand_count() {
     // The brt-only finish that resolved was graded beside its verdict.
     let graded = lab.path("out/runs/acme__textutil-1/brt-only/0/round-1/grade/golden.json");
     assert!(graded.is_file());
+    // The last finish's patch is the final patch: graded once, not twice.
+    assert!(!lab
+        .path("out/runs/acme__textutil-1/fix-only/0/round-2/grade")
+        .exists());
     let report = std::fs::read_to_string(lab.path("out/report.html")).unwrap();
     assert!(report.contains("id=\"critic-accuracy\""));
     // With --final-only the finishes are not graded.
