@@ -1600,6 +1600,18 @@ fn run_page_shows_its_files(chromium: &browser::Chromium, dir: &Path) {
             "document.querySelector('{selector}')?.textContent ?? null"
         ))
     };
+    // The arm it ran, by its skill; the status and the grade apart.
+    let arm = dir.parent().unwrap().file_name().unwrap().to_string_lossy();
+    // (A control's directory is its name escaped: `_gold~<hash>`.)
+    if !arm.contains('~') {
+        let facts = page.eval(
+            "Array.from(document.querySelectorAll('.facts tr'), r => r.textContent).join('\\n')",
+        );
+        assert!(
+            facts.as_str().unwrap().contains(&format!("arm{arm}: skill {arm} 0.1.0")),
+            "{facts}"
+        );
+    }
     // Each round: the verdict, the follow-up the agent got, the patch judged.
     if let Ok(record) = std::fs::read(dir.join("run.json")) {
         let record: Value = serde_json::from_slice(&record).unwrap();

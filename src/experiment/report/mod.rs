@@ -368,7 +368,7 @@ pub fn write(
     let mut summary = summarize(name, runs, &order, baseline);
     summary.broken = db.broken()?;
     summary.mpe = crate::experiment::mpe_eval::classes(out, name);
-    summary.arm_definitions = arms::definitions(out, manifest, runs);
+    let definitions = arms::definitions(out, manifest, runs);
     let mut critic = accuracy::of(runs, &rounds);
     for a in &mut summary.arms {
         a.critic = critic.remove(&a.arm);
@@ -385,7 +385,13 @@ pub fn write(
         let run = &runs[i];
         let rel = crate::experiment::run_dir(Path::new(""), &run.key);
         let files = beneath.dir(&rel).ok();
-        let page = run_page::html(run, rounds.get(&run.key).map_or(&[], Vec::as_slice), &files);
+        let arm = definitions.iter().find(|d| d.arm == run.key.arm);
+        let page = run_page::html(
+            run,
+            arm,
+            rounds.get(&run.key).map_or(&[], Vec::as_slice),
+            &files,
+        );
         // Pages are made again from the results by `critic experiment
         // report`: no need to wait for the disk. Private, as the run's
         // files they show are.
@@ -397,6 +403,7 @@ pub fn write(
     .into_iter()
     .flatten()
     .collect();
+    summary.arm_definitions = definitions;
     for (key, why) in &unwritten {
         tracing::warn!("{key}: its page in the report cannot be written: {why}");
     }

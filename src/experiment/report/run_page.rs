@@ -7,6 +7,7 @@
 //! large, read without blocking and through no link at the last step; the
 //! page has no script.
 
+use super::arms::ArmDefinition;
 use super::page::{mark, CSP, STYLE};
 use crate::experiment::db::{Round, Run, Status};
 use crate::grading::grade::Resolution;
@@ -569,7 +570,7 @@ fn resolution_html(grade: &Resolution) -> String {
     out
 }
 
-fn facts(run: &Run) -> String {
+fn facts(run: &Run, arm: Option<&ArmDefinition>) -> String {
     // The status is drawn in its own colour (`ok` is not a failure), the
     // grade beside it in its.
     let (class, _, words) = mark(run);
@@ -623,6 +624,25 @@ fn facts(run: &Run) -> String {
             ),
         },
     ));
+    if let Some(a) = arm {
+        rows.push((
+            "arm",
+            format!(
+                "{}: skill {} (<code>{}</code>), max_iterations {}, signals {}, task {}{}",
+                escape(&a.arm),
+                escape(a.skill.as_deref().unwrap_or("?")),
+                escape(a.digest.get(..12).unwrap_or(&a.digest)),
+                a.max_iterations.map_or("?".into(), |m| m.to_string()),
+                escape(&a.gates.join(", ")),
+                escape(&a.task),
+                if a.tests_only {
+                    "; writes tests only: it resolves nothing by construction"
+                } else {
+                    ""
+                }
+            ),
+        ));
+    }
     rows.push(("finishes judged", run.finishes.to_string()));
     rows.push(("agent turns", run.rounds.to_string()));
     if run.budget_exhausted {
@@ -657,10 +677,16 @@ fn facts(run: &Run) -> String {
     format!("<table class=\"facts\">{cells}</table>")
 }
 
-/// The page of `run`, with its `rounds`, from the files of its directory.
-pub(super) fn html(run: &Run, rounds: &[Round], files: &RunFiles) -> String {
+/// The page of `run` of `arm`, with its `rounds`, from the files of its
+/// directory.
+pub(super) fn html(
+    run: &Run,
+    arm: Option<&ArmDefinition>,
+    rounds: &[Round],
+    files: &RunFiles,
+) -> String {
     let k = &run.key;
-    let mut body = facts(run);
+    let mut body = facts(run, arm);
     if rounds.is_empty() {
         let why = if run.key.arm.starts_with('@') {
             "a control has no agent: its patch is graded as it is"
@@ -780,7 +806,7 @@ mod tests {
             "-<style>*{display:none}</style>\n",
         )
         .unwrap();
-        let page = html(&run(), &[round()], &Beneath::open(dir.path()).ok());
+        let page = html(&run(), None, &[round()], &Beneath::open(dir.path()).ok());
         for raw in ["<script", "<img", "<style>*", "<b>bold", "<i>n"] {
             assert!(!page.contains(raw), "{raw} reached the page");
         }
@@ -810,7 +836,7 @@ mod tests {
         .unwrap();
         let mut r = round();
         r.critic_error = Some("signal `fix-only`: out of memory".into());
-        let page = html(&run(), &[r], &Beneath::open(dir.path()).ok());
+        let page = html(&run(), None, &[r], &Beneath::open(dir.path()).ok());
         assert!(page.contains("Model calls (1,"), "{page}");
         assert!(
             page.contains("call 1 POST /v1/messages → 200, 7 in / 3 out tokens"),
@@ -838,7 +864,7 @@ mod tests {
         std::fs::write(&secret, "+the user's secret\n").unwrap();
         std::os::unix::fs::symlink(&secret, round_dir.join("patch.diff")).unwrap();
         std::os::unix::fs::symlink(&secret, round_dir.join("check.stderr")).unwrap();
-        let page = html(&run(), &[round()], &Beneath::open(dir.path()).ok());
+        let page = html(&run(), None, &[round()], &Beneath::open(dir.path()).ok());
         assert!(!page.contains("user's secret"));
         assert!(page.contains("round-1/agent.log cannot be shown"), "{page}");
         assert!(
@@ -849,7 +875,7 @@ mod tests {
         std::fs::remove_file(round_dir.join("agent.log")).unwrap();
         let log: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
         std::fs::write(round_dir.join("agent.log"), &log).unwrap();
-        let page = html(&run(), &[round()], &Beneath::open(dir.path()).ok());
+        let page = html(&run(), None, &[round()], &Beneath::open(dir.path()).ok());
         assert!(page.contains("line 19999\n"));
         assert!(!page.contains("line 0\n"));
         assert!(page.contains("KiB before this not shown"));
@@ -867,7 +893,7 @@ mod tests {
         std::os::unix::fs::symlink(&theirs, run_dir.join("round-1")).unwrap();
         std::os::unix::fs::symlink(&theirs, run_dir.join("grade")).unwrap();
         std::os::unix::fs::symlink(theirs.join("patch.diff"), run_dir.join("final.patch")).unwrap();
-        let page = html(&run(), &[round()], &Beneath::open(&run_dir).ok());
+        let page = html(&run(), None, &[round()], &Beneath::open(&run_dir).ok());
         assert!(!page.contains("user's secret"), "{page}");
         assert!(
             !page.contains("is not a grading log"),
@@ -884,7 +910,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("grade")).unwrap();
         std::fs::write(dir.path().join("grade/golden.json"), r#"{"grade": 7}"#).unwrap();
-        let page = html(&run(), &[], &Beneath::open(dir.path()).ok());
+        let page = html(&run(), None, &[], &Beneath::open(dir.path()).ok());
         assert!(
             page.contains("grade/golden.json is not a grading log"),
             "{page}"
