@@ -201,8 +201,8 @@ fn a_new_skill_builds_against_an_sdk_in_the_home_directory() {
 }
 
 /// This checkout under the user's home (its parent made `HOME`): a new
-/// skill depends on the checkout's SDK, which the confined build binds
-/// back from the covered home.
+/// skill depends on the SDK copy in critic's cache, in the user's home,
+/// which the confined build binds back from the covered home.
 #[test]
 fn a_new_skill_builds_from_a_checkout_under_the_home() {
     let home = root().parent().unwrap().to_path_buf();
@@ -227,6 +227,35 @@ fn a_new_skill_builds_from_a_checkout_under_the_home() {
         .env("CARGO_TARGET_DIR", root().join("target/scaffold-test")));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(skill.join("checkout_gate.wasm").is_file());
+}
+
+/// `critic new` gives a skill the SDK the binary carries, copied into
+/// critic's cache: the skill names no path of the checkout it was built
+/// from (which an installed `critic` may not have), and builds.
+#[test]
+fn a_new_skill_depends_on_the_sdk_the_binary_carries() {
+    let cache = tempfile::tempdir_in(root().join("target")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(critic()
+        .args(["new", "carried-gate", "--dir"])
+        .arg(dir.path())
+        .env("CRITIC_CACHE_DIR", cache.path()));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let skill = dir.path().join("carried-gate");
+    let manifest = std::fs::read_to_string(skill.join("detector/Cargo.toml")).unwrap();
+    let sdk = cache.path().join("sdk").canonicalize().unwrap();
+    assert!(
+        manifest.contains(&format!("path = \"{}/critic-sdk-", sdk.display())),
+        "{manifest}"
+    );
+    assert!(!manifest.contains(&format!("{}/critic-sdk\"", root().display())));
+    let out = run(critic()
+        .arg("build")
+        .arg(&skill)
+        .env("CRITIC_CACHE_DIR", cache.path())
+        .env("CARGO_TARGET_DIR", root().join("target/scaffold-test")));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(skill.join("carried_gate.wasm").is_file());
 }
 
 #[test]

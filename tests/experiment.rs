@@ -1608,7 +1608,10 @@ fn run_page_shows_its_files(chromium: &browser::Chromium, dir: &Path) {
             "Array.from(document.querySelectorAll('.facts tr'), r => r.textContent).join('\\n')",
         );
         assert!(
-            facts.as_str().unwrap().contains(&format!("arm{arm}: skill {arm} 0.1.0")),
+            facts
+                .as_str()
+                .unwrap()
+                .contains(&format!("arm{arm}: skill {arm} 0.1.0")),
             "{facts}"
         );
     }

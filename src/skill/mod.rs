@@ -7,6 +7,7 @@
 //! shape. Checks the schema cannot express (unique signal names, detector files
 //! that exist) follow, with the same kind of location.
 
+pub mod bundled_sdk;
 pub mod compile;
 pub mod compile_python;
 pub mod confined_build;

@@ -23,11 +23,14 @@ pub enum Lang {
     Python,
 }
 
-/// The SDK of `lang` this binary was built from, when it is still there:
-/// the `critic-sdk` crate, or the `critic-sdk-py` package.
+/// The SDK of `lang` this binary was built with: for Rust, its copy of the
+/// `critic-sdk` crate in critic's cache (see
+/// [`pluggable_critic::skill::bundled_sdk`]); for Python, the
+/// `critic-sdk-py` package of the checkout it was built from, when that is
+/// still there.
 pub fn bundled_sdk(lang: Lang) -> Result<PathBuf> {
     let (dir, marker) = match lang {
-        Lang::Rust => ("critic-sdk", "Cargo.toml"),
+        Lang::Rust => return pluggable_critic::skill::bundled_sdk::rust().map_err(|e| anyhow!(e)),
         Lang::Python => ("critic-sdk-py", "pyproject.toml"),
     };
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
