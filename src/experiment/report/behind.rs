@@ -1,7 +1,7 @@
 //! The runs behind each number of the report's main table: per arm, the
 //! runs counted in each count (results, resolved, F→P, agent failures,
 //! infrastructure errors, budget exhausted), each a link to its page, and
-//! the table's cells linked to those lists.
+//! every number of the table linked to the list it comes from.
 
 use super::Summary;
 use crate::experiment::db::{Run, Status};
@@ -50,6 +50,17 @@ const COUNTS: [Count; 6] = [
     },
 ];
 
+/// The other numbers of the main table, and the runs they are computed
+/// from: mean rounds, pass@k and coupling from the results; tokens and cost
+/// per resolved run from the resolved ones.
+const FROM: [(usize, &str); 5] = [
+    (7, "results"),
+    (8, "results"),
+    (9, "results"),
+    (10, "resolved"),
+    (11, "resolved"),
+];
+
 /// The anchor of the list of arm `i`'s runs counted as `what`.
 fn anchor(i: usize, what: &str) -> String {
     format!("behind-{i}-{what}")
@@ -67,9 +78,14 @@ pub fn linked_table(main: &[Vec<String>]) -> String {
                 .enumerate()
                 .map(|(col, cell)| {
                     let text = escape(cell);
-                    match COUNTS.iter().find(|c| c.column == col) {
-                        Some(count) if row > 0 => {
-                            format!("<a href=\"#{}\">{text}</a>", anchor(row - 1, count.name))
+                    let list = COUNTS
+                        .iter()
+                        .find(|c| c.column == col)
+                        .map(|c| c.name)
+                        .or_else(|| FROM.iter().find(|(c, _)| *c == col).map(|(_, n)| *n));
+                    match list {
+                        Some(name) if row > 0 => {
+                            format!("<a href=\"#{}\">{text}</a>", anchor(row - 1, name))
                         }
                         _ => text,
                     }
