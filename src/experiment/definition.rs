@@ -65,34 +65,48 @@ pub fn of(
     def
 }
 
-/// The instance's record as it defines a run (not where it is written).
+/// The instance's record as it defines a run (not where it is written),
+/// each field longer than a few words kept as its digest (a SWE-bench
+/// record's test lists run to thousands of ids).
 fn of_instance(i: &Instance) -> Value {
-    let text = |s: &str| {
-        if s.len() > INLINE_TEXT {
-            json!(digest(s))
-        } else {
-            json!(s)
-        }
-    };
-    json!({
+    let record = json!({
         "id": i.id,
         "repo": i.repo,
         "base_commit": i.base_commit,
-        "patch": text(&i.patch),
-        "test_patch": text(&i.test_patch),
+        "patch": i.patch,
+        "test_patch": i.test_patch,
         "FAIL_TO_PASS": i.fail_to_pass,
         "PASS_TO_PASS": i.pass_to_pass,
-        "problem_statement": text(&i.problem_statement),
+        "problem_statement": i.problem_statement,
         "test_cmd": i.test_cmd,
         "version": i.version,
         "environment_setup_commit": i.environment_setup_commit,
-        "requirements": i.requirements.as_deref().map(text),
+        "requirements": i.requirements,
         "log_parser": i.log_parser,
         "eval_type": format!("{:?}", i.eval_type),
         "eval_commands": i.eval_commands,
         "pre_install": i.pre_install,
         "install": i.install,
-    })
+    });
+    let short = |v: &Value| {
+        let text = match v {
+            Value::String(s) => s.clone(),
+            v => v.to_string(),
+        };
+        if text.len() > INLINE_TEXT {
+            json!(digest(&text))
+        } else {
+            v.clone()
+        }
+    };
+    Value::Object(
+        record
+            .as_object()
+            .expect("a record is an object")
+            .iter()
+            .map(|(k, v)| (k.clone(), short(v)))
+            .collect(),
+    )
 }
 
 /// `sha256:<hex>` of `text`.
@@ -199,6 +213,30 @@ mod tests {
         let added = json!({"arm": {"as_written": {"max_iterations": 2, "config": {"k": 1}}, "skill": "sha256:a", "task": "sha256:t"},
                            "sample": 0, "critic": "0.1.0", "instance": {"patch": "sha256:p"}});
         assert_eq!(changes(&old, &added), [r#"config (none) -> {"k":1}"#]);
+    }
+
+    #[test]
+    fn long_fields_of_the_record_are_kept_as_digests() {
+        let i = Instance {
+            id: "a__b-1".into(),
+            patch: "x".repeat(1000),
+            pass_to_pass: (0..500).map(|n| format!("tests/t.py::test_{n}")).collect(),
+            fail_to_pass: vec!["tests/t.py::test_x".into()],
+            ..Instance::default()
+        };
+        let def = of_instance(&i);
+        assert_eq!(def["id"], "a__b-1");
+        assert_eq!(def["FAIL_TO_PASS"], json!(["tests/t.py::test_x"]));
+        for long in ["patch", "PASS_TO_PASS"] {
+            assert!(def[long].as_str().unwrap().starts_with("sha256:"), "{def}");
+        }
+        assert!(text(&def).len() < 1500, "{}", text(&def));
+        let mut changed = i.clone();
+        changed.pass_to_pass.pop();
+        assert_eq!(
+            changes(&def, &of_instance(&changed)),
+            ["PASS_TO_PASS changed"]
+        );
     }
 
     #[test]
