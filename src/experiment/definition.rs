@@ -1,7 +1,7 @@
 //! A run's definition: everything that decides what the run does and how
 //! it is graded (the instance record, the arm with its skill's digest and
 //! task, the sample, the agent, the model, the budgets, the environment and
-//! this tool's version). An output directory keeps each finished run's
+//! the grading code's version, [`crate::grading::VERSION`]). An output directory keeps each finished run's
 //! definition; a rerun reuses a run only while its definition is unchanged
 //! (see [`super::rebuild`]).
 
@@ -35,7 +35,7 @@ pub fn of(
         "test_timeout": resolved["test_timeout"],
         "container": resolved["container"],
         "environment": environment,
-        "critic": env!("CARGO_PKG_VERSION"),
+        "grading": crate::grading::VERSION,
     });
     match arm {
         Some(a) => {
@@ -147,7 +147,7 @@ fn walk(path: &str, old: &Value, new: &Value, out: &mut Vec<String>) {
     let name = match path {
         "arm.skill" => return out.push("the skill's files changed".into()),
         "arm.task" => return out.push("the task template changed".into()),
-        "critic" => "critic version",
+        "grading" => "grading code version",
         p => p.strip_prefix("arm.as_written.").unwrap_or(p),
     };
     let digested = |v: &Value| v.as_str().is_some_and(|s| s.starts_with("sha256:"));
@@ -197,21 +197,21 @@ mod tests {
     #[test]
     fn changes_name_the_fields_in_words() {
         let old = json!({"arm": {"as_written": {"max_iterations": 2}, "skill": "sha256:a", "task": "sha256:t"},
-                         "sample": 0, "critic": "0.1.0", "instance": {"patch": "sha256:p"}});
+                         "sample": 0, "grading": 1, "instance": {"patch": "sha256:p"}});
         let new = json!({"arm": {"as_written": {"max_iterations": 3}, "skill": "sha256:b", "task": "sha256:t"},
-                         "sample": 0, "critic": "0.2.0", "instance": {"patch": "sha256:q"}});
+                         "sample": 0, "grading": 2, "instance": {"patch": "sha256:q"}});
         assert_eq!(
             changes(&old, &new),
             [
                 "max_iterations 2 -> 3",
                 "the skill's files changed",
-                "critic version 0.1.0 -> 0.2.0",
+                "grading code version 1 -> 2",
                 "instance.patch changed",
             ]
         );
         assert!(changes(&old, &old).is_empty());
         let added = json!({"arm": {"as_written": {"max_iterations": 2, "config": {"k": 1}}, "skill": "sha256:a", "task": "sha256:t"},
-                           "sample": 0, "critic": "0.1.0", "instance": {"patch": "sha256:p"}});
+                           "sample": 0, "grading": 1, "instance": {"patch": "sha256:p"}});
         assert_eq!(changes(&old, &added), [r#"config (none) -> {"k":1}"#]);
     }
 

@@ -15,6 +15,11 @@
 //! that give only its fields (`swebench_specs.rs`), and a `tox
 //! --current-env` command read as the pytest command it runs (`tox.rs`).
 
+/// The version of how grading decides, part of each experiment run's
+/// definition (see `experiment::definition`): raise it with any change
+/// that can change a grade, so a rerun re-makes the runs graded before.
+pub const VERSION: u32 = 1;
+
 pub mod conda_env;
 pub mod container;
 pub mod dataset;
