@@ -690,11 +690,9 @@ pub(super) fn html(
     if rounds.is_empty() {
         let why = if run.key.arm.starts_with('@') {
             "a control has no agent: its patch is graded as it is"
-        } else if run.status.is_result() || run.error_class.is_some() {
+        } else {
             "the run ended before its agent took a turn, or its patch was made elsewhere (a \
              graded prediction) and is graded as it is"
-        } else {
-            "its patch was made elsewhere (a graded prediction) and is graded as it is"
         };
         body.push_str(&format!(
             "<p class=\"note\">No agent turns were recorded: {why}.</p>"
