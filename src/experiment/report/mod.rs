@@ -11,6 +11,7 @@ mod arms;
 mod behind;
 mod charts;
 mod page;
+mod run_facts;
 mod run_page;
 mod tables;
 
