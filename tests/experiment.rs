@@ -757,6 +757,16 @@ fn each_finish_is_graded_and_the_critics_accuracy_equals_a_hand_count() {
         .exists());
     let report = std::fs::read_to_string(lab.path("out/report.html")).unwrap();
     assert!(report.contains("id=\"critic-accuracy\""));
+    // The count of correct fixes brt-only rejected links to that finish.
+    let list = report
+        .split("<p id=\"critic-1-rejected-resolved\"")
+        .nth(1)
+        .and_then(|s| s.split("</p>").next())
+        .expect("a list behind the count");
+    assert!(
+        list.contains("(1): <a href=\"runs/acme__textutil-1/brt-only/0/run.html#round-1\">"),
+        "{list}"
+    );
     // With --final-only the finishes are not graded.
     let out = lab.run(&file, "final-only", &["--final-only"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

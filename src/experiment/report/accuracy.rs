@@ -72,12 +72,17 @@ pub struct CriticAccuracy {
     pub accepted_of_unresolved: Rate,
     /// The same counts per round, round 1 first.
     pub per_round: Vec<Counts>,
+    /// Each counted finish: its run, round, and whether it was accepted
+    /// and resolves (for the report's links).
+    #[serde(skip)]
+    pub finishes: Vec<(RunKey, u32, bool, bool)>,
 }
 
 /// The accuracy of each arm's critic over `runs` (results only) and their
 /// `rounds`; `None` for an arm with no graded finish.
 pub fn of(runs: &[Run], rounds: &BTreeMap<RunKey, Vec<Round>>) -> BTreeMap<String, CriticAccuracy> {
-    let mut by_arm: BTreeMap<String, (Counts, Vec<Counts>)> = BTreeMap::new();
+    type Tally = (Counts, Vec<Counts>, Vec<(RunKey, u32, bool, bool)>);
+    let mut by_arm: BTreeMap<String, Tally> = BTreeMap::new();
     for run in runs.iter().filter(|r| r.status.is_result()) {
         for r in rounds.get(&run.key).into_iter().flatten() {
             let accepted = match r.verdict.as_str() {
@@ -89,8 +94,9 @@ pub fn of(runs: &[Run], rounds: &BTreeMap<RunKey, Vec<Round>>) -> BTreeMap<Strin
             if r.budget_exhausted || r.critic_error.is_some() {
                 continue;
             }
-            let (all, per_round) = by_arm.entry(run.key.arm.clone()).or_default();
+            let (all, per_round, finishes) = by_arm.entry(run.key.arm.clone()).or_default();
             all.add(accepted, resolved);
+            finishes.push((run.key.clone(), r.round, accepted, resolved));
             let k = r.round.max(1) as usize;
             if per_round.len() < k {
                 per_round.resize(k, Counts::default());
@@ -100,8 +106,8 @@ pub fn of(runs: &[Run], rounds: &BTreeMap<RunKey, Vec<Round>>) -> BTreeMap<Strin
     }
     by_arm
         .into_iter()
-        .filter(|(_, (all, _))| all.total() > 0)
-        .map(|(arm, (counts, per_round))| {
+        .filter(|(_, (all, _, _))| all.total() > 0)
+        .map(|(arm, (counts, per_round, finishes))| {
             (
                 arm,
                 CriticAccuracy {
@@ -109,15 +115,25 @@ pub fn of(runs: &[Run], rounds: &BTreeMap<RunKey, Vec<Round>>) -> BTreeMap<Strin
                     accepted_of_unresolved: counts.accepted_of_unresolved(),
                     counts,
                     per_round,
+                    finishes,
                 },
             )
         })
         .collect()
 }
 
-/// The accuracy table and its charts per round, as HTML (empty when no
-/// arm has a graded finish).
-pub fn html(arms: &[ArmSummary]) -> String {
+/// The four outcomes: their anchors' names, accepted, resolves.
+const CLASSES: [(&str, bool, bool); 4] = [
+    ("accepted-resolved", true, true),
+    ("accepted-unresolved", true, false),
+    ("rejected-resolved", false, true),
+    ("rejected-unresolved", false, false),
+];
+
+/// The accuracy table (each count linked to the finishes it counts, each
+/// finish to its round on its run's page) and its charts per round, as
+/// HTML; empty when no arm has a graded finish.
+pub fn html(arms: &[ArmSummary], href: impl Fn(&RunKey) -> String) -> String {
     let with: Vec<(usize, &ArmSummary, &CriticAccuracy)> = arms
         .iter()
         .enumerate()
@@ -141,18 +157,52 @@ pub fn html(arms: &[ArmSummary]) -> String {
         }
     };
     let mut rows = String::new();
-    for (_, a, c) in &with {
+    let mut lists = String::new();
+    for (i, a, c) in &with {
         let n = &c.counts;
-        rows.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            escape(&a.arm),
+        let counts = [
             n.accepted_resolved,
             n.accepted_unresolved,
             n.rejected_resolved,
             n.rejected_unresolved,
+        ];
+        let cells: String = CLASSES
+            .iter()
+            .zip(counts)
+            .map(|((name, _, _), k)| format!("<td><a href=\"#critic-{i}-{name}\">{k}</a></td>"))
+            .collect();
+        rows.push_str(&format!(
+            "<tr><td>{}</td>{cells}<td>{}</td><td>{}</td></tr>",
+            escape(&a.arm),
             pct(&c.rejected_of_resolving),
             pct(&c.accepted_of_unresolved),
         ));
+        for (name, accepted, resolves) in CLASSES {
+            let links: Vec<String> = c
+                .finishes
+                .iter()
+                .filter(|(_, _, a, r)| (*a, *r) == (accepted, resolves))
+                .map(|(key, round, _, _)| {
+                    format!(
+                        "<a href=\"{}#round-{round}\">{} / {}, round {round}</a>",
+                        escape(&href(key)),
+                        escape(&key.instance_id),
+                        key.sample
+                    )
+                })
+                .collect();
+            lists.push_str(&format!(
+                "<p id=\"critic-{i}-{name}\" class=\"behind\"><strong>{}: {}</strong> ({}): {}</p>",
+                escape(&a.arm),
+                name.replace('-', ", "),
+                links.len(),
+                if links.is_empty() {
+                    "none".to_string()
+                } else {
+                    links.join(" ")
+                }
+            ));
+        }
     }
     let line = |rate: fn(&Counts) -> Rate| -> Vec<Line> {
         with.iter()
@@ -179,7 +229,8 @@ pub fn html(arms: &[ArmSummary]) -> String {
          <th>accepted, does not resolve</th><th>rejected, resolves</th>\
          <th>rejected, does not resolve</th><th>correct fixes rejected</th>\
          <th>wrong fixes accepted</th></tr>{rows}</table></div>\
-         <figure id=\"rejected-resolving\">{}</figure><figure id=\"accepted-unresolved\">{}</figure>",
+         <figure id=\"rejected-resolving\">{}</figure><figure id=\"accepted-unresolved\">{}</figure>\
+         <h3>The finishes behind each count</h3>{lists}",
         charts::lines(
             "Correct fixes the critic rejected, per round (95% CI)",
             "round",

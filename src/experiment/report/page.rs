@@ -409,7 +409,7 @@ are left out of the pass@k and rounds charts.</p>
         definitions = super::arms::html(&s.arm_definitions, manifest),
         broken = broken(s),
         charts = charts(s),
-        accuracy = super::accuracy::html(&s.arms),
+        accuracy = super::accuracy::html(&s.arms, run_href),
         grid_key = GRID_KEY,
         grid = grid(s, manifest, runs, unwritten),
     )
