@@ -82,6 +82,18 @@ arms:
 """)
 
 
+def timed_run(dir, out, *flags, env=None):
+    """`critic experiment run` of DIR/exp.yaml into DIR/OUT with
+    `--workers 2` and FLAGS; its wall time in seconds."""
+    started = time.monotonic()
+    subprocess.run(
+        [CRITIC, "experiment", "run", dir / "exp.yaml", "--output-dir", dir / out,
+         "--workers", "2", *flags],
+        check=True, capture_output=True, env=env,
+    )
+    return time.monotonic() - started
+
+
 def measure(dir, workers):
     out = dir / f"out-{workers}"
     started = time.monotonic()

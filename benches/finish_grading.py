@@ -16,24 +16,12 @@ each, into fresh output directories; the medians are compared.
 
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from experiment import CRITIC, ROOT, setup  # noqa: E402
-
-
-def experiment(dir, out, *flags):
-    started = time.monotonic()
-    subprocess.run(
-        [CRITIC, "experiment", "run", dir / "exp.yaml", "--output-dir", dir / out,
-         "--workers", "2", *flags],
-        check=True, capture_output=True,
-    )
-    return time.monotonic() - started
+from experiment import ROOT, setup, timed_run  # noqa: E402
 
 
 def main():
@@ -52,10 +40,10 @@ def main():
             text[:start] + f"agent:\n  command: [sh, -c, {json.dumps(script)}]\n" + text[end:]
         )
         final_only, every = [], []
-        experiment(dir, "warm")
+        timed_run(dir, "warm")
         for i in range(reps):
-            final_only.append(experiment(dir, f"final-{i}", "--final-only"))
-            every.append(experiment(dir, f"every-{i}"))
+            final_only.append(timed_run(dir, f"final-{i}", "--final-only"))
+            every.append(timed_run(dir, f"every-{i}"))
     f, e = statistics.median(final_only), statistics.median(every)
     print(f"{n} runs of 2 finishes, {turn} s a turn, --workers 2, median of {reps}")
     print(f"final patch only: {f:.2f} s; every finish: {e:.2f} s; "

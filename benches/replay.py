@@ -14,7 +14,6 @@ the stand-in stopped, so every answer comes from the recording.
 """
 
 import json
-import subprocess
 import sqlite3
 import sys
 import tempfile
@@ -24,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from experiment import CRITIC, ROOT, setup  # noqa: E402
+from experiment import ROOT, setup, timed_run  # noqa: E402
 
 AGENT = """#!/usr/bin/env python3
 import json, os, pathlib, subprocess, sys, urllib.request
@@ -71,13 +70,8 @@ def model(latency):
 
 
 def experiment(dir, out, *flags):
-    started = time.monotonic()
-    subprocess.run(
-        [CRITIC, "experiment", "run", dir / "exp.yaml", "--output-dir", dir / out,
-         "--workers", "2", *flags],
-        check=True, capture_output=True, env={"PATH": "/usr/bin:/bin", "MODEL_KEY": "key"},
-    )
-    wall = time.monotonic() - started
+    """The experiment's wall time and its runs' rows."""
+    wall = timed_run(dir, out, *flags, env={"PATH": "/usr/bin:/bin", "MODEL_KEY": "key"})
     db = sqlite3.connect(dir / out / "results.sqlite")
     rows = sorted(db.execute(
         "SELECT instance_id, status, resolved, tokens, model_calls FROM runs"))

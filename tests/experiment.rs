@@ -266,6 +266,30 @@ arms:\n  fix-only: {{skill: {skills}/fix-only}}\n  brt-only: {{skill: {skills}/b
             .envs(env.iter().copied()))
     }
 
+    /// The experiment file for a real agent `program` behind `adapter` on
+    /// textutil, its model `standin`.
+    fn write_stand_in(&self, adapter: &str, program: &Path, standin: &Standin) -> PathBuf {
+        let agent = format!(
+            "agent:\n  adapter: {adapter}\n  program: {}\n  timeout: 300s\n\
+model: {{base_url: \"{}\", model: stand-in-model, api_key_env: STANDIN_API_KEY}}\n",
+            program.display(),
+            standin.url()
+        );
+        self.write_with(&agent, "filter: {ids: [acme__textutil-1]}\n")
+    }
+
+    /// `critic experiment run` of `file` into `out`, no run retried, with
+    /// the stand-in model's key.
+    fn run_once(&self, file: &Path) -> Output {
+        run(critic()
+            .args(["experiment", "run"])
+            .arg(file)
+            .arg("--output-dir")
+            .arg(self.path("out"))
+            .args(["--retries", "0"])
+            .env("STANDIN_API_KEY", "stand-in-key"))
+    }
+
     /// `critic experiment run` of `file` into `out`.
     fn run(&self, file: &Path, out: &str, flags: &[&str]) -> Output {
         run(critic()
@@ -3200,23 +3224,11 @@ fn a_hooked_agent_that_makes_its_judges_detector_fail_stays_in_the_rates() {
         ]),
     );
     let lab = Lab::new();
-    let agent = format!(
-        "agent:\n  adapter: claude-code\n  program: {}\n  timeout: 300s\n\
-model: {{base_url: \"{}\", model: stand-in-model, api_key_env: STANDIN_API_KEY}}\n",
-        npm_bin("claude").display(),
-        standin.url()
-    );
-    let file = lab.write_with(&agent, "filter: {ids: [acme__textutil-1]}\n");
+    let file = lab.write_stand_in("claude-code", &npm_bin("claude"), &standin);
     let yaml = std::fs::read_to_string(&file).unwrap();
     let brt = yaml.lines().find(|l| l.contains("brt-only:")).unwrap();
     std::fs::write(&file, yaml.replace(&format!("{brt}\n"), "")).unwrap();
-    let out = run(critic()
-        .args(["experiment", "run"])
-        .arg(&file)
-        .arg("--output-dir")
-        .arg(lab.path("out"))
-        .args(["--retries", "0"])
-        .env("STANDIN_API_KEY", "stand-in-key"));
+    let out = lab.run_once(&file);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "a result, not an error: {err}");
     let run = &results(&lab.path("out"))[&key("textutil", "fix-only")];
@@ -3312,20 +3324,8 @@ fn an_agent_that_kills_its_own_cli_after_its_model_answered_is_an_agent_failure(
     let kill = bash("kill -9 $PPID");
     let standin = Standin::start("claude_code", &json!([kill, kill]));
     let lab = Lab::new();
-    let agent = format!(
-        "agent:\n  adapter: claude-code\n  program: {}\n  timeout: 300s\n\
-model: {{base_url: \"{}\", model: stand-in-model, api_key_env: STANDIN_API_KEY}}\n",
-        npm_bin("claude").display(),
-        standin.url()
-    );
-    let file = lab.write_with(&agent, "filter: {ids: [acme__textutil-1]}\n");
-    let out = run(critic()
-        .args(["experiment", "run"])
-        .arg(&file)
-        .arg("--output-dir")
-        .arg(lab.path("out"))
-        .args(["--retries", "0"])
-        .env("STANDIN_API_KEY", "stand-in-key"));
+    let file = lab.write_stand_in("claude-code", &npm_bin("claude"), &standin);
+    let out = lab.run_once(&file);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "a result, not an error: {err}");
     let r = results(&lab.path("out"));
@@ -3350,20 +3350,8 @@ fn an_agent_that_erases_its_transcript_and_exits_after_its_model_answered_is_an_
     let standin = Standin::start("mini_swe_agent", &json!([wipe, wipe]));
     let lab = Lab::new();
     let mini = python_with_package().parent().unwrap().join("mini");
-    let agent = format!(
-        "agent:\n  adapter: mini-swe-agent\n  program: {}\n  timeout: 300s\n\
-model: {{base_url: \"{}\", model: stand-in-model, api_key_env: STANDIN_API_KEY}}\n",
-        mini.display(),
-        standin.url()
-    );
-    let file = lab.write_with(&agent, "filter: {ids: [acme__textutil-1]}\n");
-    let out = run(critic()
-        .args(["experiment", "run"])
-        .arg(&file)
-        .arg("--output-dir")
-        .arg(lab.path("out"))
-        .args(["--retries", "0"])
-        .env("STANDIN_API_KEY", "stand-in-key"));
+    let file = lab.write_stand_in("mini-swe-agent", &mini, &standin);
+    let out = lab.run_once(&file);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "a result, not an error: {err}");
     let r = results(&lab.path("out"));

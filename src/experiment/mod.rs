@@ -465,7 +465,8 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Finished, Experime
     let fresh = std::fs::symlink_metadata(&opts.output_dir).is_err();
     let made = make(opts, progress);
     let refused = matches!(made, Err(ExperimentError::Input(_)));
-    if fresh && (refused || opts.dry_run) {
+    let holds_results = opts.output_dir.join("results.sqlite").exists();
+    if fresh && !holds_results && (refused || opts.dry_run) {
         let _ = crate::sys::remove_tree::remove_tree(&opts.output_dir);
     }
     made

@@ -9,12 +9,11 @@ use crate::experiment::adapters::{self, Turn, TurnEnd};
 use crate::experiment::arm;
 use crate::experiment::db::{Round, Run, RunKey, Status};
 use crate::experiment::file::{Adapter, Experiment};
-use crate::experiment::grade::{Graded, Grader};
+use crate::experiment::grade::{self, Graded, Grader};
 use crate::experiment::model_proxy::{self, ModelProxy, Serving, Stop};
 use crate::grading::dataset::Instance;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -424,7 +423,7 @@ pub fn run(
             );
             apply_grade(&mut run, &generation, &grader(&patch, &job.dir));
             if let (Some(finishes), Some(resolved)) = (finishes, run.resolved) {
-                grade_finishes(&mut turns.rounds, &patch, resolved, &job.dir, finishes);
+                grade::grade_finishes(&mut turns.rounds, &patch, resolved, &job.dir, finishes);
             }
             run.outcome_test = outcome_test;
             run.model_patch = patch;
@@ -553,42 +552,6 @@ pub fn apply_grade(run: &mut Run, generation: &Generation, graded: &Graded) {
             run.f2p = graded.f2p;
             run.grade_problem = graded.problem.clone();
         }
-    }
-}
-
-/// The most of a finish's saved patch graded.
-const MAX_FINISH_PATCH: u64 = 64 << 20;
-
-/// Grade the patch judged at each finish of `rounds` (`round-<k>/patch.diff`
-/// under `dir`, graded into `round-<k>/grade/`), so the run says whether
-/// the critic accepted or rejected a patch that resolves the instance. A
-/// patch equal to the final one (`resolved`) or to one graded before is not
-/// graded again; one whose grading fails stays ungraded.
-fn grade_finishes(
-    rounds: &mut [Round],
-    final_patch: &str,
-    resolved: bool,
-    dir: &Path,
-    grader: &Grader,
-) {
-    let mut known: HashMap<String, Option<bool>> = HashMap::new();
-    known.insert(final_patch.to_string(), Some(resolved));
-    for r in rounds.iter_mut() {
-        if !matches!(r.verdict.as_str(), "accepted" | "rejected") {
-            continue;
-        }
-        let round = dir.join(format!("round-{}", r.round));
-        let Ok(bytes) = crate::sys::bounded_read::read_regular_file_nofollow(
-            &round.join("patch.diff"),
-            MAX_FINISH_PATCH,
-        ) else {
-            continue;
-        };
-        let patch = String::from_utf8_lossy(&bytes).into_owned();
-        r.resolved = *known.entry(patch).or_insert_with_key(|patch| {
-            let graded = grader(patch, &round);
-            graded.infra.is_none().then_some(graded.resolved).flatten()
-        });
     }
 }
 
