@@ -13,7 +13,7 @@ use crate::workspace::TestClassifier;
 use critic_sdk::reproduction::{BugExit, Outcome};
 use critic_sdk::{RunRequest, RunResult};
 use serde_json::json;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// A grade.
@@ -31,7 +31,8 @@ pub struct Graded {
 }
 
 /// What grades a patch, writing its evidence into a directory.
-pub type Grader<'a> = dyn Fn(&str, &Path) -> Graded + 'a;
+/// Shared by the threads that grade finishes while the agent goes on.
+pub type Grader<'a> = dyn Fn(&str, &Path) -> Graded + Sync + 'a;
 
 /// How an arm's own test is found and run.
 pub struct ArmTests {
@@ -192,40 +193,5 @@ fn own_command(prepared: &Prepared, own: &ArmTests, tests: &TestSet, python: &Pa
             })
             .collect(),
         None => prepared.command.argv_for(&tests.targets),
-    }
-}
-/// The most of a finish's saved patch graded.
-const MAX_FINISH_PATCH: u64 = 64 << 20;
-
-/// Grade the patch judged at each finish of `rounds` (`round-<k>/patch.diff`
-/// under `dir`, graded into `round-<k>/grade/`), so the run says whether
-/// the critic accepted or rejected a patch that resolves the instance. A
-/// patch equal to the final one (`resolved`) or to one graded before is not
-/// graded again; one whose grading fails stays ungraded.
-pub fn grade_finishes(
-    rounds: &mut [crate::experiment::db::Round],
-    final_patch: &str,
-    resolved: bool,
-    dir: &Path,
-    grader: &Grader,
-) {
-    let mut known: HashMap<String, Option<bool>> = HashMap::new();
-    known.insert(final_patch.to_string(), Some(resolved));
-    for r in rounds.iter_mut() {
-        if !matches!(r.verdict.as_str(), "accepted" | "rejected") {
-            continue;
-        }
-        let round = dir.join(format!("round-{}", r.round));
-        let Ok(bytes) = crate::sys::bounded_read::read_regular_file_nofollow(
-            &round.join("patch.diff"),
-            MAX_FINISH_PATCH,
-        ) else {
-            continue;
-        };
-        let patch = String::from_utf8_lossy(&bytes).into_owned();
-        r.resolved = *known.entry(patch).or_insert_with_key(|patch| {
-            let graded = grader(patch, &round);
-            graded.infra.is_none().then_some(graded.resolved).flatten()
-        });
     }
 }

@@ -17,6 +17,7 @@ pub mod db;
 pub mod definition;
 pub mod export;
 pub mod file;
+pub mod finish_grading;
 pub mod grade;
 pub mod limits;
 pub mod manifest;

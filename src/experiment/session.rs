@@ -9,7 +9,8 @@ use crate::experiment::adapters::{self, Turn, TurnEnd};
 use crate::experiment::arm;
 use crate::experiment::db::{Round, Run, RunKey, Status};
 use crate::experiment::file::{Adapter, Experiment};
-use crate::experiment::grade::{self, Graded, Grader};
+use crate::experiment::finish_grading;
+use crate::experiment::grade::{Graded, Grader};
 use crate::experiment::model_proxy::{self, ModelProxy, Serving, Stop};
 use crate::grading::dataset::Instance;
 use serde_json::{json, Value};
@@ -304,74 +305,92 @@ pub fn run(
         hex::encode(&digest[..4])
     ));
     let mut way: Option<ModelWay> = None;
-    let outcome = (|| -> Result<(String, Option<String>), Failed> {
-        if let Some(link) = link_on_the_way(ctx.out, &job.dir) {
-            return Err(infra(
-                "output",
-                format!(
-                    "{}: a symbolic link in the output directory; remove it",
-                    link.display()
-                ),
-            ));
-        }
-        reset_dir(&job.dir).map_err(|e| infra("output", e))?;
-        crate::experiment::workspace_clone::make_workspace(
-            &job.repo, &job.copy, &job.base, &workspace,
-        )
-        .map_err(|e| infra("workspace", e))?;
-        crate::sys::interrupt::remember_dir(&workspace);
-        let adapter = ctx.experiment.agent.adapter;
-        if let Some(model) = &ctx.experiment.model {
-            way = Some(ModelWay::new(
-                ctx,
-                job,
-                &workspace,
-                model,
-                adapter != Adapter::Command,
-            )?);
-        }
-        match adapter {
-            Adapter::Command => drive(ctx, job, &workspace, way.as_ref(), &mut turns)?,
-            agent => drive_hooked(ctx, job, &workspace, agent, way.as_ref(), &mut turns)?,
-        }
-        // What the proxy ended the run for is why it ended, whatever the
-        // agent did once refused.
-        match way.as_ref().and_then(|w| w.proxy.seen().stop) {
-            Some(Stop::Diverged(why)) => {
-                return Err(Failed {
-                    status: Status::ReplayDiverged,
-                    class: "replay_diverged",
-                    message: why,
-                })
+    // Rejected finishes are graded while the agent goes on, in threads
+    // joined before the run's own grade.
+    let mut early = Vec::new();
+    let outcome = std::thread::scope(|scope| {
+        let mut started = finishes.map(|g| finish_grading::Started::new(scope, g, ctx.work_dir));
+        let outcome = (|| -> Result<(String, Option<String>), Failed> {
+            if let Some(link) = link_on_the_way(ctx.out, &job.dir) {
+                return Err(infra(
+                    "output",
+                    format!(
+                        "{}: a symbolic link in the output directory; remove it",
+                        link.display()
+                    ),
+                ));
             }
-            Some(Stop::Budget(why)) => turns.agent_fail = Some(("budget", why)),
-            None => {}
-        }
-        // The agent may have planted links for the runner to write through.
-        if let Some(link) = link_on_the_way(ctx.out, &job.dir).or_else(|| link_within(&job.dir)) {
-            return Err(Failed {
-                status: Status::AgentFail,
-                class: "planted_links",
-                message: format!(
-                    "{}: a link, FIFO or device where the runner writes the run's files",
-                    link.display()
-                ),
-            });
-        }
-        if let Some(over) = ctx
-            .experiment
-            .agent
-            .limits
-            .over_disk(&workspace, &job.dir.join("agent"))
-        {
-            return Err(Failed {
-                status: Status::AgentFail,
-                class: "disk_limit",
-                message: over,
-            });
-        }
-        final_patch(job, &workspace, turns.last_verdict.as_ref())
-    })();
+            reset_dir(&job.dir).map_err(|e| infra("output", e))?;
+            crate::experiment::workspace_clone::make_workspace(
+                &job.repo, &job.copy, &job.base, &workspace,
+            )
+            .map_err(|e| infra("workspace", e))?;
+            crate::sys::interrupt::remember_dir(&workspace);
+            let adapter = ctx.experiment.agent.adapter;
+            if let Some(model) = &ctx.experiment.model {
+                way = Some(ModelWay::new(
+                    ctx,
+                    job,
+                    &workspace,
+                    model,
+                    adapter != Adapter::Command,
+                )?);
+            }
+            match adapter {
+                Adapter::Command => drive(
+                    ctx,
+                    job,
+                    &workspace,
+                    way.as_ref(),
+                    &mut turns,
+                    started.as_mut(),
+                )?,
+                agent => drive_hooked(ctx, job, &workspace, agent, way.as_ref(), &mut turns)?,
+            }
+            // What the proxy ended the run for is why it ended, whatever the
+            // agent did once refused.
+            match way.as_ref().and_then(|w| w.proxy.seen().stop) {
+                Some(Stop::Diverged(why)) => {
+                    return Err(Failed {
+                        status: Status::ReplayDiverged,
+                        class: "replay_diverged",
+                        message: why,
+                    })
+                }
+                Some(Stop::Budget(why)) => turns.agent_fail = Some(("budget", why)),
+                None => {}
+            }
+            // The agent may have planted links for the runner to write through.
+            if let Some(link) = link_on_the_way(ctx.out, &job.dir).or_else(|| link_within(&job.dir))
+            {
+                return Err(Failed {
+                    status: Status::AgentFail,
+                    class: "planted_links",
+                    message: format!(
+                        "{}: a link, FIFO or device where the runner writes the run's files",
+                        link.display()
+                    ),
+                });
+            }
+            if let Some(over) = ctx
+                .experiment
+                .agent
+                .limits
+                .over_disk(&workspace, &job.dir.join("agent"))
+            {
+                return Err(Failed {
+                    status: Status::AgentFail,
+                    class: "disk_limit",
+                    message: over,
+                });
+            }
+            final_patch(job, &workspace, turns.last_verdict.as_ref())
+        })();
+        early = started
+            .map(finish_grading::Started::join)
+            .unwrap_or_default();
+        outcome
+    });
     if workspace.exists() {
         let _ = crate::sys::remove_tree::remove_tree(&workspace);
     }
@@ -423,7 +442,14 @@ pub fn run(
             );
             apply_grade(&mut run, &generation, &grader(&patch, &job.dir));
             if let (Some(finishes), Some(resolved)) = (finishes, run.resolved) {
-                grade::grade_finishes(&mut turns.rounds, &patch, resolved, &job.dir, finishes);
+                let rounds = &mut turns.rounds;
+                finish_grading::grade_finishes(
+                    rounds,
+                    (&patch, resolved),
+                    &job.dir,
+                    finishes,
+                    early,
+                );
             }
             run.outcome_test = outcome_test;
             run.model_patch = patch;
@@ -682,6 +708,7 @@ fn drive(
     workspace: &Path,
     model: Option<&ModelWay>,
     turns: &mut Turns,
+    mut grading: Option<&mut finish_grading::Started>,
 ) -> Result<(), Failed> {
     let exp = ctx.experiment;
     let session = format!("{}-{}-{}", job.key.arm, job.key.sample, job.attempt);
@@ -911,6 +938,9 @@ fn drive(
         turns.rounds.push(row);
         if accepted {
             return Ok(());
+        }
+        if let Some(grading) = grading.as_deref_mut() {
+            grading.start(round, &dir);
         }
         // Without a proxy counting as calls happen, the transcript's count.
         if let Some(over) = model
