@@ -1573,6 +1573,43 @@ fn report_opens_and_leads_to_every_run(out: &Path) {
             assert_eq!(pair[1].as_u64().unwrap(), counted, "{text}: {linked:?}");
         }
     }
+    // Every number of the page that links to a list (the paired table,
+    // the charts, the critic's accuracy, failures) names as many runs as
+    // its list holds; a pair's item links both of its runs.
+    let numbers = page.eval(
+        "Array.from(document.querySelectorAll('a[href^=\"#\"]'), a => { \
+         const t = document.getElementById(a.getAttribute('href').slice(1)); \
+         return [a.textContent, t ? t.id : null, t && t.classList.contains('behind') \
+         ? t.querySelectorAll('a').length : null]; })",
+    );
+    let mut checked = 0;
+    for n in numbers.as_array().unwrap() {
+        let (Some(count), Some(id), Some(links)) = (
+            n[0].as_str().and_then(|t| t.parse::<u64>().ok()),
+            n[1].as_str(),
+            n[2].as_u64(),
+        ) else {
+            continue;
+        };
+        let per_item = if id.starts_with("paired-") { 2 } else { 1 };
+        assert_eq!(links, count * per_item, "{n}");
+        checked += 1;
+    }
+    assert!(checked >= 30, "{numbers}");
+    // The paired table: every number links to the pairs behind it.
+    assert_eq!(
+        page.eval("Array.from(document.querySelectorAll('#paired tr:nth-child(2) td'), c => c.querySelector('a') !== null)"),
+        json!([false, false, true, true, true, true, true])
+    );
+    // The charts say where their numbers come from.
+    assert_eq!(
+        page.eval("document.querySelector('#resolved .from').textContent"),
+        "Behind the bars: fix-only: 2 of 3; brt-only: 0 of 3; @empty: 0 of 3; @gold: 3 of 3."
+    );
+    assert_eq!(
+        page.eval("document.querySelector('#rounds .from').textContent"),
+        "From the results of fix-only, brt-only."
+    );
     assert_eq!(
         page.eval("document.querySelector('#rounds figcaption').textContent"),
         "fix-only brt-only",

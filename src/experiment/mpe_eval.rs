@@ -5,7 +5,7 @@
 //! into `OUT/mpe/` (resumable, as any `critic mpe` output), and the report
 //! shows the classes per arm.
 
-use crate::experiment::db::Run;
+use crate::experiment::db::{Run, RunKey};
 use crate::experiment::export::model_name;
 use crate::experiment::file::{Experiment, MpeSettings};
 use crate::grading::runner::LocalScratch;
@@ -99,9 +99,9 @@ pub fn evaluate(
     Ok(Some(()))
 }
 
-/// The MPE classes in `out`, per arm: class name to count.
-pub fn classes(out: &Path, experiment: &str) -> BTreeMap<String, BTreeMap<String, u32>> {
-    let mut per_arm: BTreeMap<String, BTreeMap<String, u32>> = BTreeMap::new();
+/// The MPE classes in `out`, per arm: class name to its runs.
+pub fn classes(out: &Path, experiment: &str) -> BTreeMap<String, BTreeMap<String, Vec<RunKey>>> {
+    let mut per_arm: BTreeMap<String, BTreeMap<String, Vec<RunKey>>> = BTreeMap::new();
     let text = std::fs::read_to_string(dir(out).join("results.jsonl")).unwrap_or_default();
     for line in text.lines() {
         let Ok(v) = serde_json::from_str::<Value>(line) else {
@@ -112,13 +112,20 @@ pub fn classes(out: &Path, experiment: &str) -> BTreeMap<String, BTreeMap<String
         let Some(rest) = name.strip_prefix(&format!("{experiment}/")) else {
             continue;
         };
-        let arm = rest.rsplit_once('/').map_or(rest, |(a, _)| a);
+        let Some((arm, sample)) = rest.rsplit_once('/') else {
+            continue;
+        };
         let class = v["class"].as_str().unwrap_or("unknown").to_string();
-        *per_arm
+        per_arm
             .entry(arm.to_string())
             .or_default()
             .entry(class)
-            .or_insert(0) += 1;
+            .or_default()
+            .push(RunKey {
+                instance_id: v["instance_id"].as_str().unwrap_or_default().to_string(),
+                arm: arm.to_string(),
+                sample: sample.parse().unwrap_or_default(),
+            });
     }
     per_arm
 }

@@ -172,7 +172,8 @@ pub fn html(arms: &[ArmSummary], href: impl Fn(&RunKey) -> String) -> String {
             .map(|((name, _, _), k)| format!("<td><a href=\"#critic-{i}-{name}\">{k}</a></td>"))
             .collect();
         rows.push_str(&format!(
-            "<tr><td>{}</td>{cells}<td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td>{cells}<td><a href=\"#critic-{i}-rejected-resolved\">{}</a></td>\
+             <td><a href=\"#critic-{i}-accepted-unresolved\">{}</a></td></tr>",
             escape(&a.arm),
             pct(&c.rejected_of_resolving),
             pct(&c.accepted_of_unresolved),
@@ -229,7 +230,8 @@ pub fn html(arms: &[ArmSummary], href: impl Fn(&RunKey) -> String) -> String {
          <th>accepted, does not resolve</th><th>rejected, resolves</th>\
          <th>rejected, does not resolve</th><th>correct fixes rejected</th>\
          <th>wrong fixes accepted</th></tr>{rows}</table></div>\
-         <figure id=\"rejected-resolving\">{}</figure><figure id=\"accepted-unresolved\">{}</figure>\
+         <figure id=\"rejected-resolving\">{}{}</figure>\
+         <figure id=\"accepted-unresolved\">{}{}</figure>\
          <h3>The finishes behind each count</h3>{lists}",
         charts::lines(
             "Correct fixes the critic rejected, per round (95% CI)",
@@ -237,13 +239,44 @@ pub fn html(arms: &[ArmSummary], href: impl Fn(&RunKey) -> String) -> String {
             "rejected",
             &line(Counts::rejected_of_resolving)
         ),
+        caption(&with, "rejected-resolved", "accepted-resolved", "resolving"),
         charts::lines(
             "Wrong fixes the critic accepted, per round (95% CI)",
             "round",
             "accepted",
             &line(Counts::accepted_of_unresolved)
         ),
+        caption(
+            &with,
+            "accepted-unresolved",
+            "rejected-unresolved",
+            "unresolved"
+        ),
     )
+}
+
+/// Under a chart: per arm, the `what` finishes behind its line, those
+/// of class `part` (counted) and of class `rest`, each linked to its list.
+fn caption(
+    arms: &[(usize, &ArmSummary, &CriticAccuracy)],
+    part: &str,
+    rest: &str,
+    what: &str,
+) -> String {
+    let verb = |class: &str| class.split('-').next().unwrap_or_default().to_string();
+    let arms: Vec<String> = arms
+        .iter()
+        .map(|(i, a, _)| {
+            format!(
+                "{}: the {what} finishes it <a href=\"#critic-{i}-{part}\">{}</a> and \
+                 <a href=\"#critic-{i}-{rest}\">{}</a>",
+                escape(&a.arm),
+                verb(part),
+                verb(rest)
+            )
+        })
+        .collect();
+    format!("<p class=\"from\">From {}.</p>", arms.join("; "))
 }
 
 #[cfg(test)]

@@ -103,10 +103,23 @@ pub struct Summary {
     pub failures: Vec<FailureClass>,
     /// Instances whose golden patch did not resolve them: not run.
     pub broken: Vec<Broken>,
-    /// MPE classes of the runs' own tests per arm (`evaluate.mpe`).
-    pub mpe: BTreeMap<String, BTreeMap<String, u32>>,
+    /// MPE classes of the runs' own tests per arm (`evaluate.mpe`): the
+    /// runs of each class, written as their count.
+    #[serde(serialize_with = "counts")]
+    pub mpe: BTreeMap<String, BTreeMap<String, Vec<RunKey>>>,
     /// What each arm was: skill, gates, overrides, task, role.
     pub arm_definitions: Vec<arms::ArmDefinition>,
+}
+
+fn counts<S: serde::Serializer>(
+    mpe: &BTreeMap<String, BTreeMap<String, Vec<RunKey>>>,
+    to: S,
+) -> Result<S::Ok, S::Error> {
+    let counts: BTreeMap<&String, BTreeMap<&String, usize>> = mpe
+        .iter()
+        .map(|(arm, classes)| (arm, classes.iter().map(|(c, k)| (c, k.len())).collect()))
+        .collect();
+    serde::Serialize::serialize(&counts, to)
 }
 
 /// One class of failure.
@@ -275,30 +288,33 @@ pub fn summarize(name: &str, runs: &[Run], order: &[String], baseline: Option<&s
     }
 }
 
-fn paired(runs: &[Run], baseline: &str, arm: &str) -> Paired {
-    let of = |a: &str| -> BTreeMap<(&str, u32), bool> {
+/// The (instance, sample) pairs both `baseline` and `arm` have a result
+/// of: the baseline's run and the arm's.
+fn pairs<'a>(runs: &'a [Run], baseline: &str, arm: &str) -> Vec<(&'a Run, &'a Run)> {
+    let of = |a: &str| -> BTreeMap<(&str, u32), &Run> {
         runs.iter()
             .filter(|r| r.key.arm == a && is_result(r))
-            .map(|r| {
-                (
-                    (r.key.instance_id.as_str(), r.key.sample),
-                    r.resolved == Some(true),
-                )
-            })
+            .map(|r| ((r.key.instance_id.as_str(), r.key.sample), r))
             .collect()
     };
-    let (base, this) = (of(baseline), of(arm));
+    let this = of(arm);
+    of(baseline)
+        .into_iter()
+        .filter_map(|(k, base)| this.get(&k).map(|run| (base, *run)))
+        .collect()
+}
+
+fn paired(runs: &[Run], baseline: &str, arm: &str) -> Paired {
     let (mut n, mut b, mut c, mut base_total, mut arm_total) = (0u32, 0u32, 0u32, 0u32, 0u32);
-    for (k, x) in &base {
-        if let Some(y) = this.get(k) {
-            n += 1;
-            base_total += u32::from(*x);
-            arm_total += u32::from(*y);
-            match (x, y) {
-                (true, false) => b += 1,
-                (false, true) => c += 1,
-                _ => {}
-            }
+    for (base, this) in pairs(runs, baseline, arm) {
+        let (x, y) = (base.resolved == Some(true), this.resolved == Some(true));
+        n += 1;
+        base_total += u32::from(x);
+        arm_total += u32::from(y);
+        match (x, y) {
+            (true, false) => b += 1,
+            (false, true) => c += 1,
+            _ => {}
         }
     }
     Paired {

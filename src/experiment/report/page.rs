@@ -4,8 +4,8 @@
 //! the run pages and anchors beside it.
 
 use super::charts::{self, Bar, Line};
-use super::run_page;
-use super::tables::{html_table, html_table_raw, mpe_table, tables};
+use super::tables::{html_table_raw, mpe_table, tables};
+use super::{behind, run_page};
 use super::{ArmSummary, Summary};
 use crate::experiment::db::{Run, RunKey, Status};
 use crate::report_html::escape;
@@ -31,7 +31,7 @@ td.text, th.text { text-align: left; }
 .scroll { overflow-x: auto; max-width: 100%; }
 figure { display: inline-block; margin: 0 1.2em 1.2em 0; vertical-align: top; max-width: 100%; }
 figure svg { max-width: 100%; height: auto; }
-figcaption { font-size: 0.95rem; margin-top: 0.3em; }
+figcaption, .from { font-size: 0.95rem; margin-top: 0.3em; }
 .key { margin-right: 1.2em; white-space: nowrap; }
 .swatch { display: inline-block; width: 1.6em; height: 0.4em; vertical-align: middle; margin-right: 0.4em; }
 pre { background: #f7f7f7; border: 1px solid #ddd; padding: 0.6em 0.8em; font-size: 0.88rem;
@@ -210,16 +210,19 @@ fn charts(s: &Summary) -> String {
     };
     let agents = || s.arms.iter().enumerate().filter(|(_, a)| !is_control(a));
     let mut out = format!(
-        "<figure id=\"resolved\">{}</figure>",
-        charts::rate_bars("Resolved (95% CI)", &bars(|a| Some(a.resolved)))
+        "<figure id=\"resolved\">{}{}</figure>",
+        charts::rate_bars("Resolved (95% CI)", &bars(|a| Some(a.resolved))),
+        bars_behind(s, "resolved", |a| Some(a.resolved))
     );
     let f2p = bars(|a| a.f2p);
     if !f2p.is_empty() {
         out.push_str(&format!(
-            "<figure id=\"f2p\">{}</figure>",
-            charts::rate_bars("F→P of the runs' own tests (95% CI)", &f2p)
+            "<figure id=\"f2p\">{}{}</figure>",
+            charts::rate_bars("F→P of the runs' own tests (95% CI)", &f2p),
+            bars_behind(s, "f2p", |a| a.f2p)
         ));
     }
+    let lines_behind = lines_behind(s);
     let samples = s.arms.iter().map(|a| a.pass_at_k.len()).max().unwrap_or(0);
     if samples >= 2 {
         let lines: Vec<Line> = agents()
@@ -230,7 +233,7 @@ fn charts(s: &Summary) -> String {
             })
             .collect();
         out.push_str(&format!(
-            "<figure id=\"pass-at-k\">{}</figure>",
+            "<figure id=\"pass-at-k\">{}{lines_behind}</figure>",
             charts::lines("pass@k (95% bootstrap CI)", "k samples", "pass@k", &lines)
         ));
     }
@@ -247,7 +250,7 @@ fn charts(s: &Summary) -> String {
         .collect();
     if !rounds.is_empty() {
         out.push_str(&format!(
-            "<figure id=\"rounds\">{}</figure>",
+            "<figure id=\"rounds\">{}{lines_behind}</figure>",
             charts::lines(
                 "Resolved within k rounds (95% CI)",
                 "round k",
@@ -265,6 +268,57 @@ fn charts(s: &Summary) -> String {
     out
 }
 
+/// Under a bar chart: each arm's bar as its count `part` of its
+/// results, both linked to their runs.
+fn bars_behind(
+    s: &Summary,
+    part: &str,
+    rate: fn(&ArmSummary) -> Option<crate::experiment::stats::Rate>,
+) -> String {
+    let arms: Vec<String> = s
+        .arms
+        .iter()
+        .enumerate()
+        .filter_map(|(i, a)| {
+            rate(a).map(|r| {
+                format!(
+                    "{}: <a href=\"#{}\">{}</a> of <a href=\"#{}\">{}</a>",
+                    escape(&a.arm),
+                    behind::anchor(i, part),
+                    r.k,
+                    behind::anchor(i, "results"),
+                    r.n
+                )
+            })
+        })
+        .collect();
+    format!(
+        "<p class=\"from\">Behind the bars: {}.</p>",
+        arms.join("; ")
+    )
+}
+
+/// Under a line chart: the results each arm's line comes from.
+fn lines_behind(s: &Summary) -> String {
+    let arms: Vec<String> = s
+        .arms
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| !is_control(a))
+        .map(|(i, a)| {
+            format!(
+                "<a href=\"#{}\">{}</a>",
+                behind::anchor(i, "results"),
+                escape(&a.arm)
+            )
+        })
+        .collect();
+    format!(
+        "<p class=\"from\">From the results of {}.</p>",
+        arms.join(", ")
+    )
+}
+
 fn failures(s: &Summary) -> String {
     if s.failures.is_empty() {
         return String::new();
@@ -273,11 +327,11 @@ fn failures(s: &Summary) -> String {
         .iter()
         .map(|h| h.to_string())
         .collect::<Vec<_>>()];
-    rows.extend(s.failures.iter().map(|f| {
+    rows.extend(s.failures.iter().enumerate().map(|(j, f)| {
         vec![
             escape(&f.status),
             escape(&f.class),
-            f.runs.to_string(),
+            format!("<a href=\"#failure-{j}\">{}</a>", f.runs),
             format!(
                 "<a href=\"{}\">{}</a>",
                 run_href(&f.first_key),
@@ -331,7 +385,18 @@ pub(super) fn html(
         let listed: Vec<String> = s
             .infra_errors
             .iter()
-            .map(|(c, n)| format!("<li><code>{}</code>: {n}</li>", escape(c)))
+            .map(|(c, n)| {
+                // Its runs are listed under the failure class of the same name.
+                let j = s
+                    .failures
+                    .iter()
+                    .position(|f| f.status != Status::AgentFail.name() && f.class == *c);
+                let n = match j {
+                    Some(j) => format!("<a href=\"#failure-{j}\">{n}</a>"),
+                    None => n.to_string(),
+                };
+                format!("<li><code>{}</code>: {n}</li>", escape(c))
+            })
             .collect();
         format!(
             "<p><strong>Infrastructure errors</strong> (not results, left out of every rate; \
@@ -344,7 +409,9 @@ pub(super) fn html(
         format!(
             "<h2>MPE classes of the runs' own tests</h2>{}<p>From <code>mpe/</code> \
              (<code>critic mpe</code> on the final patches' tests).</p>",
-            html_table(&mpe, "mpe")
+            behind::linked(&mpe, "mpe", |i, col| {
+                (col > 0 && mpe[i + 1][col] != "0").then(|| behind::mpe_anchor(i, &mpe[0][col]))
+            })
         )
     } else {
         String::new()
@@ -353,7 +420,7 @@ pub(super) fn html(
         format!(
             "<h2 id=\"paired-head\">Paired against <code>{}</code></h2>{}",
             escape(s.baseline.as_deref().unwrap_or("?")),
-            html_table(&paired, "paired")
+            behind::linked_paired(&paired)
         )
     } else {
         String::new()
@@ -403,8 +470,8 @@ are left out of the pass@k and rounds charts.</p>
             manifest["tool"]["version"].as_str().unwrap_or("?"),
             sha.get(..12).unwrap_or(sha)
         )),
-        main = super::behind::linked_table(&main),
-        behind = super::behind::html(s, runs, |r| run_href(&r.key)),
+        main = behind::linked_table(&main),
+        behind = behind::html(s, runs, run_href),
         failures = failures(s),
         definitions = super::arms::html(&s.arm_definitions, manifest),
         broken = broken(s),

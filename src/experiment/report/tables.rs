@@ -4,7 +4,6 @@
 
 use super::Summary;
 use crate::experiment::stats::Rate;
-use crate::report_html::escape;
 
 pub(super) fn pct(r: &Rate) -> String {
     if r.n == 0 {
@@ -114,7 +113,7 @@ pub(super) fn mpe_table(s: &Summary) -> Vec<Vec<String>> {
                 .chain(
                     classes
                         .iter()
-                        .map(|c| counts.get(*c).copied().unwrap_or(0).to_string()),
+                        .map(|c| counts.get(*c).map_or(0, Vec::len).to_string()),
                 )
                 .collect(),
         );
@@ -179,15 +178,6 @@ pub fn markdown(s: &Summary) -> String {
         out.push('\n');
     }
     out
-}
-
-/// `rows` as an HTML table, header first, each cell escaped.
-pub(super) fn html_table(rows: &[Vec<String>], id: &str) -> String {
-    let escaped: Vec<Vec<String>> = rows
-        .iter()
-        .map(|row| row.iter().map(|c| escape(c)).collect())
-        .collect();
-    html_table_raw(&escaped, id)
 }
 
 /// `rows` as an HTML table, header first, each cell HTML already.
