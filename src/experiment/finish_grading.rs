@@ -161,3 +161,88 @@ fn move_logs(from: &Path, into: &Path) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    fn round(k: u32, verdict: &str) -> Round {
+        Round {
+            round: k,
+            turn_exit: Some(0),
+            turn_s: 0.0,
+            verdict: verdict.into(),
+            budget_exhausted: false,
+            followup: None,
+            critic_error: None,
+            resolved: None,
+        }
+    }
+
+    fn save(dir: &Path, k: u32, patch: &str) -> PathBuf {
+        let round = dir.join(format!("round-{k}"));
+        std::fs::create_dir_all(&round).unwrap();
+        std::fs::write(round.join("patch.diff"), patch).unwrap();
+        round
+    }
+
+    #[test]
+    fn a_rejected_finish_is_graded_while_the_agent_goes_on_and_not_again() {
+        let run = tempfile::tempdir().unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        let (dir, work) = (run.path(), scratch.path());
+        // A test double for the golden tests: it blocks until the "next
+        // turn" lets it go, writes a log as grading does, and says patch
+        // "good" resolves.
+        let (release, wait) = mpsc::channel::<()>();
+        let wait = Mutex::new(wait);
+        let graded = Mutex::new(Vec::new());
+        let grader = |patch: &str, at: &Path| {
+            let released = wait.lock().unwrap().recv_timeout(Duration::from_secs(10));
+            released.expect("grading ran before the next turn let it");
+            graded.lock().unwrap().push(patch.to_string());
+            std::fs::create_dir_all(at.join("grade")).unwrap();
+            std::fs::write(at.join("grade/golden.json"), patch).unwrap();
+            Graded {
+                resolved: Some(patch == "good"),
+                ..Graded::default()
+            }
+        };
+        let mut rounds = vec![
+            round(1, "rejected"),
+            round(2, "rejected"),
+            round(3, "accepted"),
+        ];
+        let early = std::thread::scope(|scope| {
+            let mut started = Started::new(scope, &grader, work);
+            started.start(1, &save(dir, 1, "good"));
+            // The agent's next turn: it rewrites round 1's file, and
+            // finishes with the same patch once more.
+            assert!(
+                graded.lock().unwrap().is_empty(),
+                "start waited for grading"
+            );
+            std::fs::write(dir.join("round-1/patch.diff"), "tampered").unwrap();
+            started.start(2, &save(dir, 2, "good"));
+            release.send(()).unwrap();
+            started.join()
+        });
+        assert_eq!(*graded.lock().unwrap(), ["good"], "one grading per patch");
+        save(dir, 3, "final");
+        release.send(()).unwrap();
+        grade_finishes(&mut rounds, ("final", false), dir, &grader, early);
+        // Round 1 is what it was judged as; round 2 shares its grading; the
+        // final patch's grade is not made again.
+        let resolved: Vec<_> = rounds.iter().map(|r| r.resolved).collect();
+        assert_eq!(resolved, [Some(true), Some(true), Some(false)]);
+        assert_eq!(*graded.lock().unwrap(), ["good"]);
+        assert_eq!(
+            std::fs::read_to_string(dir.join("round-1/grade/golden.json")).unwrap(),
+            "good"
+        );
+        assert_eq!(std::fs::read_dir(work).unwrap().count(), 0, "scratch left");
+    }
+}

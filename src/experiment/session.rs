@@ -939,9 +939,6 @@ fn drive(
         if accepted {
             return Ok(());
         }
-        if let Some(grading) = grading.as_deref_mut() {
-            grading.start(round, &dir);
-        }
         // Without a proxy counting as calls happen, the transcript's count.
         if let Some(over) = model
             .is_none()
@@ -950,6 +947,16 @@ fn drive(
         {
             turns.agent_fail = Some(over);
             return Ok(());
+        }
+        // Graded during the next turn when the agent's next finish is
+        // judged again. Otherwise (the last turn, or the skill's rejections
+        // spent so the next finish is accepted as it is) this patch may well
+        // be the final one, graded once after the run.
+        let judged_again = turns.last_verdict.as_ref().is_some_and(|v| {
+            v["iteration"].as_u64() < v["max_iterations"].as_u64() && round < exp.budget.turns
+        });
+        if let Some(grading) = grading.as_deref_mut().filter(|_| judged_again) {
+            grading.start(round, &dir);
         }
         prompt = followup.unwrap_or_else(|| "Your finish was rejected; continue.".into());
     }
