@@ -10,7 +10,7 @@ use pluggable_critic::detector::wasm::Runtime;
 use pluggable_critic::evaluate::scorer::SkillCritic;
 use pluggable_critic::evaluate::state::StateStore;
 use pluggable_critic::evaluate::{Critic, Finish};
-use pluggable_critic::run::CheckRequest;
+use pluggable_critic::frontend::CheckRequest;
 use pluggable_critic::workspace::{TestClassifier, Workspace};
 use pluggable_critic::{agents, skill};
 use std::path::{Path, PathBuf};

@@ -14,7 +14,7 @@ use pluggable_critic::detector::wasm::Runtime;
 use pluggable_critic::evaluate::scorer::SkillCritic;
 use pluggable_critic::evaluate::state::StateStore;
 use pluggable_critic::evaluate::{Critic, Finish};
-use pluggable_critic::run::CheckRequest;
+use pluggable_critic::frontend::CheckRequest;
 use pluggable_critic::skill;
 use serde_json::json;
 use std::path::Path;

@@ -6,8 +6,8 @@
 //! [`Verdict`]: accept, or reject with the follow-up prompt the agent gets as
 //! its next turn. The layers, top down (see `docs/architecture.md`):
 //!
-//! * [`run`]: front-ends' entry points. A [`CheckRequest`] names one check;
-//!   [`run::oneshot`] runs it in a process that exits after it (`critic
+//! * [`frontend`]: front-ends' entry points. A [`CheckRequest`] names one check;
+//!   [`frontend::oneshot`] runs it in a process that exits after it (`critic
 //!   check`), [`Service`] keeps skills and runtimes warm across many (`critic
 //!   serve`).
 //! * [`evaluate`]: the [`Critic`] trait and [`SkillCritic`], which scores a
@@ -29,7 +29,7 @@
 //!
 //! ```no_run
 //! use pluggable_critic::{CheckRequest, Service};
-//! use pluggable_critic::run::HostSettings;
+//! use pluggable_critic::frontend::HostSettings;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let service = Service::new(HostSettings::default())?;
@@ -51,11 +51,11 @@ pub mod agents;
 pub mod detector;
 pub mod evaluate;
 pub mod experiment;
+pub mod frontend;
 pub mod grading;
 pub mod host;
 pub mod mpe;
 mod report_html;
-pub mod run;
 pub mod skill;
 mod sys;
 pub mod workspace;
@@ -64,8 +64,8 @@ pub use detector::wasm::Runtime;
 pub use evaluate::scorer::SkillCritic;
 pub use evaluate::verdict::Verdict;
 pub use evaluate::{decide, Critic, Finish};
-pub use run::service::Service;
-pub use run::CheckRequest;
+pub use frontend::service::Service;
+pub use frontend::CheckRequest;
 pub use skill::Skill;
 pub use sys::bounded_read::read_regular_file;
 pub use sys::interrupt::cleanup_on_signals;

@@ -8,7 +8,7 @@ use pluggable_critic::evaluate::scorer::SkillCritic;
 use pluggable_critic::evaluate::state::StateStore;
 use pluggable_critic::evaluate::verdict::Verdict;
 use pluggable_critic::evaluate::{decide, Critic, Finish};
-use pluggable_critic::run::CheckRequest;
+use pluggable_critic::frontend::CheckRequest;
 use pluggable_critic::workspace::{TestClassifier, Workspace};
 use pluggable_critic::{agents, skill, Error};
 

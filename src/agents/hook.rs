@@ -3,7 +3,7 @@
 //!
 //! Each agent's folder defines its [`HookProtocol`]; [`HOOKS`] registers
 //! them. Running a hook (finding the session, evaluating, the rejection cap,
-//! failing open) is [`crate::run::hook`]'s, the same for every agent.
+//! failing open) is [`crate::frontend::hook`]'s, the same for every agent.
 
 use serde_json::{json, Value};
 use std::path::PathBuf;

@@ -19,11 +19,11 @@ use crate::evaluate::redact;
 use crate::evaluate::state::{HarnessState, Session, StateStore};
 use crate::evaluate::verdict::{SignalResult, SignalStatus, Verdict};
 use crate::evaluate::{Critic, Finish};
+use crate::frontend::{CheckRequest, HostSettings};
 use crate::host::artifacts;
 use crate::host::llm::{LlmClient, LlmConfig};
 use crate::host::run::Runner;
 use crate::host::{self, log::LogLine, Capability, Grants};
-use crate::run::{CheckRequest, HostSettings};
 use crate::skill::{OnError, Signal, SignalKind, Skill};
 use crate::Error;
 use critic_sdk::{DetectorOutput, SkillInfo, API_VERSION};
@@ -901,7 +901,7 @@ pub(crate) struct Unjudged<'a> {
 }
 
 /// The verdict on a finish the critic could not judge because of something
-/// the agent can cause (see [`crate::run::unjudged`]): counted in
+/// the agent can cause (see [`crate::frontend::unjudged`]): counted in
 /// `request`'s session and rejected with `followup`, like any rejection,
 /// until the budget is spent; then accepted with `budget_exhausted`, so
 /// the loop still ends. No signal ran. `fallback_instance` names the

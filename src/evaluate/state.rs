@@ -19,7 +19,7 @@
 //! made (a link, FIFO, device, directory, a file with other hard links, a
 //! file over its size cap) is tampering. It is moved aside and opening the
 //! session fails with [`StateError::Tampered`], which a check counts as a
-//! rejection of the finish (see [`crate::run::unjudged`]).
+//! rejection of the finish (see [`crate::frontend::unjudged`]).
 
 use crate::sys::bounded_read::read_regular_file_nofollow;
 use serde::{Deserialize, Serialize};

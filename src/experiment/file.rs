@@ -669,7 +669,7 @@ impl Checker<'_> {
     fn duration(&mut self, field: &str, spec: Option<DurationSpec>, default: Duration) -> Duration {
         match spec.map(|s| s.get()) {
             None => default,
-            Some(Some(d)) if !d.is_zero() && d <= crate::run::MAX_TIME_LIMIT => d,
+            Some(Some(d)) if !d.is_zero() && d <= crate::frontend::MAX_TIME_LIMIT => d,
             Some(_) => {
                 self.issue(field, "must be a positive duration of at most a day");
                 default

@@ -6,10 +6,10 @@ use pluggable_critic::agents::EventsFormat;
 use pluggable_critic::detector::wasm::cache;
 use pluggable_critic::evaluate::state::DEFAULT_LOCK_TIMEOUT;
 use pluggable_critic::evaluate::verdict::escape_terminal;
+use pluggable_critic::frontend::client::{self, ClientError, ServerAddress, SERVER_ENV};
+use pluggable_critic::frontend::{oneshot, CheckRequest, HostSettings, DEFAULT_SESSION};
 use pluggable_critic::host::llm::LlmConfig;
 use pluggable_critic::host::Capability;
-use pluggable_critic::run::client::{self, ClientError, ServerAddress, SERVER_ENV};
-use pluggable_critic::run::{oneshot, CheckRequest, HostSettings, DEFAULT_SESSION};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -95,7 +95,7 @@ impl SkillArgs {
 
 /// A number of seconds (fractions allowed) as a time limit.
 pub fn seconds(text: &str) -> Result<Duration, String> {
-    let max = pluggable_critic::run::MAX_TIME_LIMIT;
+    let max = pluggable_critic::frontend::MAX_TIME_LIMIT;
     text.parse::<f64>()
         .ok()
         .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
@@ -279,13 +279,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         None => oneshot::check(&request)?,
     };
     if let Some(log) = &args.verdict_log {
-        let judged = pluggable_critic::run::verdict_log::Judged {
+        let judged = pluggable_critic::frontend::verdict_log::Judged {
             workspace: Some(&request.workspace),
             base: request.base.as_deref(),
             patch: request.patch.as_deref(),
         };
         // The verdict stands whether or not the record could be written.
-        if let Err(e) = pluggable_critic::run::verdict_log::record(log, &verdict, &judged) {
+        if let Err(e) = pluggable_critic::frontend::verdict_log::record(log, &verdict, &judged) {
             eprintln!("critic check: --verdict-log {}: {e}", log.display());
         }
     }

@@ -10,7 +10,7 @@
 use anyhow::{anyhow, Context, Result};
 use pluggable_critic::detector::wasm::cache;
 use pluggable_critic::evaluate::verdict::Verdict;
-use pluggable_critic::run::{CheckRequest, HostSettings};
+use pluggable_critic::frontend::{CheckRequest, HostSettings};
 use pluggable_critic::Service;
 use serde::Deserialize;
 use std::io::Write;

@@ -6,8 +6,8 @@ use clap::Parser;
 use pluggable_critic::agents::hook::{self as protocols, HookProtocol};
 use pluggable_critic::agents::install::{self, Change, Scope};
 use pluggable_critic::evaluate::verdict::escape_terminal;
-use pluggable_critic::run::client::{ServerAddress, SERVER_ENV};
-use pluggable_critic::run::hook::{
+use pluggable_critic::frontend::client::{ServerAddress, SERVER_ENV};
+use pluggable_critic::frontend::hook::{
     hook_time_limit, Hook, DEFAULT_AGENT_TIMEOUT, DEFAULT_MAX_REJECTIONS, DEFAULT_TIME_LIMIT,
     MAX_INPUT_BYTES, MIN_AGENT_TIMEOUT,
 };
@@ -199,12 +199,12 @@ fn answer(protocol: &'static HookProtocol, args: RunArgs) -> u8 {
         let _ = writeln!(err, "{}", escape_terminal(notice, true));
     }
     if let (Some(log), Some(verdict)) = (&verdict_log, &outcome.verdict) {
-        let judged = pluggable_critic::run::verdict_log::Judged {
+        let judged = pluggable_critic::frontend::verdict_log::Judged {
             workspace: outcome.workspace.as_deref(),
             base: base.as_deref(),
             patch: patch.as_deref(),
         };
-        let logged = pluggable_critic::run::verdict_log::record(log, verdict, &judged);
+        let logged = pluggable_critic::frontend::verdict_log::record(log, verdict, &judged);
         if let Err(e) = logged {
             let _ = writeln!(err, "critic hook: --verdict-log {}: {e}", log.display());
         }

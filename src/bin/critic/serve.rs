@@ -1,8 +1,8 @@
 //! `critic serve`: a warm host answering checks over HTTP.
 
 use crate::check::HostArgs;
-use pluggable_critic::run::pinned::Pin;
-use pluggable_critic::run::server::{self, ServerConfig};
+use pluggable_critic::frontend::pinned::Pin;
+use pluggable_critic::frontend::server::{self, ServerConfig};
 use pluggable_critic::Service;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -52,7 +52,7 @@ struct PinArgs {
     #[arg(long, value_name = "DIR", requires = "pin_skill")]
     pin_state_dir: Option<PathBuf>,
     /// At most this many rejections per session.
-    #[arg(long, value_name = "N", default_value_t = pluggable_critic::run::hook::DEFAULT_MAX_REJECTIONS, requires = "pin_skill")]
+    #[arg(long, value_name = "N", default_value_t = pluggable_critic::frontend::hook::DEFAULT_MAX_REJECTIONS, requires = "pin_skill")]
     pin_max_rejections: u32,
     /// Read events files only in this directory (repeatable; none: events inline only).
     #[arg(long, value_name = "DIR", requires = "pin_skill")]

@@ -18,7 +18,7 @@
 //! inside its confinement, where a check cannot run (its test runs would
 //! need namespaces of their own, which Landlock refuses to nest): the hook
 //! asks the session's judge instead, a `critic serve` the runner starts
-//! outside, pinned to the session ([`crate::run::pinned`]), which keeps the
+//! outside, pinned to the session ([`crate::frontend::pinned`]), which keeps the
 //! critic's state and writes the verdict log where the agent cannot.
 
 use crate::experiment::model_proxy::{ModelProxy, Serving};

@@ -12,8 +12,8 @@
 //! not the agent's hook, writes the verdict log the runner reads.
 
 use crate::evaluate::verdict::Verdict;
+use crate::frontend::CheckRequest;
 use crate::host::beneath::Beneath;
-use crate::run::CheckRequest;
 use std::path::{Path, PathBuf};
 
 /// The most bytes of events read for one request (a file, or a directory's
@@ -156,12 +156,12 @@ impl Pin {
         let Some(log) = &self.verdict_log else {
             return;
         };
-        let judged = crate::run::verdict_log::Judged {
+        let judged = crate::frontend::verdict_log::Judged {
             workspace: Some(&request.workspace),
             base: None,
             patch: None,
         };
-        if let Err(e) = crate::run::verdict_log::record(log, verdict, &judged) {
+        if let Err(e) = crate::frontend::verdict_log::record(log, verdict, &judged) {
             tracing::warn!("--verdict-log {}: {e}", log.display());
         }
     }

@@ -13,7 +13,7 @@
 //! of `CRITIC_SERVER_TOKEN` (`Authorization: Bearer ...`), since a check runs
 //! with the server's rights over the paths a request names.
 //!
-//! What a pinned server takes (`--pin-*`, see [`crate::run::pinned`]):
+//! What a pinned server takes (`--pin-*`, see [`crate::frontend::pinned`]):
 //! only requests of its one session; others get 403.
 //!
 //! Who else is refused: a peer of the socket that is not in the server's own
@@ -36,7 +36,7 @@
 //! signal abandons them, killing their processes and removing their copies.
 
 use crate::evaluate::state::StateError;
-use crate::run::{CheckRequest, Service};
+use crate::frontend::{CheckRequest, Service};
 use crate::Error;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -94,7 +94,7 @@ pub struct ServerConfig {
     /// The token TCP clients must present (required with `listen`).
     pub token: Option<String>,
     /// The one session this server judges, if it is pinned to one.
-    pub pin: Option<crate::run::pinned::Pin>,
+    pub pin: Option<crate::frontend::pinned::Pin>,
 }
 
 impl ServerConfig {

@@ -14,7 +14,7 @@
 //! - A failure the agent can cause (its work tree or git state broken, its
 //!   transcript unreadable) does not let it stop: the finish is counted as a
 //!   rejection whose follow-up names the problem (see
-//!   [`crate::run::unjudged`]), within the same cap. So is a check the
+//!   [`crate::frontend::unjudged`]), within the same cap. So is a check the
 //!   agent's slow code keeps busy: the check's time limit
 //!   ([`DEFAULT_TIME_LIMIT`], counted from the hook's start) ends it before
 //!   the agent's own timeout ends the hook, a server that still gives up on
@@ -29,9 +29,9 @@
 use crate::agents::hook::{Answer, HookInput, HookProtocol, Reply};
 use crate::evaluate::state::default_root;
 use crate::evaluate::verdict::{escape_terminal, Verdict};
-use crate::run::client::{self, ClientError, ServerAddress};
-use crate::run::unjudged;
-use crate::run::{oneshot, project, CheckRequest};
+use crate::frontend::client::{self, ClientError, ServerAddress};
+use crate::frontend::unjudged;
+use crate::frontend::{oneshot, project, CheckRequest};
 use crate::sys::private_dir::user_dir;
 use crate::sys::real_path::{resolved, within};
 use serde_json::Value;
@@ -240,7 +240,7 @@ impl Hook {
     /// The check of this hook input; whether its rejections are counted (a
     /// session the next call of the same session finds again); and the
     /// other repository the agent's `cwd` lies in, if it does (see
-    /// [`crate::run::project`]).
+    /// [`crate::frontend::project`]).
     fn request_for(
         &self,
         input: &HookInput,

@@ -2,7 +2,7 @@
 //! events a request names, the patch file it gives, where its state lives.
 
 use crate::agents;
-use crate::run::{CheckRequest, EventsSource};
+use crate::frontend::{CheckRequest, EventsSource};
 use crate::workspace::{PatchError, RawDiff, TestClassifier, Workspace};
 use crate::Error;
 use critic_sdk::{EventKind, PatchOrigin};

@@ -10,7 +10,7 @@
 //! else the project recorded at the session's first finish, else the
 //! input's `cwd`. A `cwd` inside another git repository than the project's
 //! is not judged at all: the finish is a rejection that says why (see
-//! [`crate::run::unjudged::elsewhere`]).
+//! [`crate::frontend::unjudged::elsewhere`]).
 //!
 //! The session's first project is kept per agent and session under the
 //! state directory (`projects/`), written and read like state: atomically,

@@ -6,8 +6,8 @@
 //! `CRITIC_SERVER_TOKEN` goes with the request.
 
 use crate::evaluate::verdict::Verdict;
-use crate::run::server::TOKEN_ENV;
-use crate::run::CheckRequest;
+use crate::frontend::server::TOKEN_ENV;
+use crate::frontend::CheckRequest;
 use http_body_util::BodyExt;
 use hyper::body::Bytes;
 use std::net::SocketAddr;

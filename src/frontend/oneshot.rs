@@ -10,10 +10,10 @@ use crate::evaluate::scorer::{load_detectors, wait_within, CountedFinish, SkillC
 use crate::evaluate::state::StateStore;
 use crate::evaluate::verdict::Verdict;
 use crate::evaluate::{instance_key, with_followup, Critic, Finish};
-use crate::run::inputs::{
+use crate::frontend::inputs::{
     load_events, patch_file_diff, state_root, test_classifier, workspace_root,
 };
-use crate::run::CheckRequest;
+use crate::frontend::CheckRequest;
 use crate::skill;
 use crate::workspace::{PendingDiff, RawDiff, Workspace};
 use crate::Error;
@@ -40,7 +40,7 @@ impl Prepared {
 
 /// Run one check, from a cold start, in a process that exits after it. A
 /// finish the agent made unreadable (its work tree, its transcript) is a
-/// counted rejection, not an error (see [`crate::run::unjudged`]). The
+/// counted rejection, not an error (see [`crate::frontend::unjudged`]). The
 /// request's `time_limit` counts from this call.
 ///
 /// The loaded skill, its runtime and the finish are left to the process's
@@ -55,7 +55,7 @@ pub fn check(request: &CheckRequest) -> Result<Verdict, Error> {
     let mut prepared = match prepare(request, deadline) {
         Ok(prepared) => prepared,
         Err(e) => {
-            return crate::run::unjudged::or_error(request, deadline, e, || {
+            return crate::frontend::unjudged::or_error(request, deadline, e, || {
                 Ok(skill::load(&request.skill)?.into())
             })
         }

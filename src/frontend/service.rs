@@ -11,10 +11,10 @@ use crate::evaluate::scorer::{load_detectors, SkillCritic};
 use crate::evaluate::state::StateStore;
 use crate::evaluate::verdict::Verdict;
 use crate::evaluate::{decide, Finish};
-use crate::run::inputs::{
+use crate::frontend::inputs::{
     load_events, patch_file_diff, state_root, test_classifier, workspace_root,
 };
-use crate::run::{CheckRequest, HostSettings};
+use crate::frontend::{CheckRequest, HostSettings};
 use crate::skill::{self, Skill, MANIFEST_FILE};
 use crate::workspace::{PendingDiff, TestClassifier, Workspace};
 use crate::Error;
@@ -131,12 +131,12 @@ impl Service {
 
     /// Judge the finish `request` names. A finish the agent made unreadable
     /// (its work tree, its transcript) is a counted rejection, not an error
-    /// (see [`crate::run::unjudged`]). The request's `time_limit` counts
+    /// (see [`crate::frontend::unjudged`]). The request's `time_limit` counts
     /// from this call.
     pub fn check(&self, request: &CheckRequest) -> Result<Verdict, Error> {
         let deadline = request.deadline(Instant::now());
         self.judge(request, deadline).or_else(|e| {
-            crate::run::unjudged::or_error(request, deadline, e, || {
+            crate::frontend::unjudged::or_error(request, deadline, e, || {
                 Ok(self.skill(&request.skill)?.skill.clone())
             })
         })

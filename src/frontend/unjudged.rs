@@ -21,7 +21,7 @@
 use crate::evaluate::scorer::{unjudged_verdict, Standing, Unjudged};
 use crate::evaluate::state::{self, default_root, StateError, StateStore};
 use crate::evaluate::verdict::Verdict;
-use crate::run::{CheckRequest, EventsSource};
+use crate::frontend::{CheckRequest, EventsSource};
 use crate::skill::Skill;
 use crate::sys::real_path::within;
 use crate::workspace::PatchError;
@@ -223,7 +223,7 @@ pub(crate) fn misplaced(
 
 /// The verdict on a finish whose agent's working directory `cwd` lies in
 /// another git repository, `other`, than the project `request` names (see
-/// [`crate::run::project`]): judging that tree would let an agent that made
+/// [`crate::frontend::project`]): judging that tree would let an agent that made
 /// a clean repository of its own and `cd`'ed into it stop unchecked, so the
 /// finish is a rejection that says why, counted like [`or_error`]'s in the
 /// project's session.
