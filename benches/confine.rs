@@ -1,6 +1,6 @@
 //! What confinement costs one run: `true` run through a scratch pool with
 //! one job, confined (Landlock + user, network, PID and IPC namespaces, see
-//! `src/host/confine/`) and unconfined (`--unconfined-runs`), in alternating
+//! `src/sandbox/confine/`) and unconfined (`--unconfined-runs`), in alternating
 //! blocks so both see the same machine state.
 //!
 //! Run with `cargo bench --bench confine`; figures go in docs/PERFORMANCE.md
@@ -9,7 +9,7 @@
 //! `CRITIC_BENCH_UNCONFINED=1 cargo bench --bench sandbox` unconfined.
 
 use critic_sdk::RunRequest;
-use pluggable_critic::host::scratch::ScratchPool;
+use pluggable_critic::sandbox::scratch::ScratchPool;
 use std::process::Command;
 use std::time::{Duration, Instant};
 

@@ -17,7 +17,7 @@
 //! duration, measured with one job so runs do not overlap.
 
 use critic_sdk::RunRequest;
-use pluggable_critic::host::scratch::ScratchPool;
+use pluggable_critic::sandbox::scratch::ScratchPool;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -56,6 +56,7 @@ pub mod grading;
 pub mod host;
 pub mod mpe;
 mod report_html;
+pub mod sandbox;
 pub mod skill;
 mod sys;
 pub mod workspace;

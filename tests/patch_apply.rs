@@ -10,7 +10,7 @@ mod common;
 
 use common::Repo;
 use critic_sdk::RunRequest;
-use pluggable_critic::host::scratch::ScratchPool;
+use pluggable_critic::sandbox::scratch::ScratchPool;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};

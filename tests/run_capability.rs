@@ -346,7 +346,7 @@ fn copies_left_by_a_killed_host_are_swept_by_the_next_one() {
 /// fails at once instead of waiting on a name server it cannot reach.
 #[test]
 fn a_connection_off_the_machine_times_out_in_a_confined_run() {
-    use pluggable_critic::host::scratch::ScratchPool;
+    use pluggable_critic::sandbox::scratch::ScratchPool;
     let repo = Repo::new(&[("README", "x\n")]);
     let pool = ScratchPool::new(repo.path(), "HEAD", 1, true).unwrap();
     let probe = r#"

@@ -2510,7 +2510,7 @@ fn a_machine_without_namespaces_refuses_runs_and_says_what_is_missing() {
 // each process of a turn is held to the limit's worth of data instead.
 #[test]
 fn without_a_memory_cgroup_each_process_is_held_to_its_data_limit() {
-    use pluggable_critic::host::confine::Confinement;
+    use pluggable_critic::sandbox::confine::Confinement;
     let dir = tempfile::tempdir().unwrap();
     // The system's interpreter, else the first on PATH, by its real path.
     let python = Some(PathBuf::from("/usr/bin/python3"))
@@ -2549,7 +2549,7 @@ fn without_a_memory_cgroup_each_process_is_held_to_its_data_limit() {
 // by the next one that makes a cgroup there.
 #[test]
 fn a_memory_cgroup_left_by_a_killed_critic_is_swept() {
-    use pluggable_critic::host::confine::memory::MemoryCgroup;
+    use pluggable_critic::sandbox::confine::memory::MemoryCgroup;
     as_root_to_act_as_another_user();
     let first = MemoryCgroup::new(64 << 20).expect("root can make a memory cgroup here");
     let parent = first.dir().parent().unwrap().to_path_buf();

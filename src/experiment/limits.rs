@@ -1,7 +1,7 @@
 //! What one agent's run may take of the host: the size of each of a turn's
 //! private directories (`/tmp`, `/var/tmp`, `/dev/shm`, which live in
 //! memory), the memory a turn's processes hold together (a memory cgroup,
-//! where the machine has one to give: see `host::confine::memory`), and
+//! where the machine has one to give: see `sandbox::confine::memory`), and
 //! the disk its workspace and its own directory may use together (measured
 //! after every turn). What exceeds them is the agent's failure, with the
 //! limit named, never the host's.
@@ -18,13 +18,13 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 /// The default size of each private directory of a turn.
-pub const DEFAULT_TMP_BYTES: u64 = crate::host::confine::DEFAULT_PRIVATE_DIR_BYTES;
+pub const DEFAULT_TMP_BYTES: u64 = crate::sandbox::confine::DEFAULT_PRIVATE_DIR_BYTES;
 
 /// The default disk budget of a run's workspace and agent directory.
 pub const DEFAULT_DISK_BYTES: u64 = 10 << 30;
 
 /// The default memory a turn's processes may hold together.
-pub const DEFAULT_MEMORY_BYTES: u64 = crate::host::confine::memory::DEFAULT_TURN_MEMORY_BYTES;
+pub const DEFAULT_MEMORY_BYTES: u64 = crate::sandbox::confine::memory::DEFAULT_TURN_MEMORY_BYTES;
 
 /// What one directory entry counts for at least (a block).
 pub const ENTRY_BYTES: u64 = 4096;

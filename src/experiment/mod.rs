@@ -1000,7 +1000,7 @@ fn skill_preflight(
 
 /// Whether this machine can confine `exp`'s agent, before anything runs.
 fn confinable() -> Result<(), ExperimentError> {
-    if let Some(missing) = crate::host::confine::support().missing() {
+    if let Some(missing) = crate::sandbox::confine::support().missing() {
         return Err(ExperimentError::Input(format!(
             "agents' turns run confined, and this machine lacks {missing} (see `critic doctor`); \
              pass --unconfined-agents to run them with your full privileges"

@@ -73,15 +73,18 @@ impl Context<'_> {
         ];
         covered.extend(
             crate::sys::private_dir::cache_root()
-                .filter(|p| !crate::host::confine::in_private_dir(p)),
+                .filter(|p| !crate::sandbox::confine::in_private_dir(p)),
         );
         // Where grading's scratch copies are (a gold control's among them),
         // unless the turn gets that place empty and its own anyway.
-        let scratch = [crate::host::scratch::scratch_root(), std::env::temp_dir()];
+        let scratch = [
+            crate::sandbox::scratch::scratch_root(),
+            std::env::temp_dir(),
+        ];
         covered.extend(
             scratch
                 .into_iter()
-                .filter(|p| !crate::host::confine::in_private_dir(p)),
+                .filter(|p| !crate::sandbox::confine::in_private_dir(p)),
         );
         // The interpreter (its environment lies in critic's cache, or
         // under the output directory) and `critic`, which a Stop hook runs.
@@ -1415,7 +1418,7 @@ fn restore_t0(workspace: &Path, skill: &str, outcome: &Value) -> Result<(), Stri
     }
     // Read and written from the workspace's root down, no link of the
     // agent's followed on the way.
-    let root = crate::host::beneath::Beneath::open(workspace)
+    let root = crate::sandbox::beneath::Beneath::open(workspace)
         .map_err(|e| format!("{}: {e}", workspace.display()))?;
     let saved = Path::new(crate::host::artifacts::FEEDBACK_DIR)
         .join(skill)

@@ -13,7 +13,7 @@
 
 use crate::evaluate::verdict::Verdict;
 use crate::frontend::CheckRequest;
-use crate::host::beneath::Beneath;
+use crate::sandbox::beneath::Beneath;
 use std::path::{Path, PathBuf};
 
 /// The most bytes of events read for one request (a file, or a directory's

@@ -98,7 +98,7 @@ pub struct HostSettings {
     /// Commands the `run` capabilities run at once (`None`: one per core).
     pub jobs: Option<usize>,
     /// Run `run`/`run-matrix` commands unconfined (see
-    /// [`crate::host::confine`]).
+    /// [`crate::sandbox::confine`]).
     pub unconfined_runs: bool,
     /// The model `llm-complete` talks to (`None`: not configured).
     pub llm: Option<LlmConfig>,

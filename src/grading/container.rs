@@ -143,7 +143,7 @@ impl Containers {
         .map_err(|e| err(dir, e))?;
         let mut deleted = String::new();
         for (path, content) in &request.files {
-            let rel = crate::host::scratch::relative(path)?;
+            let rel = crate::sandbox::scratch::relative(path)?;
             match content {
                 Some(text) => {
                     let to = dir.join("files").join(rel);
@@ -188,8 +188,8 @@ impl Containers {
         };
         let cap = request
             .output_bytes
-            .unwrap_or(crate::host::scratch::DEFAULT_OUTPUT_BYTES)
-            .min(crate::host::scratch::MAX_OUTPUT_BYTES);
+            .unwrap_or(crate::sandbox::scratch::DEFAULT_OUTPUT_BYTES)
+            .min(crate::sandbox::scratch::MAX_OUTPUT_BYTES);
         let read = |pipe: Option<Box<dyn Read + Send>>| {
             std::thread::spawn(move || {
                 let mut out = Vec::new();

@@ -46,7 +46,7 @@ pub fn files_of(
         .filter(|(f, _)| keep(&f.path))
     {
         for path in std::iter::once(&f.path).chain(&f.old_path) {
-            crate::host::scratch::relative(path)?;
+            crate::sandbox::scratch::relative(path)?;
             if path.split('/').next() == Some(".git") {
                 return Err(format!("{path}: inside .git"));
             }

@@ -223,7 +223,7 @@ pub fn without_binary(patch: &str) -> (String, Vec<String>) {
 }
 
 /// How a scratch copy words its own failures (not the request's): see
-/// `host::scratch`.
+/// `sandbox::scratch`.
 const HARNESS_FAILURES: &[&str] = &[
     "cannot prepare a scratch copy",
     "the run request has an empty argv",

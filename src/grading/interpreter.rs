@@ -88,7 +88,7 @@ pub fn imports(python: &Path, modules: &[&str], confined: bool) -> Result<(), No
         .then(|| python.to_path_buf())
         .into_iter()
         .collect();
-    let ran = crate::host::scratch::probe(&argv, confined, &seen);
+    let ran = crate::sandbox::scratch::probe(&argv, confined, &seen);
     if let Some(e) = ran.error {
         return Err(NotImported::NoInterpreter(e));
     }

@@ -8,7 +8,7 @@
 
 use crate::grading::log_parsers::LogFormat;
 use crate::grading::record::RunRecord;
-use crate::host::scratch::ScratchPool;
+use crate::sandbox::scratch::ScratchPool;
 use critic_sdk::{RunRequest, RunResult};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
@@ -84,7 +84,7 @@ impl Backends for LocalScratch {
     fn open(&self, repo: &Path, base: &str, python: &Path) -> Result<Box<dyn Backend>, String> {
         if let Some(missing) = self
             .confined
-            .then(|| crate::host::confine::support().missing())
+            .then(|| crate::sandbox::confine::support().missing())
             .flatten()
         {
             return Err(format!(

@@ -6,9 +6,9 @@
 //! write access: they return the content, the host checks the path and
 //! writes it atomically. The agent owns the workspace and may have planted
 //! symlinks: every write walks from the workspace root without following any
-//! (see [`crate::host::beneath`]).
+//! (see [`crate::sandbox::beneath`]).
 
-use crate::host::beneath::Beneath;
+use crate::sandbox::beneath::Beneath;
 use critic_sdk::Artifact;
 use std::path::{Path, PathBuf};
 
@@ -71,7 +71,7 @@ pub fn write(
             signal: signal.to_string(),
             path: a.path.clone(),
         };
-        let rel = crate::host::scratch::relative(&a.path).map_err(|_| bad())?;
+        let rel = crate::sandbox::scratch::relative(&a.path).map_err(|_| bad())?;
         // A `.git` directory or file among the feedback would be a repository
         // of the skill's making: any git command run there (a shell prompt,
         // the agent) would obey its config.

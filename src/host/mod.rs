@@ -6,9 +6,6 @@
 //! Each capability's implementation has its own module.
 
 pub(crate) mod artifacts;
-pub(crate) mod beneath;
-pub mod confine;
-pub mod scratch;
 
 pub mod llm;
 pub(crate) mod log;

@@ -6,7 +6,7 @@
 //! anything in a `.git` directory (its config may hold credentials, and
 //! detectors judge the work tree, not the repository's internals).
 
-use crate::host::beneath::Beneath;
+use crate::sandbox::beneath::Beneath;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 

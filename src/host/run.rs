@@ -1,15 +1,15 @@
 //! Capabilities `run` and `run-matrix`: a detector has the host apply a patch
 //! to the base commit in a scratch copy of the workspace and run a command
-//! there (see [`crate::host::scratch`]). `run-matrix` runs many such requests in
+//! there (see [`crate::sandbox::scratch`]). `run-matrix` runs many such requests in
 //! parallel, one scratch copy per job.
 //!
 //! Commands run outside the WebAssembly sandbox, so a skill gets these only
 //! by declaring them, and the user can deny them. They run confined (see
-//! [`crate::host::confine`]): they write only to their copy, have no network and
+//! [`crate::sandbox::confine`]): they write only to their copy, have no network and
 //! cannot see the host; where the machine cannot confine them, runs are
 //! refused unless the user opted out with `--unconfined-runs`.
 
-use crate::host::scratch::{self, ScratchPool};
+use crate::sandbox::scratch::{self, ScratchPool};
 use critic_sdk::RunRequest;
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -66,7 +66,7 @@ impl Runner {
             .get_or_init(|| {
                 if let Some(missing) = self
                     .confined
-                    .then(|| crate::host::confine::support().missing())
+                    .then(|| crate::sandbox::confine::support().missing())
                     .flatten()
                 {
                     return Err(format!(

@@ -2,7 +2,7 @@
 //!
 //! A skill may be someone else's, and building it runs its code: a Rust
 //! crate's build scripts and procedural macros, what componentize-py
-//! imports. So those tools run confined (see [`crate::host::confine`]): the
+//! imports. So those tools run confined (see [`crate::sandbox::confine`]): the
 //! system and the skill read-only, of the user's homes only the toolchains
 //! (and the skill, when it lies in one), no network, and only the build's
 //! own output directory writable. Rust dependencies come from the lockfile
@@ -52,7 +52,7 @@ pub(crate) fn clean_env(cmd: &mut Command) {
 
 /// Make `cmd` (a build tool run on someone else's code) start confined,
 /// writing only under `writable` and seeing `seen` (see
-/// [`crate::host::confine::Confinement::new`]); left as it is when the user
+/// [`crate::sandbox::confine::Confinement::new`]); left as it is when the user
 /// trusts the skill.
 pub(crate) fn confine(
     cmd: &mut Command,
@@ -63,7 +63,7 @@ pub(crate) fn confine(
     if trust == Trust::Trusted {
         return Ok(());
     }
-    let confinement = crate::host::confine::Confinement::new(writable, seen).map_err(|e| {
+    let confinement = crate::sandbox::confine::Confinement::new(writable, seen).map_err(|e| {
         Error::Usage(format!(
             "cannot confine the build: {e}. Building a skill runs its code (build scripts, \
              procedural macros, what its Python imports); `critic doctor` shows what this \

@@ -29,7 +29,7 @@ pub enum Part {
 
 /// At most `max` bytes of `file`, from its start or its end, and its whole
 /// size: a large log or patch shown in part. The caller opened it (without
-/// following links, see [`crate::host::beneath::Beneath::open_file`]).
+/// following links, see [`crate::sandbox::beneath::Beneath::open_file`]).
 pub fn read_part(mut file: std::fs::File, max: u64, part: Part) -> std::io::Result<(Vec<u8>, u64)> {
     use std::io::{Seek, SeekFrom};
     let len = file.metadata()?.len();

@@ -1,7 +1,7 @@
 //! Forwarding the connections a listener accepts to one endpoint, byte for
 //! byte: how an agent's confined turn, whose network namespace has nothing
 //! but its loopback, reaches its model's API and its judge (see
-//! [`crate::host::confine::AgentReach`]). The endpoint is fixed by the
+//! [`crate::sandbox::confine::AgentReach`]). The endpoint is fixed by the
 //! runner; what the agent sends cannot choose another.
 
 use std::io::Read;

@@ -458,7 +458,7 @@ pub struct Args {
 /// confined runs use) imports `modules`, naming what to install.
 fn require_python(modules: &[&str], packages: &str) -> Result<()> {
     use pluggable_critic::grading::interpreter::{imports, NotImported};
-    let confined = pluggable_critic::host::confine::support()
+    let confined = pluggable_critic::sandbox::confine::support()
         .missing()
         .is_none();
     match imports(Path::new("python3"), modules, confined) {

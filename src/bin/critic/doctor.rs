@@ -2,7 +2,7 @@
 //! and agents' turns, and whether it can build Rust detectors.
 
 use crate::Output;
-use pluggable_critic::host::confine;
+use pluggable_critic::sandbox::confine;
 use pluggable_critic::skill::compile;
 
 /// `critic doctor`'s flags.

@@ -1,6 +1,6 @@
 //! How an agent's turns are confined in an experiment (unless the user
 //! passes `--unconfined-agents`): the confinement of the runs a skill asks
-//! for ([`crate::host::confine`]), with
+//! for ([`crate::sandbox::confine`]), with
 //!
 //! - the run's workspace and its agent directory (`<run>/agent`: the
 //!   agent's home, temporary files, prompt and transcript) the only places
@@ -11,7 +11,7 @@
 //! - a network namespace of its own, in which only the run's model proxy
 //!   (see [`crate::experiment::model_proxy`]), the session's judge and the
 //!   `agent.network` endpoints answer (see
-//!   [`crate::host::confine::AgentReach`]);
+//!   [`crate::sandbox::confine::AgentReach`]);
 //! - a PID namespace per turn: whatever the turn started ends with it.
 //!
 //! An agent whose finish boundary is its own Stop hook runs that hook
@@ -22,8 +22,8 @@
 //! critic's state and writes the verdict log where the agent cannot.
 
 use crate::experiment::model_proxy::{ModelProxy, Serving};
-use crate::host::confine::memory::MemoryCgroup;
-use crate::host::confine::{AgentReach, Confinement};
+use crate::sandbox::confine::memory::MemoryCgroup;
+use crate::sandbox::confine::{AgentReach, Confinement};
 use crate::sys::forward::{Forwarders, Target};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -59,7 +59,7 @@ pub struct Reach {
     routes: Vec<Route>,
     judge: Option<SocketAddr>,
     model: Option<SocketAddr>,
-    /// The memory a turn may hold (see [`crate::host::confine::memory`]).
+    /// The memory a turn may hold (see [`crate::sandbox::confine::memory`]).
     memory_bytes: Option<u64>,
 }
 
@@ -91,7 +91,7 @@ fn endpoint(url: &str) -> Result<(SocketAddr, Option<String>, Target), String> {
         }
     };
     let (listen, name) = match host.parse::<IpAddr>() {
-        Ok(ip) if crate::host::confine::listenable(ip) => (SocketAddr::new(ip, port), None),
+        Ok(ip) if crate::sandbox::confine::listenable(ip) => (SocketAddr::new(ip, port), None),
         Ok(ip) => {
             return Err(format!(
                 "{url:?}: an agent's confined turn reaches an endpoint by host name or on a \
@@ -201,7 +201,7 @@ impl Reach {
             let file = run_dir.join("hosts");
             crate::sys::atomic_file::write(
                 &file,
-                crate::host::confine::hosts_file(&names).as_bytes(),
+                crate::sandbox::confine::hosts_file(&names).as_bytes(),
                 false,
             )
             .map_err(|e| format!("{}: {e}", file.display()))?;
@@ -271,7 +271,7 @@ impl Reach {
 
 /// A confined turn's listeners and memory cgroup, before it has started.
 pub struct Pending {
-    listeners: crate::host::confine::Listeners,
+    listeners: crate::sandbox::confine::Listeners,
     routes: Vec<Route>,
     memory: Option<MemoryCgroup>,
 }

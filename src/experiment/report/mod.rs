@@ -20,7 +20,7 @@ pub use tables::markdown;
 
 use crate::experiment::db::{Broken, Db, Run, RunKey, Status};
 use crate::experiment::stats::{self, Rate};
-use crate::host::beneath::Beneath;
+use crate::sandbox::beneath::Beneath;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;

@@ -40,7 +40,7 @@
 //! with `no_new_privs` set and an empty capability bounding set, so neither a
 //! setuid program nor the namespace's root can widen any of it (Landlock
 //! refuses new mounts, and without `CAP_SYS_ADMIN` the read-only flags stay).
-//! The environment is built from scratch by the caller (see [`crate::host::scratch`]).
+//! The environment is built from scratch by the caller (see [`crate::sandbox::scratch`]).
 //!
 //! What is *not* confined: reads outside the home directories. A run can
 //! read what the user can read of the system (and of other places the user

@@ -15,7 +15,7 @@
 //! when the pool is dropped, and directories left behind by a killed host are
 //! swept by the next pool.
 
-use crate::host::beneath::Beneath;
+use crate::sandbox::beneath::Beneath;
 use crate::sys::remove_tree::remove_tree;
 use crate::workspace::git;
 use critic_sdk::{RunRequest, RunResult};
@@ -148,7 +148,7 @@ pub struct ScratchPool {
     blobs: Mutex<HashMap<PathBuf, Blob>>,
     /// Names slots; never reused, so a replacement never meets a live slot.
     serial: std::sync::atomic::AtomicUsize,
-    /// Whether commands run confined (see [`crate::host::confine`]).
+    /// Whether commands run confined (see [`crate::sandbox::confine`]).
     confined: bool,
     /// Programs every run needs to see wherever they lie (the interpreter
     /// grading was given), besides the one each run starts.
@@ -469,7 +469,7 @@ fn prepare(dir: &Path, request: &RunRequest) -> Result<(), String> {
 /// then writes, each through no link.
 fn apply_patch(slot: &Beneath, patch: &str) -> Result<(), String> {
     use crate::workspace::apply::{self, Entry, Mode};
-    let max = crate::host::confine::MAX_FILE_BYTES;
+    let max = crate::sandbox::confine::MAX_FILE_BYTES;
     let mut read = |path: &str| -> Result<Option<Entry>, String> {
         let rel = relative(path)?;
         let kind = slot.kind(rel).map_err(|e| e.to_string())?;
@@ -938,12 +938,12 @@ fn execute(
         let seen: Vec<&Path> = std::iter::once(Path::new(cmd.get_program()))
             .chain(seen.iter().map(PathBuf::as_path))
             .collect();
-        match crate::host::confine::Confinement::new(&[&slot.dir, &slot.tmp], &seen) {
+        match crate::sandbox::confine::Confinement::new(&[&slot.dir, &slot.tmp], &seen) {
             Ok(c) => c.apply(&mut cmd),
             Err(e) => return failed(format!("cannot confine the command: {e}")),
         }
     } else {
-        crate::host::confine::apply_unconfined(&mut cmd);
+        crate::sandbox::confine::apply_unconfined(&mut cmd);
     }
     let timeout = request
         .timeout_ms
@@ -957,7 +957,7 @@ fn execute(
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let hint = if confined && crate::host::confine::in_private_dir(Path::new(program)) {
+            let hint = if confined && crate::sandbox::confine::in_private_dir(Path::new(program)) {
                 "a confined run's /tmp, /var/tmp and /dev/shm are its own and empty: of the \
                  host's it sees the directory of a program it is given, never a program lying \
                  in them directly; give it a directory of its own"
