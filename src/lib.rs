@@ -62,6 +62,7 @@ mod sys;
 pub mod workspace;
 
 pub use detector::wasm::Runtime;
+pub use evaluate::error::Error;
 pub use evaluate::scorer::SkillCritic;
 pub use evaluate::verdict::Verdict;
 pub use evaluate::{decide, Critic, Finish};
@@ -70,46 +71,3 @@ pub use frontend::CheckRequest;
 pub use skill::Skill;
 pub use sys::bounded_read::read_regular_file;
 pub use sys::interrupt::cleanup_on_signals;
-
-use std::path::PathBuf;
-
-/// Every error the host reports; each names the file or input at fault.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// A bad `critic.yaml`.
-    #[error(transparent)]
-    Manifest(#[from] skill::ManifestError),
-    /// A bad events file.
-    #[error(transparent)]
-    Events(#[from] agents::EventsError),
-    /// The workspace or patch could not be read.
-    #[error(transparent)]
-    Patch(#[from] workspace::PatchError),
-    /// State could not be read or written.
-    #[error(transparent)]
-    State(#[from] evaluate::state::StateError),
-    /// A detector could not be loaded.
-    #[error("{manifest}:{line}: signal {signal:?}: {source}")]
-    Detector {
-        /// The manifest declaring it.
-        manifest: PathBuf,
-        /// Line of the signal.
-        line: usize,
-        /// Signal name.
-        signal: String,
-        /// Why.
-        source: detector::wasm::DetectorError,
-    },
-    /// Feedback files could not be written.
-    #[error(transparent)]
-    Artifacts(#[from] host::artifacts::ArtifactError),
-    /// A failure in the host itself.
-    #[error("internal error: {0}")]
-    Internal(String),
-    /// A request that names no valid check (a missing or conflicting field).
-    #[error("{0}")]
-    Request(String),
-    /// Anything else with a ready message (bad flags, failed builds...).
-    #[error("{0}")]
-    Usage(String),
-}

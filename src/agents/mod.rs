@@ -295,7 +295,7 @@ pub fn load_transcript(
     load_with(path, format, Some(RAW_SPANS_FROM))
 }
 
-fn load_with(
+pub(crate) fn load_with(
     path: &Path,
     format: Option<EventsFormat>,
     spans_from: Option<u64>,
@@ -656,41 +656,6 @@ mod tests {
             .success());
         let e = load(&fifo, None).unwrap_err().to_string();
         assert!(e.contains("not a regular file"), "{e}");
-    }
-
-    #[test]
-    fn a_large_transcripts_events_read_their_json_back_from_the_file() {
-        let lines = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/fuzz-corpus/events/claude-code.jsonl"),
-        )
-        .unwrap();
-        // Blank and indented lines: places are of the trimmed records.
-        let text = format!("\n  {}", lines.replace('\n', "\n\n"));
-        let f = write(&text);
-        let inline = load(f.path(), None).unwrap();
-        let lazy = load_with(f.path(), None, Some(0)).unwrap();
-        let file = lazy.raw_file.expect("the file stays open");
-        assert_eq!(inline.len(), lazy.events.len());
-        let feed = crate::detector::feed::EventFeed::with_transcript(
-            lazy.events.clone().into(),
-            Some(file.clone()),
-        );
-        for (a, b) in inline.iter().zip(&lazy.events) {
-            assert!(b.raw.is_none() && b.raw_span.is_some());
-            assert_eq!(a.text, b.text);
-            assert_eq!(
-                feed.raw(b.index).as_deref(),
-                a.raw.as_ref().map(|r| r.get())
-            );
-        }
-        // A file rewritten since gives no JSON where it had some, never
-        // something else taken for it.
-        std::fs::write(f.path(), "x".repeat(text.len())).unwrap();
-        assert_eq!(feed.raw(0), None);
-        // Small files keep their JSON.
-        let small = load_with(f.path(), None, Some(u64::MAX));
-        assert!(small.is_err(), "the rewritten file is no transcript");
     }
 
     #[test]

@@ -164,4 +164,37 @@ mod tests {
         let lean: Vec<_> = events.iter().map(Event::lean).collect();
         assert_eq!(&*chunked, serde_json::to_string(&lean).unwrap());
     }
+
+    #[test]
+    fn a_large_transcripts_events_read_their_json_back_from_the_file() {
+        let lines = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fuzz-corpus/events/claude-code.jsonl"),
+        )
+        .unwrap();
+        // Blank and indented lines: places are of the trimmed records.
+        let text = format!("\n  {}", lines.replace('\n', "\n\n"));
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut f, text.as_bytes()).unwrap();
+        let inline = crate::agents::load(f.path(), None).unwrap();
+        let lazy = crate::agents::load_with(f.path(), None, Some(0)).unwrap();
+        let file = lazy.raw_file.expect("the file stays open");
+        assert_eq!(inline.len(), lazy.events.len());
+        let feed = EventFeed::with_transcript(lazy.events.clone().into(), Some(file.clone()));
+        for (a, b) in inline.iter().zip(&lazy.events) {
+            assert!(b.raw.is_none() && b.raw_span.is_some());
+            assert_eq!(a.text, b.text);
+            assert_eq!(
+                feed.raw(b.index).as_deref(),
+                a.raw.as_ref().map(|r| r.get())
+            );
+        }
+        // A file rewritten since gives no JSON where it had some, never
+        // something else taken for it.
+        std::fs::write(f.path(), "x".repeat(text.len())).unwrap();
+        assert_eq!(feed.raw(0), None);
+        // Small files keep their JSON.
+        let small = crate::agents::load_with(f.path(), None, Some(u64::MAX));
+        assert!(small.is_err(), "the rewritten file is no transcript");
+    }
 }

@@ -1,13 +1,15 @@
 //! Subclass mode: the [`Critic`] trait a program implements (or gets from a
 //! skill through [`crate::evaluate::scorer::SkillCritic`]) to judge a finish.
 
+pub mod error;
 pub mod redact;
+pub mod request;
 pub mod scorer;
 pub mod state;
 pub mod verdict;
 
+use crate::evaluate::error::Error;
 use crate::evaluate::verdict::Verdict;
-use crate::Error;
 use critic_sdk::{Event, Patch};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -15,17 +15,17 @@
 use crate::detector::feed::EventFeed;
 use crate::detector::wasm::{CallContext, CallLimits, DetectorError, Runtime};
 use crate::detector::Detector;
+use crate::evaluate::error::Error;
 use crate::evaluate::redact;
+use crate::evaluate::request::{CheckRequest, HostSettings};
 use crate::evaluate::state::{HarnessState, Session, StateStore};
 use crate::evaluate::verdict::{SignalResult, SignalStatus, Verdict};
 use crate::evaluate::{Critic, Finish};
-use crate::frontend::{CheckRequest, HostSettings};
 use crate::host::artifacts;
 use crate::host::llm::{LlmClient, LlmConfig};
 use crate::host::run::Runner;
 use crate::host::{self, log::LogLine, Capability, Grants};
 use crate::skill::{OnError, Signal, SignalKind, Skill};
-use crate::Error;
 use critic_sdk::{DetectorOutput, SkillInfo, API_VERSION};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -442,7 +442,7 @@ impl SkillCritic {
                 }
                 Err(e) => {
                     let error = format!("signal {:?} ({}): {e}", signal.name, signal.detector);
-                    tracing::warn!("{}", crate::evaluate::verdict::one_line(&error));
+                    tracing::warn!("{}", crate::sys::terminal_text::one_line(&error));
                     // Out of the check's time while running the agent's code,
                     // the code may be what was slow: a pass then would let
                     // slow code through, whatever `on_error` says.

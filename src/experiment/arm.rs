@@ -123,8 +123,9 @@ pub fn config_problems(
     file: &Path,
     runtime: &crate::detector::wasm::Runtime,
 ) -> Result<Vec<String>, String> {
-    let problems = crate::SkillCritic::config_problems_of(&arm.skill, runtime, false)
-        .map_err(|e| format!("arm {}: cannot check its config: {e}", arm.name))?;
+    let problems =
+        crate::evaluate::scorer::SkillCritic::config_problems_of(&arm.skill, runtime, false)
+            .map_err(|e| format!("arm {}: cannot check its config: {e}", arm.name))?;
     Ok(problems
         .into_iter()
         .map(|(signal, message)| {

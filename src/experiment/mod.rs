@@ -506,8 +506,10 @@ fn make(opts: &Options, progress: &dyn Progress) -> Result<Finished, ExperimentE
         .collect();
     let mut arms = match staged.and_then(|arms| {
         // Every arm's config as its detectors read it, before anything runs.
-        let runtime = crate::Runtime::new(crate::detector::wasm::cache::default_dir().as_deref())
-            .map_err(|e| e.to_string())?;
+        let runtime = crate::detector::wasm::Runtime::new(
+            crate::detector::wasm::cache::default_dir().as_deref(),
+        )
+        .map_err(|e| e.to_string())?;
         let mut problems = Vec::new();
         for a in &arms {
             problems.extend(arm::config_problems(a, &exp.path, &runtime)?);

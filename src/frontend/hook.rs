@@ -28,12 +28,13 @@
 
 use crate::agents::hook::{Answer, HookInput, HookProtocol, Reply};
 use crate::evaluate::state::default_root;
-use crate::evaluate::verdict::{escape_terminal, Verdict};
+use crate::evaluate::verdict::Verdict;
 use crate::frontend::client::{self, ClientError, ServerAddress};
 use crate::frontend::unjudged;
 use crate::frontend::{oneshot, project, CheckRequest};
 use crate::sys::private_dir::user_dir;
 use crate::sys::real_path::{resolved, within};
+use crate::sys::terminal_text::escape_terminal;
 use serde_json::Value;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};

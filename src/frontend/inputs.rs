@@ -2,9 +2,9 @@
 //! events a request names, the patch file it gives, where its state lives.
 
 use crate::agents;
+use crate::evaluate::error::Error;
 use crate::frontend::{CheckRequest, EventsSource};
 use crate::workspace::{PatchError, RawDiff, TestClassifier, Workspace};
-use crate::Error;
 use critic_sdk::{EventKind, PatchOrigin};
 use std::path::{Path, PathBuf};
 

@@ -6,11 +6,12 @@ mod inputs;
 pub mod oneshot;
 pub mod pinned;
 pub mod project;
-mod request;
 pub mod server;
 pub mod service;
 mod unjudged;
 pub mod verdict_log;
 
-pub use request::{CheckRequest, EventsSource, HostSettings, DEFAULT_SESSION, MAX_TIME_LIMIT};
+pub use crate::evaluate::request::{
+    CheckRequest, EventsSource, HostSettings, DEFAULT_SESSION, MAX_TIME_LIMIT,
+};
 pub use service::Service;

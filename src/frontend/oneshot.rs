@@ -6,6 +6,7 @@
 //! The start-up tricks that buy this path its speed live here and only here.
 
 use crate::detector::wasm::Runtime;
+use crate::evaluate::error::Error;
 use crate::evaluate::scorer::{load_detectors, wait_within, CountedFinish, SkillCritic};
 use crate::evaluate::state::StateStore;
 use crate::evaluate::verdict::Verdict;
@@ -16,7 +17,6 @@ use crate::frontend::inputs::{
 use crate::frontend::CheckRequest;
 use crate::skill;
 use crate::workspace::{PendingDiff, RawDiff, Workspace};
-use crate::Error;
 use std::time::Instant;
 
 /// A check with its inputs loaded: the skill's critic and the finish to judge.

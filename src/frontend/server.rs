@@ -35,9 +35,10 @@
 //! scratch copies are removed as they end) and removes the socket; a second
 //! signal abandons them, killing their processes and removing their copies.
 
+use crate::evaluate::error::Error;
 use crate::evaluate::state::StateError;
 use crate::frontend::{CheckRequest, Service};
-use crate::Error;
+use crate::skill::BuildError;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
@@ -631,11 +632,13 @@ fn status_of(e: &Error) -> StatusCode {
         | Error::Events(_)
         | Error::Patch(_)
         | Error::Detector { .. }
+        | Error::Build(BuildError::Usage(_))
         | Error::Usage(_) => StatusCode::UNPROCESSABLE_ENTITY,
         Error::State(StateError::Locked { .. }) => StatusCode::CONFLICT,
-        Error::State(_) | Error::Artifacts(_) | Error::Internal(_) => {
-            StatusCode::INTERNAL_SERVER_ERROR
-        }
+        Error::State(_)
+        | Error::Artifacts(_)
+        | Error::Build(BuildError::Internal(_))
+        | Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 

@@ -7,6 +7,7 @@
 
 use crate::detector::wasm::Runtime;
 use crate::detector::Detector;
+use crate::evaluate::error::Error;
 use crate::evaluate::scorer::{load_detectors, SkillCritic};
 use crate::evaluate::state::StateStore;
 use crate::evaluate::verdict::Verdict;
@@ -17,7 +18,6 @@ use crate::frontend::inputs::{
 use crate::frontend::{CheckRequest, HostSettings};
 use crate::skill::{self, Skill, MANIFEST_FILE};
 use crate::workspace::{PendingDiff, TestClassifier, Workspace};
-use crate::Error;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

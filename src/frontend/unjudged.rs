@@ -18,6 +18,7 @@
 //! one whose session another check still holds ([`locked`]), and one whose
 //! critic keeps its files within the agent's reach ([`misplaced`]).
 
+use crate::evaluate::error::Error;
 use crate::evaluate::scorer::{unjudged_verdict, Standing, Unjudged};
 use crate::evaluate::state::{self, default_root, StateError, StateStore};
 use crate::evaluate::verdict::Verdict;
@@ -25,7 +26,6 @@ use crate::frontend::{CheckRequest, EventsSource};
 use crate::skill::Skill;
 use crate::sys::real_path::within;
 use crate::workspace::PatchError;
-use crate::Error;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 

@@ -33,7 +33,11 @@ impl Judged<'_> {
 }
 
 /// Append `verdict` to `log` and save the patch it judged.
-pub fn record(log: &Path, verdict: &crate::Verdict, judged: &Judged) -> std::io::Result<()> {
+pub fn record(
+    log: &Path,
+    verdict: &crate::evaluate::verdict::Verdict,
+    judged: &Judged,
+) -> std::io::Result<()> {
     append_verdict(log, verdict)?;
     save_patch(log, verdict, judged)
 }
@@ -42,7 +46,11 @@ pub fn record(log: &Path, verdict: &crate::Verdict, judged: &Judged) -> std::io:
 /// `round-<iteration>/patch.diff` (the layout of `critic experiment`'s runs).
 /// Nothing is written through a link: the directory must be a real one (or
 /// is made), the file is opened without following one.
-fn save_patch(log: &Path, verdict: &crate::Verdict, judged: &Judged) -> std::io::Result<()> {
+fn save_patch(
+    log: &Path,
+    verdict: &crate::evaluate::verdict::Verdict,
+    judged: &Judged,
+) -> std::io::Result<()> {
     let Some(patch) = judged.text()? else {
         return Ok(());
     };
@@ -73,7 +81,7 @@ fn save_patch(log: &Path, verdict: &crate::Verdict, judged: &Judged) -> std::io:
 
 /// Append `verdict` as one line to `log`, in one write: the hooks of one
 /// session run one at a time, and a line is never split.
-fn append_verdict(log: &Path, verdict: &crate::Verdict) -> std::io::Result<()> {
+fn append_verdict(log: &Path, verdict: &crate::evaluate::verdict::Verdict) -> std::io::Result<()> {
     let mut line = serde_json::to_vec(verdict)?;
     line.push(b'\n');
     regular(

@@ -70,7 +70,7 @@ impl LogBuffer {
 /// rewrite or forge lines on the user's terminal).
 pub fn emit(skill: &str, signal: &str, level: Level, message: &str) {
     let line = truncate(message, MAX_LINE_BYTES);
-    let line = crate::evaluate::verdict::one_line(&line);
+    let line = crate::sys::terminal_text::one_line(&line);
     match level {
         Level::Trace => tracing::trace!(skill, signal, "{line}"),
         Level::Debug => tracing::debug!(skill, signal, "{line}"),

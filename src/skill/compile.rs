@@ -14,7 +14,7 @@
 //! into a private target directory (see [`target_dir_of`]).
 
 use super::confined_build::{self, Trust};
-use crate::Error;
+use crate::skill::BuildError;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -157,7 +157,7 @@ fn cargo_home() -> Option<PathBuf> {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
 }
 
-fn workspace_root(manifest: &Path) -> Result<PathBuf, Error> {
+fn workspace_root(manifest: &Path) -> Result<PathBuf, BuildError> {
     let out = cargo(None)
         .args([
             "locate-project",
@@ -169,33 +169,33 @@ fn workspace_root(manifest: &Path) -> Result<PathBuf, Error> {
         .arg(manifest)
         .output()
         .map_err(|e| {
-            Error::Usage(format!(
+            BuildError::Usage(format!(
                 "cannot run cargo: {e} (is a Rust toolchain installed?)"
             ))
         })?;
     if !out.status.success() {
-        return Err(Error::Usage(format!(
+        return Err(BuildError::Usage(format!(
             "{}: {}",
             manifest.display(),
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
     let loc: Location = serde_json::from_slice(&out.stdout)
-        .map_err(|e| Error::Internal(format!("cargo locate-project: {e}")))?;
+        .map_err(|e| BuildError::Internal(format!("cargo locate-project: {e}")))?;
     Ok(loc.root.parent().map(Path::to_path_buf).unwrap_or_default())
 }
 
 /// Run the cargo step `cmd` (no code of the skill's runs in it) to its end.
-fn cargo_step(mut cmd: Command, manifest: &Path, what: &str) -> Result<(), Error> {
+fn cargo_step(mut cmd: Command, manifest: &Path, what: &str) -> Result<(), BuildError> {
     let status = cmd
         .arg("--manifest-path")
         .arg(manifest)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .status()
-        .map_err(|e| Error::Usage(format!("cannot run cargo: {e}")))?;
+        .map_err(|e| BuildError::Usage(format!("cannot run cargo: {e}")))?;
     if !status.success() {
-        return Err(Error::Usage(format!(
+        return Err(BuildError::Usage(format!(
             "{}: cannot {what} (see cargo's output above)",
             manifest.display()
         )));
@@ -206,7 +206,7 @@ fn cargo_step(mut cmd: Command, manifest: &Path, what: &str) -> Result<(), Error
 /// The directories of the local (path) packages `manifest`'s build reads,
 /// as cargo resolves them (`cargo metadata`, which builds nothing), with
 /// their workspaces' roots.
-fn local_packages(toolchain: Option<&str>, manifest: &Path) -> Result<Vec<PathBuf>, Error> {
+fn local_packages(toolchain: Option<&str>, manifest: &Path) -> Result<Vec<PathBuf>, BuildError> {
     #[derive(Deserialize)]
     struct Metadata {
         packages: Vec<Package>,
@@ -231,15 +231,15 @@ fn local_packages(toolchain: Option<&str>, manifest: &Path) -> Result<Vec<PathBu
     .stderr(Stdio::inherit());
     let out = cmd
         .output()
-        .map_err(|e| Error::Usage(format!("cannot run cargo: {e}")))?;
+        .map_err(|e| BuildError::Usage(format!("cannot run cargo: {e}")))?;
     if !out.status.success() {
-        return Err(Error::Usage(format!(
+        return Err(BuildError::Usage(format!(
             "{}: cannot list its packages (see cargo's output above)",
             manifest.display()
         )));
     }
     let metadata: Metadata = serde_json::from_slice(&out.stdout).map_err(|e| {
-        Error::Usage(format!(
+        BuildError::Usage(format!(
             "{}: cargo metadata: {}",
             manifest.display(),
             crate::sys::json_error::describe(&e)
@@ -280,7 +280,7 @@ fn local_packages(toolchain: Option<&str>, manifest: &Path) -> Result<Vec<PathBu
 /// no other build uses. Never the workspace's own `target/`, which the
 /// user's own, unconfined `cargo build` would run what a confined build
 /// left there from.
-fn target_dir_of(root: &Path) -> Result<PathBuf, Error> {
+fn target_dir_of(root: &Path) -> Result<PathBuf, BuildError> {
     if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from) {
         if dir.is_absolute() {
             return Ok(dir);
@@ -289,7 +289,7 @@ fn target_dir_of(root: &Path) -> Result<PathBuf, Error> {
     use sha2::{Digest, Sha256};
     use std::os::unix::ffi::OsStrExt;
     let cache = crate::sys::private_dir::user_dir("XDG_CACHE_HOME", ".cache").ok_or_else(|| {
-        Error::Usage(
+        BuildError::Usage(
             "no place for the build's target directory: set XDG_CACHE_HOME or HOME, or \
              CARGO_TARGET_DIR"
                 .into(),
@@ -303,20 +303,20 @@ fn target_dir_of(root: &Path) -> Result<PathBuf, Error> {
     );
     let hash = hex::encode(&Sha256::digest(root.as_os_str().as_bytes())[..8]);
     let dir = cache.join("builds").join(format!("{name}-{hash}"));
-    crate::sys::private_dir::ensure(&dir).map_err(Error::Usage)?;
+    crate::sys::private_dir::ensure(&dir).map_err(BuildError::Usage)?;
     Ok(dir)
 }
 
 /// Build one crate; returns the produced components' names and bytes.
-fn build_crate(dir: &Path, trust: Trust) -> Result<Vec<(std::ffi::OsString, Vec<u8>)>, Error> {
+fn build_crate(dir: &Path, trust: Trust) -> Result<Vec<(std::ffi::OsString, Vec<u8>)>, BuildError> {
     // cargo runs elsewhere (see [`cargo`]).
     let manifest = std::path::absolute(dir.join("Cargo.toml"))
-        .map_err(|e| Error::Usage(format!("{}: {e}", dir.display())))?;
+        .map_err(|e| BuildError::Usage(format!("{}: {e}", dir.display())))?;
     let root = workspace_root(&manifest)?;
     let toolchain = toolchain_of(&root);
     // Found now rather than after a minute of compiling dependencies.
     if let Some(missing) = missing_target(toolchain.as_deref()) {
-        return Err(Error::Usage(missing));
+        return Err(BuildError::Usage(missing));
     }
     let target_dir = target_dir_of(&root)?;
     // The target directory is where the workspace's own would be, to the
@@ -343,7 +343,7 @@ fn build_crate(dir: &Path, trust: Trust) -> Result<Vec<(std::ffi::OsString, Vec<
     cargo_step(fetch, &manifest, "fetch its dependencies")?;
     // The build's only writable place.
     std::fs::create_dir_all(&target_dir)
-        .map_err(|e| Error::Usage(format!("{}: {e}", target_dir.display())))?;
+        .map_err(|e| BuildError::Usage(format!("{}: {e}", target_dir.display())))?;
     let mut cmd = cargo(toolchain.as_deref());
     cmd.args([
         "build",
@@ -375,11 +375,11 @@ fn build_crate(dir: &Path, trust: Trust) -> Result<Vec<(std::ffi::OsString, Vec<
     confined_build::confine(&mut cmd, trust, &[&target_dir], &seen)?;
     let out = cmd
         .output()
-        .map_err(|e| Error::Usage(format!("cannot run cargo: {e}")))?;
+        .map_err(|e| BuildError::Usage(format!("cannot run cargo: {e}")))?;
     if !out.status.success() {
         // The target was checked before the build: what failed is in
         // cargo's own words.
-        return Err(Error::Usage(format!(
+        return Err(BuildError::Usage(format!(
             "{}: build failed (see cargo's output above)",
             manifest.display()
         )));
@@ -402,7 +402,7 @@ fn build_crate(dir: &Path, trust: Trust) -> Result<Vec<(std::ffi::OsString, Vec<
         }
     }
     if wasm.is_empty() {
-        return Err(Error::Usage(format!(
+        return Err(BuildError::Usage(format!(
             "{}: produced no .wasm; a detector crate needs `crate-type = [\"cdylib\"]`",
             manifest.display()
         )));
@@ -411,7 +411,7 @@ fn build_crate(dir: &Path, trust: Trust) -> Result<Vec<(std::ffi::OsString, Vec<
     // cargo's output: only regular files in the target directory are read.
     let real_target = target_dir
         .canonicalize()
-        .map_err(|e| Error::Usage(format!("{}: {e}", target_dir.display())))?;
+        .map_err(|e| BuildError::Usage(format!("{}: {e}", target_dir.display())))?;
     let mut built = Vec::new();
     for path in wasm {
         let inside = path
@@ -421,12 +421,12 @@ fn build_crate(dir: &Path, trust: Trust) -> Result<Vec<(std::ffi::OsString, Vec<
         let name = path.file_name().map(ToOwned::to_owned);
         let bytes =
             crate::sys::bounded_read::read_regular_file_nofollow(&path, MAX_COMPONENT_BYTES)
-                .map_err(|e| Error::Usage(format!("{}: {e}", path.display())));
+                .map_err(|e| BuildError::Usage(format!("{}: {e}", path.display())));
         match (inside, name, bytes) {
             (true, Some(name), Ok(bytes)) => built.push((name, bytes)),
             (_, _, Err(e)) => return Err(e),
             _ => {
-                return Err(Error::Usage(format!(
+                return Err(BuildError::Usage(format!(
                     "{}: the build named a component outside its target directory {}",
                     path.display(),
                     target_dir.display()
@@ -442,12 +442,12 @@ fn build_crate(dir: &Path, trust: Trust) -> Result<Vec<(std::ffi::OsString, Vec<
 /// instead of copying: bytes for a Rust detector, the recorded source digest
 /// for a Python one (see [`compile_python`](super::compile_python)).
 /// Their build tools run as `trust` says (see [`super::confined_build`]).
-pub fn build_skill(skill: &Path, check: bool, trust: Trust) -> Result<BuildReport, Error> {
+pub fn build_skill(skill: &Path, check: bool, trust: Trust) -> Result<BuildReport, BuildError> {
     use super::compile_python;
     let crates = detector_crates(skill);
     let python = compile_python::python_detectors(skill);
     if crates.is_empty() && python.is_empty() {
-        return Err(Error::Usage(format!(
+        return Err(BuildError::Usage(format!(
             "{}: no detector found (expected detector/Cargo.toml or detectors/*/Cargo.toml for Rust, detector/pyproject.toml with detector/app.py for Python)",
             skill.display()
         )));
@@ -519,17 +519,17 @@ fn committed(path: &Path) -> Option<Vec<u8>> {
 impl BuildReport {
     /// Put `bytes` at `dest` by renaming a new file over it: never through a
     /// link planted there, and a file that is not a regular one is refused.
-    fn write(&mut self, dest: &Path, bytes: &[u8]) -> Result<(), Error> {
+    fn write(&mut self, dest: &Path, bytes: &[u8]) -> Result<(), BuildError> {
         if let Ok(meta) = std::fs::symlink_metadata(dest) {
             if !meta.is_file() {
-                return Err(Error::Usage(format!(
+                return Err(BuildError::Usage(format!(
                     "{}: not a regular file (a link, a directory...); remove it, then build again",
                     dest.display()
                 )));
             }
         }
         crate::sys::atomic_file::write(dest, bytes, false)
-            .map_err(|e| Error::Usage(format!("{}: {e}", dest.display())))?;
+            .map_err(|e| BuildError::Usage(format!("{}: {e}", dest.display())))?;
         self.lines.push(format!(
             "built {} ({} bytes, sha256 {})",
             dest.display(),

@@ -15,7 +15,7 @@
 //! the component, and `critic build --check` compares that digest with the
 //! sources' instead of comparing bytes.
 
-use crate::Error;
+use crate::skill::BuildError;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -146,11 +146,11 @@ const MAX_PROJECT_BYTES: u64 = 64 << 10;
 /// Read `dir/pyproject.toml`: a regular file (not a link), of at most 64 KiB.
 /// An error names the place, never quotes the file: the skill may be
 /// someone else's, and its "pyproject.toml" any file of the user's.
-pub fn read_project(dir: &Path) -> Result<Project, Error> {
+pub fn read_project(dir: &Path) -> Result<Project, BuildError> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let path = dir.join("pyproject.toml");
-    let bad = |what: String| Error::Usage(format!("{}: {what}", path.display()));
+    let bad = |what: String| BuildError::Usage(format!("{}: {what}", path.display()));
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
@@ -217,11 +217,11 @@ pub struct Staged {
 /// directory. Tests (`tests/`, `test_*.py`, `*_test.py`, `conftest.py`),
 /// caches, hidden files and built components stay out; a native extension
 /// or a symbolic link is an error.
-pub fn stage(dir: &Path, project: &Project) -> Result<Staged, Error> {
+pub fn stage(dir: &Path, project: &Project) -> Result<Staged, BuildError> {
     let staged = tempfile::Builder::new()
         .prefix("critic-build-py-")
         .tempdir()
-        .map_err(|e| Error::Internal(format!("cannot make a build directory: {e}")))?;
+        .map_err(|e| BuildError::Internal(format!("cannot make a build directory: {e}")))?;
     let root = staged.path().join("app");
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
     collect(dir, dir, &mut files)?;
@@ -237,10 +237,10 @@ pub fn stage(dir: &Path, project: &Project) -> Result<Staged, Error> {
         let dest = root.join(rel);
         if let Some(parent) = dest.parent() {
             std::fs::create_dir_all(parent)
-                .map_err(|e| Error::Internal(format!("{}: {e}", parent.display())))?;
+                .map_err(|e| BuildError::Internal(format!("{}: {e}", parent.display())))?;
         }
         std::fs::write(&dest, bytes)
-            .map_err(|e| Error::Internal(format!("{}: {e}", dest.display())))?;
+            .map_err(|e| BuildError::Internal(format!("{}: {e}", dest.display())))?;
         hash.update((rel.len() as u64).to_le_bytes());
         hash.update(rel.as_bytes());
         hash.update((bytes.len() as u64).to_le_bytes());
@@ -249,15 +249,15 @@ pub fn stage(dir: &Path, project: &Project) -> Result<Staged, Error> {
     let wit = staged.path().join("wit");
     std::fs::create_dir_all(&wit)
         .and_then(|()| std::fs::write(wit.join("detector.wit"), WIT))
-        .map_err(|e| Error::Internal(format!("{}: {e}", wit.display())))?;
+        .map_err(|e| BuildError::Internal(format!("{}: {e}", wit.display())))?;
     Ok(Staged {
         dir: staged,
         digest: hex::encode(hash.finalize()),
     })
 }
 
-fn collect(root: &Path, dir: &Path, files: &mut Vec<(String, Vec<u8>)>) -> Result<(), Error> {
-    let read_err = |p: &Path, e: std::io::Error| Error::Usage(format!("{}: {e}", p.display()));
+fn collect(root: &Path, dir: &Path, files: &mut Vec<(String, Vec<u8>)>) -> Result<(), BuildError> {
+    let read_err = |p: &Path, e: std::io::Error| BuildError::Usage(format!("{}: {e}", p.display()));
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .map_err(|e| read_err(dir, e))?
         .filter_map(Result::ok)
@@ -280,7 +280,7 @@ fn collect(root: &Path, dir: &Path, files: &mut Vec<(String, Vec<u8>)>) -> Resul
             continue;
         }
         if kind.is_symlink() {
-            return Err(Error::Usage(format!(
+            return Err(BuildError::Usage(format!(
                 "{}: a symbolic link; a detector's sources are copied, not followed (replace it with the file)",
                 path.display()
             )));
@@ -289,7 +289,7 @@ fn collect(root: &Path, dir: &Path, files: &mut Vec<(String, Vec<u8>)>) -> Resul
             collect(root, &path, files)?;
         } else if kind.is_file() {
             if NATIVE.iter().any(|ext| name.ends_with(ext)) {
-                return Err(Error::Usage(format!(
+                return Err(BuildError::Usage(format!(
                     "{}: a native extension module; a Python detector runs inside a WebAssembly component, where only pure-Python code can run (vendor a pure-Python package instead)",
                     path.display()
                 )));
@@ -308,9 +308,9 @@ fn collect(root: &Path, dir: &Path, files: &mut Vec<(String, Vec<u8>)>) -> Resul
 /// The componentize-py to run, as an absolute path: `$CRITIC_COMPONENTIZE_PY`
 /// (relative to the working directory), else the first on `PATH`. Resolved
 /// here because the build itself runs with a `PATH` of no programs.
-fn componentize_py(install: &str) -> Result<PathBuf, Error> {
+fn componentize_py(install: &str) -> Result<PathBuf, BuildError> {
     let missing =
-        |what: String| Error::Usage(format!("cannot run componentize-py: {what}; {install}"));
+        |what: String| BuildError::Usage(format!("cannot run componentize-py: {what}; {install}"));
     let cwd = std::env::current_dir().map_err(|e| missing(e.to_string()))?;
     if let Some(named) = std::env::var_os(COMPONENTIZE_PY_ENV) {
         let path = cwd.join(&named);
@@ -336,7 +336,7 @@ fn componentize_py(install: &str) -> Result<PathBuf, Error> {
 }
 
 /// The componentize-py at hand, checked to be the pinned one.
-fn check_tool(dir: &Path, project: &Project) -> Result<PathBuf, Error> {
+fn check_tool(dir: &Path, project: &Project) -> Result<PathBuf, BuildError> {
     let install = format!(
         "install it with `pip install componentize-py=={}` (or name one in ${COMPONENTIZE_PY_ENV})",
         project.componentize_py
@@ -346,11 +346,11 @@ fn check_tool(dir: &Path, project: &Project) -> Result<PathBuf, Error> {
         .arg("--version")
         .stderr(Stdio::null())
         .output()
-        .map_err(|e| Error::Usage(format!("cannot run componentize-py: {e}; {install}")))?;
+        .map_err(|e| BuildError::Usage(format!("cannot run componentize-py: {e}; {install}")))?;
     let version = String::from_utf8_lossy(&out.stdout);
     let version = version.trim().trim_start_matches("componentize-py").trim();
     if version != project.componentize_py {
-        return Err(Error::Usage(format!(
+        return Err(BuildError::Usage(format!(
             "{}: pins componentize-py {}, but the one found is {version:?}; {install}",
             dir.join("pyproject.toml").display(),
             project.componentize_py
@@ -367,14 +367,14 @@ pub fn build(
     dir: &Path,
     project: &Project,
     trust: super::confined_build::Trust,
-) -> Result<Vec<u8>, Error> {
+) -> Result<Vec<u8>, BuildError> {
     let tool = check_tool(dir, project)?;
     let staged = stage(dir, project)?;
     let out = staged.dir.path().join("detector.wasm");
     let app = staged.dir.path().join("app");
     let no_programs = staged.dir.path().join("no-programs");
     std::fs::create_dir_all(&no_programs)
-        .map_err(|e| Error::Internal(format!("{}: {e}", no_programs.display())))?;
+        .map_err(|e| BuildError::Internal(format!("{}: {e}", no_programs.display())))?;
     let mut cmd = Command::new(&tool);
     cmd.arg("-d")
         .arg(staged.dir.path().join("wit"))
@@ -398,9 +398,9 @@ pub fn build(
     super::confined_build::confine(&mut cmd, trust, &[staged.dir.path()], &[&tool])?;
     let status = cmd
         .status()
-        .map_err(|e| Error::Usage(format!("cannot run componentize-py: {e}")))?;
+        .map_err(|e| BuildError::Usage(format!("cannot run componentize-py: {e}")))?;
     if !status.success() {
-        return Err(Error::Usage(format!(
+        return Err(BuildError::Usage(format!(
             "{}: componentize-py failed (see its output above; app.py must define `detect(finish)`, and every import must be pure Python)",
             dir.display()
         )));
@@ -408,7 +408,7 @@ pub fn build(
     // Written by the tool that ran the detector's imports: a regular file,
     // not a link it left in its place.
     let mut bytes = crate::sys::bounded_read::read_regular_file_nofollow(&out, 256 << 20)
-        .map_err(|e| Error::Usage(format!("{}: {e}", out.display())))?;
+        .map_err(|e| BuildError::Usage(format!("{}: {e}", out.display())))?;
     append_custom_section(&mut bytes, SOURCE_SECTION, staged.digest.as_bytes());
     Ok(bytes)
 }

@@ -11,7 +11,7 @@
 //! confine, a build is refused unless the user vouches for the skill
 //! ([`Trust::Trusted`], `--trust-skill`).
 
-use crate::Error;
+use crate::skill::BuildError;
 use std::path::Path;
 use std::process::Command;
 
@@ -59,12 +59,12 @@ pub(crate) fn confine(
     trust: Trust,
     writable: &[&Path],
     seen: &[&Path],
-) -> Result<(), Error> {
+) -> Result<(), BuildError> {
     if trust == Trust::Trusted {
         return Ok(());
     }
     let confinement = crate::sandbox::confine::Confinement::new(writable, seen).map_err(|e| {
-        Error::Usage(format!(
+        BuildError::Usage(format!(
             "cannot confine the build: {e}. Building a skill runs its code (build scripts, \
              procedural macros, what its Python imports); `critic doctor` shows what this \
              machine lacks. For a skill you trust, pass --trust-skill to build it with your \

@@ -7,6 +7,7 @@
 //! shape. Checks the schema cannot express (unique signal names, detector files
 //! that exist) follow, with the same kind of location.
 
+mod build_error;
 pub mod bundled_sdk;
 pub mod compile;
 pub mod compile_python;
@@ -15,6 +16,8 @@ pub(crate) mod schema;
 pub(crate) mod yaml;
 
 use crate::host::Capability;
+pub use crate::workspace::DEFAULT_TEST_PATTERNS;
+pub use build_error::BuildError;
 use serde::Deserialize;
 use serde_json::Value;
 use std::fmt;
@@ -48,20 +51,6 @@ pub const DEFAULT_MEMORY_MB: u64 = 256;
 pub const DEFAULT_OUTPUT_KB: u64 = 4096;
 /// Default cap on captured detector stdout/stderr, each.
 pub const DEFAULT_STDIO_KB: u64 = 64;
-
-/// Test-file globs used when a manifest gives none.
-pub const DEFAULT_TEST_PATTERNS: &[&str] = &[
-    "**/test_*.py",
-    "**/*_test.py",
-    "**/tests/**",
-    "**/test/**",
-    "**/conftest.py",
-    "reproduction.py",
-    "**/*_test.go",
-    "**/*.test.*",
-    "**/*.spec.*",
-    "**/__tests__/**",
-];
 
 /// Whether a failing detector counts as triggered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]

@@ -17,3 +17,4 @@ pub mod peer;
 pub mod private_dir;
 pub mod real_path;
 pub mod remove_tree;
+pub mod terminal_text;

@@ -605,6 +605,20 @@ pub fn parse_patch(
     })
 }
 
+/// Test-file globs used when a manifest gives none.
+pub const DEFAULT_TEST_PATTERNS: &[&str] = &[
+    "**/test_*.py",
+    "**/*_test.py",
+    "**/tests/**",
+    "**/test/**",
+    "**/conftest.py",
+    "reproduction.py",
+    "**/*_test.go",
+    "**/*.test.*",
+    "**/*.spec.*",
+    "**/__tests__/**",
+];
+
 /// Decides which patch files are tests, from the skill's `test_patterns`.
 ///
 /// The globs are translated by `globset` (so they mean exactly what the
@@ -671,7 +685,6 @@ impl TestClassifier {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::skill::DEFAULT_TEST_PATTERNS;
 
     #[test]
     fn diff_errors_say_what_was_expected_and_quote_nothing() {

@@ -684,7 +684,7 @@ impl WasmDetector {
             let lines: Vec<_> = report
                 .stderr
                 .lines()
-                .map(crate::evaluate::verdict::one_line)
+                .map(crate::sys::terminal_text::one_line)
                 .collect();
             tracing::debug!(signal = %ctx.signal, "detector stderr:\n  | {}", lines.join("\n  | "));
         }
