@@ -838,6 +838,25 @@ mod tests {
     }
 
     #[test]
+    fn the_python_sdk_has_the_same_default_test_patterns() {
+        let py = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("critic-sdk-py/critic_sdk/glob.py"),
+        )
+        .unwrap();
+        let tuple = py
+            .split_once("DEFAULT_TEST_PATTERNS = (")
+            .and_then(|(_, rest)| rest.split_once(')'))
+            .map(|(inside, _)| inside)
+            .expect("glob.py defines DEFAULT_TEST_PATTERNS as a tuple");
+        let python: Vec<&str> = tuple
+            .split(',')
+            .map(|s| s.trim().trim_matches('"'))
+            .filter(|s| !s.is_empty())
+            .collect();
+        assert_eq!(python, DEFAULT_TEST_PATTERNS);
+    }
+
+    #[test]
     fn default_patterns_classify_common_layouts() {
         let c = defaults();
         for t in [
