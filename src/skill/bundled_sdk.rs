@@ -26,6 +26,10 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../../critic-sdk/src/mutants.rs"),
     ),
     (
+        "src/mutants/tests.rs",
+        include_str!("../../critic-sdk/src/mutants/tests.rs"),
+    ),
+    (
         "src/protocol.rs",
         include_str!("../../critic-sdk/src/protocol.rs"),
     ),
@@ -40,6 +44,10 @@ const FILES: &[(&str, &str)] = &[
     (
         "src/python/eliminate.rs",
         include_str!("../../critic-sdk/src/python/eliminate.rs"),
+    ),
+    (
+        "src/python/eliminate/tests.rs",
+        include_str!("../../critic-sdk/src/python/eliminate/tests.rs"),
     ),
     (
         "src/python/equivalence.rs",
