@@ -1,5 +1,6 @@
 //! Unit tests of `scratch`.
 
+use super::execute::{capture, python_path};
 use super::*;
 
 #[test]
