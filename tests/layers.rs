@@ -234,6 +234,36 @@ fn every_import_of_src_looks_down() {
     assert!(LOOKING_UP.len() <= 2, "at most two imports may look up");
 }
 
+/// The most lines a source file of `src/` or `critic-sdk/src/` may have:
+/// past it, a file holds more than one thing and should be split by what
+/// each part does.
+const MAX_LINES: usize = 900;
+
+#[test]
+fn no_source_file_is_over_900_lines() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    sources(&root.join("src"), &mut files);
+    sources(&root.join("critic-sdk/src"), &mut files);
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|path| {
+            let lines = std::fs::read_to_string(path).unwrap().lines().count();
+            (lines > MAX_LINES).then(|| {
+                format!(
+                    "{}: {lines} lines",
+                    path.strip_prefix(root).unwrap().display()
+                )
+            })
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "over {MAX_LINES} lines:\n{}",
+        long.join("\n")
+    );
+}
+
 #[test]
 fn a_planted_upward_import_is_named() {
     let planted = "//! A detector.\nuse crate::sys::atomic_file;\nuse crate::{\n    sys::x,\n    experiment::db::Run,\n};\nfn f() { crate::Error::Usage(String::new()); }\n// crate::mpe in a comment\nconst S: &str = \"crate::grading\";\nconst Q: char = '\"';\nconst R: &str = r#\"a \"crate::mpe\" b\"#;\nuse crate::mpe;\n";
