@@ -4,7 +4,7 @@
 //! one); the others once the run is done, each distinct patch once.
 
 use super::db::Round;
-use super::grade::{Graded, Grader};
+use super::run_grade::{Graded, Grader};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::thread::{Scope, ScopedJoinHandle};

@@ -70,10 +70,10 @@ impl Graders {
     pub(crate) fn grade(
         &self,
         ready: &Ready,
-        own: &grade::ArmTests,
+        own: &run_grade::ArmTests,
         patch: &str,
         dir: &Path,
-    ) -> grade::Graded {
+    ) -> run_grade::Graded {
         let logs = dir.join("grade");
         let _ = std::fs::create_dir_all(&logs);
         let id = &ready.instance.id;
@@ -83,7 +83,7 @@ impl Graders {
             &ready.prepared.base,
             &ready.python,
         ) {
-            Ok(backend) => grade::grade(
+            Ok(backend) => run_grade::grade(
                 &ready.prepared,
                 backend.as_ref(),
                 patch,
@@ -91,7 +91,7 @@ impl Graders {
                 &ready.python,
                 &logs,
             ),
-            Err(e) => grade::Graded {
+            Err(e) => run_grade::Graded {
                 infra: Some(e),
                 ..Default::default()
             },

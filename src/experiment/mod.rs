@@ -18,7 +18,6 @@ pub mod definition;
 pub mod export;
 pub mod file;
 pub mod finish_grading;
-pub mod grade;
 mod graders;
 mod instances;
 pub mod limits;
@@ -32,6 +31,7 @@ pub mod preflight_cache;
 pub mod rebuild;
 mod regrade;
 pub mod report;
+pub mod run_grade;
 pub mod session;
 pub mod slurm;
 pub mod stats;
@@ -516,14 +516,15 @@ fn make(opts: &Options, progress: &dyn Progress) -> Result<Finished, ExperimentE
             let control = Control::of_arm(&key.arm);
             let arm = arms.iter().find(|a| a.name == key.arm);
             let own = match arm {
-                Some(a) => grade::ArmTests::of(&a.test_patterns, &a.config),
-                None => grade::ArmTests::of(&[], &serde_json::Value::Null),
+                Some(a) => run_grade::ArmTests::of(&a.test_patterns, &a.config),
+                None => run_grade::ArmTests::of(&[], &serde_json::Value::Null),
             };
             let grader = |patch: &str, dir: &Path| graders.grade(ready, &own, patch, dir);
             // A finish's patch is graded on the golden tests alone.
-            let no_own = grade::ArmTests::of(&[], &serde_json::Value::Null);
+            let no_own = run_grade::ArmTests::of(&[], &serde_json::Value::Null);
             let finish_grader = |patch: &str, dir: &Path| graders.grade(ready, &no_own, patch, dir);
-            let finishes: Option<&grade::Grader> = opts.grade_finishes.then_some(&finish_grader);
+            let finishes: Option<&run_grade::Grader> =
+                opts.grade_finishes.then_some(&finish_grader);
             for attempt in before + 1..=before.saturating_add(1).saturating_add(opts.retries) {
                 let dir = run_dir(out, key);
                 let (run, rounds) = match (control, arm) {

@@ -9,7 +9,7 @@
 use crate::experiment::db::{Db, Run, RunKey, Status};
 use crate::experiment::file::Experiment;
 use crate::experiment::{
-    export, grade, manifest, preflight, report, run_dir, session, Environment, ExperimentError,
+    export, manifest, preflight, report, run_dir, run_grade, session, Environment, ExperimentError,
     Finished, Graders, Progress,
 };
 use crate::grading::dataset;
@@ -123,7 +123,7 @@ pub fn grade_predictions(
         Environment::Local,
         out.join("container-input"),
     );
-    let no_tests = grade::ArmTests::of(&[], &serde_json::Value::Null);
+    let no_tests = run_grade::ArmTests::of(&[], &serde_json::Value::Null);
     let failures: Mutex<Vec<ExperimentError>> = Mutex::new(Vec::new());
     let of: Vec<&str> = todo.iter().map(|p| p.instance_id.as_str()).collect();
     let made = preflight::make(
@@ -143,7 +143,7 @@ pub fn grade_predictions(
                 .expect("every prediction's instance is ready");
             let started = Instant::now();
             let dir = run_dir(out, &key);
-            let graded = (|| -> Result<grade::Graded, String> {
+            let graded = (|| -> Result<run_grade::Graded, String> {
                 if dir.exists() {
                     crate::sys::remove_tree::remove_tree(&dir)
                         .map_err(|e| format!("{}: {e}", dir.display()))?;

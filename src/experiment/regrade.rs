@@ -48,11 +48,11 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
             .unwrap_or_default();
         tests.insert(
             a.name.clone(),
-            grade::ArmTests::of(&skill.manifest.test_patterns, &config),
+            run_grade::ArmTests::of(&skill.manifest.test_patterns, &config),
         );
     }
     // A control's patch has no test of its own.
-    let no_tests = grade::ArmTests::of(&[], &serde_json::Value::Null);
+    let no_tests = run_grade::ArmTests::of(&[], &serde_json::Value::Null);
     let runs: Vec<Run> = db
         .runs()?
         .into_iter()

@@ -1,5 +1,6 @@
-//! The benchmark files MPE reads: SWE-bench instances and SWT-bench style
-//! predictions, one JSON object per line. Every record is checked before any
+//! The benchmark files grading reads (for `critic mpe` and `critic
+//! experiment`): SWE-bench instances and SWT-bench style predictions, one
+//! JSON object per line. Every record is checked before any
 //! run starts, and an error names the file, the line, the instance and the
 //! field, so a bad record costs nothing already computed.
 

@@ -1,10 +1,11 @@
-//! Where MPE's test runs happen, and the cache that makes each identical
-//! (code, tests, command) run once.
+//! Where grading's test runs happen (for `critic mpe`, `critic experiment`
+//! and its pre-flights), and the cache that makes each identical (code,
+//! tests, command) run once.
 //!
-//! [`Backend`] is the seam: today's back end is the host's pool of confined
-//! scratch copies of the user's clone ([`LocalScratch`]); a container back end
-//! (the experiment runner's) implements the same two calls for an image
-//! instead of a clone and an interpreter.
+//! [`Backend`] is the seam: the host's pool of confined scratch copies of a
+//! clone ([`LocalScratch`]), or a fresh container per run
+//! (`grading::container`), which implements the same two calls for an
+//! image instead of a clone and an interpreter.
 
 use crate::grading::log_parsers::LogFormat;
 use crate::grading::record::RunRecord;
