@@ -1,6 +1,6 @@
 //! `critic build`: rebuild a skill's detectors from source, reproducibly.
 
-use crate::{EXIT_ACCEPT, EXIT_REJECT};
+use crate::common::{EXIT_ACCEPT, EXIT_REJECT};
 use pluggable_critic::skill::compile;
 use pluggable_critic::skill::confined_build::Trust;
 use std::path::PathBuf;

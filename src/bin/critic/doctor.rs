@@ -1,7 +1,7 @@
 //! `critic doctor`: what this machine offers to confine `run` commands
 //! and agents' turns, and whether it can build Rust detectors.
 
-use crate::Output;
+use crate::common::Output;
 use pluggable_critic::sandbox::confine;
 use pluggable_critic::skill::compile;
 

@@ -1,7 +1,7 @@
 //! `critic eliminate`: a Python function reduced to what its uncovered lines
 //! need (covered-code elimination, `critic_sdk::python::eliminate`).
 
-use crate::Output;
+use crate::common::Output;
 use anyhow::anyhow;
 use pluggable_critic::evaluate::verdict::escape_terminal;
 use std::io::Write;

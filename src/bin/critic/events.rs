@@ -1,6 +1,6 @@
 //! `critic events`: an agent's transcript as the events detectors see.
 
-use crate::Output;
+use crate::common::Output;
 use pluggable_critic::agents::{self, EventsFormat};
 use pluggable_critic::evaluate::verdict::escape_terminal;
 use std::io::Write;

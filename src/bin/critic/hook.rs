@@ -1,7 +1,7 @@
 //! `critic hook <agent>`: answer an agent's stop hook; `critic hook install`
 //! and `uninstall`: write or remove that hook in the agent's configuration.
 
-use crate::check::{seconds, SkillArgs};
+use crate::common::{seconds, SkillArgs};
 use clap::Parser;
 use pluggable_critic::agents::hook::{self as protocols, HookProtocol};
 use pluggable_critic::agents::install::{self, Change, Scope};

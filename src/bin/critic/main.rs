@@ -2,6 +2,7 @@
 
 mod build;
 mod check;
+mod common;
 mod demo;
 mod doctor;
 mod eliminate;
@@ -14,15 +15,9 @@ mod serve;
 mod state;
 mod validate;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
+use common::EXIT_ERROR;
 use std::process::ExitCode;
-
-/// Exit code for an accepted finish (and for verbs that succeed).
-const EXIT_ACCEPT: u8 = 0;
-/// Exit code for a rejected finish (and for checks that find a fault).
-const EXIT_REJECT: u8 = 1;
-/// Exit code for bad input or a host failure.
-const EXIT_ERROR: u8 = 2;
 
 #[derive(Parser)]
 #[command(
@@ -36,13 +31,6 @@ struct Cli {
     verbose: u8,
     #[command(subcommand)]
     command: Command,
-}
-
-/// How a verb prints its result on stdout.
-#[derive(Clone, Copy, ValueEnum)]
-enum Output {
-    Json,
-    Text,
 }
 
 #[derive(Subcommand)]

@@ -1,7 +1,7 @@
 //! `critic mpe`: Mutation Patch Evaluation over SWE-bench instances and
 //! generated tests (see `pluggable_critic::mpe`).
 
-use crate::check::LlmArgs;
+use crate::common::LlmArgs;
 use pluggable_critic::grading::runner::LocalScratch;
 use pluggable_critic::mpe::pool::Source;
 use pluggable_critic::mpe::results::{Pair, Tau};

@@ -1,7 +1,7 @@
 //! `critic new`: a new skill that builds, validates and passes its own test as
 //! generated. The templates live in `templates/new-skill/`.
 
-use crate::EXIT_ACCEPT;
+use crate::common::EXIT_ACCEPT;
 use anyhow::{anyhow, Result};
 use std::path::{Path, PathBuf};
 

@@ -1,6 +1,6 @@
 //! `critic serve`: a warm host answering checks over HTTP.
 
-use crate::check::HostArgs;
+use crate::common::HostArgs;
 use pluggable_critic::frontend::pinned::Pin;
 use pluggable_critic::frontend::server::{self, ServerConfig};
 use pluggable_critic::Service;

@@ -3,7 +3,7 @@
 //! a skill's author can start a session over instead of wearing out its
 //! budget.
 
-use crate::Output;
+use crate::common::Output;
 use pluggable_critic::evaluate::state::{default_root, SessionRecord, StateStore};
 use pluggable_critic::evaluate::verdict::escape_terminal;
 use std::path::PathBuf;

@@ -1,6 +1,6 @@
 //! `critic validate`: load a skill the way a check would and report on it.
 
-use crate::EXIT_ACCEPT;
+use crate::common::EXIT_ACCEPT;
 use pluggable_critic::detector::wasm::{cache, Runtime};
 use pluggable_critic::detector::{native, Detector};
 use pluggable_critic::skill::{self, SignalKind};
