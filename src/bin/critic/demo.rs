@@ -430,9 +430,9 @@ fn demo_experiment(examples: &Path, keep: Option<&Path>, out: &mut dyn Write) ->
         ),
     )?;
     Ok(if finished.errors().is_empty() {
-        crate::EXIT_ACCEPT
+        crate::common::EXIT_ACCEPT
     } else {
-        crate::EXIT_ERROR
+        crate::common::EXIT_ERROR
     })
 }
 
@@ -502,5 +502,5 @@ pub fn run(args: Args) -> Result<u8> {
         let dir = run_dir(&examples, args.name.as_deref())?;
         replay(&examples, &dir, &service, out)?;
     }
-    Ok(crate::EXIT_ACCEPT)
+    Ok(crate::common::EXIT_ACCEPT)
 }

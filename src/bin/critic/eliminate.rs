@@ -57,7 +57,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
     }
     out.flush()?;
-    Ok(crate::EXIT_ACCEPT)
+    Ok(crate::common::EXIT_ACCEPT)
 }
 
 /// `path`'s text: a regular file (opening does not wait on a FIFO) of at

@@ -36,7 +36,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
     }
     out.flush()?;
-    Ok(crate::EXIT_ACCEPT)
+    Ok(crate::common::EXIT_ACCEPT)
 }
 
 /// One line of an event: index, kind, who, the tool, and the gist.

@@ -228,7 +228,7 @@ pub fn refused_command_line(e: clap::Error) -> u8 {
     let users = matches!(sub, Some("install" | "uninstall"));
     if e.use_stderr() && (verb != Some("hook") || users) {
         let _ = e.print();
-        return crate::EXIT_ERROR;
+        return crate::common::EXIT_ERROR;
     }
     refused(e, &args)
 }
@@ -239,7 +239,7 @@ pub fn refused_command_line(e: clap::Error) -> u8 {
 fn refused(e: clap::Error, words: &[String]) -> u8 {
     if !e.use_stderr() {
         let _ = e.print();
-        return crate::EXIT_ACCEPT;
+        return crate::common::EXIT_ACCEPT;
     }
     let message = e.to_string();
     let why = message
@@ -255,7 +255,7 @@ fn refused(e: clap::Error, words: &[String]) -> u8 {
                 "critic hook: {}",
                 escape_terminal(why, true)
             );
-            crate::EXIT_REJECT
+            crate::common::EXIT_REJECT
         }
     }
 }
@@ -332,7 +332,7 @@ fn install(args: InstallArgs) -> anyhow::Result<u8> {
     if let Some(note) = protocol.config.note {
         println!("note: {note}");
     }
-    Ok(crate::EXIT_ACCEPT)
+    Ok(crate::common::EXIT_ACCEPT)
 }
 
 /// The `--time-limit` to add to a hook the agent gives `timeout` seconds:
@@ -398,5 +398,5 @@ fn uninstall(args: UninstallArgs) -> anyhow::Result<u8> {
             println!("removed {} from .git/info/exclude", rel.display());
         }
     }
-    Ok(crate::EXIT_ACCEPT)
+    Ok(crate::common::EXIT_ACCEPT)
 }

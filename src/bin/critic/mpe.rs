@@ -194,7 +194,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         opts.output_dir.join("results.jsonl").display()
     );
     if finished.errors.is_empty() {
-        Ok(crate::EXIT_ACCEPT)
+        Ok(crate::common::EXIT_ACCEPT)
     } else {
         for e in &finished.errors {
             eprintln!("mpe: error: {e}");
@@ -203,6 +203,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             "mpe: {} pairs could not be evaluated; they are not results. Fix the cause and run again with the same --output-dir: finished pairs are kept.",
             finished.errors.len()
         );
-        Ok(crate::EXIT_ERROR)
+        Ok(crate::common::EXIT_ERROR)
     }
 }

@@ -103,5 +103,5 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         eprintln!("critic serve: listening on {}", places.join(" and "));
     })?;
     eprintln!("critic serve: stopped");
-    Ok(crate::EXIT_ACCEPT)
+    Ok(crate::common::EXIT_ACCEPT)
 }

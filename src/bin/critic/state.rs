@@ -142,7 +142,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     }
                 }
             }
-            Ok(crate::EXIT_ACCEPT)
+            Ok(crate::common::EXIT_ACCEPT)
         }
         StateCommand::Show {
             session,
@@ -169,7 +169,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 println!("signal state: {}", files.join(", "));
                 println!("in {}", r.dir.display());
             }
-            Ok(crate::EXIT_ACCEPT)
+            Ok(crate::common::EXIT_ACCEPT)
         }
         StateCommand::Reset {
             session,
@@ -199,7 +199,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     shown(&r.harness.session)
                 );
             }
-            Ok(crate::EXIT_ACCEPT)
+            Ok(crate::common::EXIT_ACCEPT)
         }
     }
 }
