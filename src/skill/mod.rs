@@ -23,6 +23,7 @@ use serde_json::Value;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+pub use yaml::Issue;
 use yaml::{Located, Position};
 
 /// The manifest file name inside a skill directory.
@@ -225,18 +226,6 @@ pub struct Skill {
     pub manifest_path: PathBuf,
     /// The validated manifest.
     pub manifest: Manifest,
-}
-
-/// One problem in a manifest, located.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Issue {
-    /// Where.
-    pub position: Position,
-    /// JSON-pointer style path of the field (`/signals/0/weight`), empty for
-    /// the root; for an unknown field, the object holding it.
-    pub field: String,
-    /// What is wrong and how to fix it.
-    pub message: String,
 }
 
 /// Why a manifest could not be loaded.

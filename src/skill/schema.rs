@@ -2,8 +2,7 @@
 //! placed at its line and column: the skill manifest's and the experiment
 //! file's checks share it.
 
-use super::yaml::Located;
-use super::Issue;
+use super::yaml::{Issue, Located};
 use serde_json::Value;
 use std::sync::OnceLock;
 

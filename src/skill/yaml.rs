@@ -208,6 +208,18 @@ fn scalar_to_json(s: &Scalar) -> Option<Value> {
     })
 }
 
+/// One problem in a manifest, located.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Issue {
+    /// Where.
+    pub position: Position,
+    /// JSON-pointer style path of the field (`/signals/0/weight`), empty for
+    /// the root; for an unknown field, the object holding it.
+    pub field: String,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,7 @@
 //! git directory it made: a `.git` the agent replaced (a gitfile naming the
 //! user's clone, a link, borrowed objects or refs) is refused, not followed.
 
-use super::PatchError;
+use super::patch_error::PatchError;
 use std::path::Path;
 
 /// Set (to `1`) by the experiment runner on the `critic` processes it
