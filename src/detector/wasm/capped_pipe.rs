@@ -1,8 +1,10 @@
 //! [`CappedPipe`]: a detector's stdout and stderr, kept up to a cap and
 //! the rest dropped.
 
-use super::*;
-
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 /// A stdout/stderr sink that keeps the first `cap` bytes and silently drops the
 /// rest, so a chatty detector is neither killed nor able to exhaust memory.
 #[derive(Clone)]
@@ -64,5 +66,21 @@ impl tokio::io::AsyncWrite for CappedPipe {
 
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capped_pipe_keeps_the_head_and_counts_the_rest() {
+        use tokio::io::AsyncWrite;
+        let mut pipe = CappedPipe::new(4);
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        let n = Pin::new(&mut pipe).poll_write(&mut cx, b"hello world");
+        assert!(matches!(n, Poll::Ready(Ok(11))));
+        assert_eq!(pipe.text(), "hell\n[7 more bytes dropped]");
     }
 }
