@@ -27,11 +27,12 @@
 //!   closed: it never answers with the agent's "block".
 
 use crate::agents::hook::{Answer, HookInput, HookProtocol, Reply};
+use crate::evaluate::request::CheckRequest;
 use crate::evaluate::state::default_root;
 use crate::evaluate::verdict::Verdict;
 use crate::frontend::client::{self, ClientError, ServerAddress};
 use crate::frontend::unjudged;
-use crate::frontend::{oneshot, project, CheckRequest};
+use crate::frontend::{oneshot, project};
 use crate::sys::private_dir::user_dir;
 use crate::sys::real_path::{resolved, within};
 use crate::sys::terminal_text::escape_terminal;

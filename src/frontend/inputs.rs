@@ -3,7 +3,7 @@
 
 use crate::agents;
 use crate::evaluate::error::Error;
-use crate::frontend::{CheckRequest, EventsSource};
+use crate::evaluate::request::{CheckRequest, EventsSource};
 use crate::workspace::{PatchError, RawDiff, TestClassifier, Workspace};
 use critic_sdk::{EventKind, PatchOrigin};
 use std::path::{Path, PathBuf};

@@ -36,8 +36,9 @@
 //! signal abandons them, killing their processes and removing their copies.
 
 use crate::evaluate::error::Error;
+use crate::evaluate::request::CheckRequest;
 use crate::evaluate::state::StateError;
-use crate::frontend::{CheckRequest, Service};
+use crate::frontend::service::Service;
 use crate::skill::BuildError;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};

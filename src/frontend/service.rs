@@ -8,6 +8,7 @@
 use crate::detector::wasm::Runtime;
 use crate::detector::Detector;
 use crate::evaluate::error::Error;
+use crate::evaluate::request::{CheckRequest, HostSettings};
 use crate::evaluate::scorer::{load_detectors, SkillCritic};
 use crate::evaluate::state::StateStore;
 use crate::evaluate::verdict::Verdict;
@@ -15,7 +16,6 @@ use crate::evaluate::{decide, Finish};
 use crate::frontend::inputs::{
     load_events, patch_file_diff, state_root, test_classifier, workspace_root,
 };
-use crate::frontend::{CheckRequest, HostSettings};
 use crate::skill::{self, Skill, MANIFEST_FILE};
 use crate::workspace::{PendingDiff, TestClassifier, Workspace};
 use std::collections::HashMap;

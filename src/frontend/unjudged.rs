@@ -19,10 +19,10 @@
 //! critic keeps its files within the agent's reach ([`misplaced`]).
 
 use crate::evaluate::error::Error;
+use crate::evaluate::request::{CheckRequest, EventsSource};
 use crate::evaluate::scorer::{unjudged_verdict, Standing, Unjudged};
 use crate::evaluate::state::{self, default_root, StateError, StateStore};
 use crate::evaluate::verdict::Verdict;
-use crate::frontend::{CheckRequest, EventsSource};
 use crate::skill::Skill;
 use crate::sys::real_path::within;
 use crate::workspace::PatchError;
