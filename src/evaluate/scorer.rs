@@ -12,9 +12,12 @@
 //! comes first, and a signal still running at the end of the check's time
 //! has failed (`on_error` decides), whatever it was about to return.
 
+mod budget;
 mod compose;
 
-use compose::{message, score, skipped};
+use budget::spend_rejection;
+pub(crate) use budget::wait_within;
+use compose::{message, redacted, score, skipped};
 pub(crate) use compose::{unjudged_verdict, Standing, Unjudged};
 
 use crate::detector::feed::EventFeed;
@@ -23,7 +26,7 @@ use crate::detector::Detector;
 use crate::evaluate::error::Error;
 use crate::evaluate::redact;
 use crate::evaluate::request::{CheckRequest, HostSettings};
-use crate::evaluate::state::{HarnessState, Session, StateStore};
+use crate::evaluate::state::{Session, StateStore};
 use crate::evaluate::verdict::{SignalResult, SignalStatus, Verdict};
 use crate::evaluate::{Critic, Finish};
 use crate::host::artifacts;
@@ -576,16 +579,6 @@ pub(crate) fn load_detectors(
         .collect()
 }
 
-/// `text` with its secrets replaced by markers, counted in `hidden`.
-fn redacted(text: String, hidden: &mut usize) -> String {
-    let found = redact::redact(&text);
-    *hidden += found.count;
-    match found.count {
-        0 => text,
-        _ => found.text.into_owned(),
-    }
-}
-
 /// Error text shown to the agent when a fail-closed signal could not run.
 fn error_followup(signal: &str, error: &str) -> String {
     format!(
@@ -645,13 +638,6 @@ impl Critic for SkillCritic {
         )?;
         self.evaluate_in(session, false, finish, deadline)
     }
-}
-
-/// `wait`, cut to what is left until `deadline`.
-pub(crate) fn wait_within(wait: Duration, deadline: Option<Instant>) -> Duration {
-    deadline.map_or(wait, |end| {
-        wait.min(end.saturating_duration_since(Instant::now()))
-    })
 }
 
 impl SkillCritic {
@@ -808,25 +794,34 @@ impl SkillCritic {
     }
 }
 
-/// Spend one rejection of a session, if its budget has one left: the
-/// skill's `max_iterations` per round (a new base commit starts one), the
-/// request's `max_rejections` for the whole session, `locked` of which were
-/// given while another check held the session (see
-/// [`crate::evaluate::state::count_locked_rejection`]). `false` when none is
-/// left, and the finish is accepted with `budget_exhausted`.
-fn spend_rejection(
-    h: &mut HarnessState,
-    max_iterations: u32,
-    cap: Option<u32>,
-    locked: u32,
-) -> bool {
-    let capped = cap.is_some_and(|cap| h.session_rejections.saturating_add(locked) >= cap);
-    if h.rejections >= max_iterations || capped {
-        return false;
+impl SkillCritic {
+    /// The default follow-up: the fired signals' texts in manifest order,
+    /// framed by the manifest's header and footer; then, if secrets were
+    /// replaced in what the agent gets, a note saying so.
+    fn compose_followup(&self, results: &[SignalResult], redacted: bool) -> String {
+        let style = &self.skill.manifest.followup;
+        let sep = style.separator.as_deref().unwrap_or("\n\n");
+        let mut parts: Vec<&str> = Vec::new();
+        if let Some(h) = &style.header {
+            parts.push(h);
+        }
+        let texts: Vec<&str> = results
+            .iter()
+            .filter(|r| r.triggered)
+            .filter_map(|r| r.followup_text.as_deref())
+            .collect();
+        if texts.is_empty() {
+            parts.push(crate::evaluate::GENERIC_FOLLOWUP);
+        }
+        parts.extend(texts);
+        if let Some(f) = &style.footer {
+            parts.push(f);
+        }
+        if redacted {
+            parts.push(redact::NOTICE);
+        }
+        parts.join(sep)
     }
-    h.rejections = h.rejections.saturating_add(1);
-    h.session_rejections = h.session_rejections.saturating_add(1);
-    true
 }
 
 #[cfg(test)]

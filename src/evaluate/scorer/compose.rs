@@ -2,37 +2,17 @@
 //! the one-line message, the follow-up; and the verdict a finish gets when
 //! no signal could judge it (unjudged).
 
-use super::*;
+use super::budget::{spend_rejection, wait_within};
+use crate::evaluate::error::Error;
+use crate::evaluate::redact;
+use crate::evaluate::request::CheckRequest;
+use crate::evaluate::state::StateStore;
+use crate::evaluate::verdict::{SignalResult, SignalStatus, Verdict};
+use crate::skill::{Signal, SignalKind, Skill};
+use critic_sdk::SkillInfo;
+use serde_json::json;
+use std::time::Instant;
 
-impl SkillCritic {
-    /// The default follow-up: the fired signals' texts in manifest order,
-    /// framed by the manifest's header and footer; then, if secrets were
-    /// replaced in what the agent gets, a note saying so.
-    pub(super) fn compose_followup(&self, results: &[SignalResult], redacted: bool) -> String {
-        let style = &self.skill.manifest.followup;
-        let sep = style.separator.as_deref().unwrap_or("\n\n");
-        let mut parts: Vec<&str> = Vec::new();
-        if let Some(h) = &style.header {
-            parts.push(h);
-        }
-        let texts: Vec<&str> = results
-            .iter()
-            .filter(|r| r.triggered)
-            .filter_map(|r| r.followup_text.as_deref())
-            .collect();
-        if texts.is_empty() {
-            parts.push(crate::evaluate::GENERIC_FOLLOWUP);
-        }
-        parts.extend(texts);
-        if let Some(f) = &style.footer {
-            parts.push(f);
-        }
-        if redacted {
-            parts.push(redact::NOTICE);
-        }
-        parts.join(sep)
-    }
-}
 /// What a verdict no signal gave needs of the skill it is given for.
 #[derive(Clone, Copy)]
 pub(crate) struct Standing<'a> {
@@ -205,5 +185,15 @@ pub(super) fn message(
             "accepted: score {score:.2} >= threshold {threshold:.2} (fired: {})",
             fired.join(", ")
         ),
+    }
+}
+
+/// `text` with its secrets replaced by markers, counted in `hidden`.
+pub(super) fn redacted(text: String, hidden: &mut usize) -> String {
+    let found = redact::redact(&text);
+    *hidden += found.count;
+    match found.count {
+        0 => text,
+        _ => found.text.into_owned(),
     }
 }
