@@ -1237,7 +1237,8 @@ fn fuzz_events_file() {
 
 /// Each agent's reading of a hook input and its answers.
 fn check_hook_input(inputs: &[Vec<u8>]) {
-    use pluggable_critic::agents::hook::{Answer, HOOKS};
+    use pluggable_critic::agents::hook::Answer;
+    use pluggable_critic::agents::HOOKS;
     let Ok(value) = serde_json::from_slice::<serde_json::Value>(&inputs[0]) else {
         return;
     };

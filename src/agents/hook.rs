@@ -1,7 +1,7 @@
 //! Agents' stop hooks: what an agent sends its hook on stdin, and the answer
 //! that lets it stop or sends it back to work, in each agent's own words.
 //!
-//! Each agent's folder defines its [`HookProtocol`]; [`HOOKS`] registers
+//! Each agent's folder defines its [`HookProtocol`]; [`super::HOOKS`] registers
 //! them. Running a hook (finding the session, evaluating, the rejection cap,
 //! failing open) is [`crate::frontend::hook`]'s, the same for every agent.
 
@@ -137,24 +137,4 @@ pub(super) fn string(input: &Value, key: &str) -> Option<String> {
 /// The path at `key`, if it is a non-empty string.
 pub(super) fn path(input: &Value, key: &str) -> Option<PathBuf> {
     string(input, key).map(PathBuf::from)
-}
-
-/// Every agent with a stop hook the host answers.
-pub static HOOKS: &[&HookProtocol] = &[
-    &super::claude_code::HOOK,
-    &super::codex::HOOK,
-    &super::copilot::HOOK,
-    &super::gemini::HOOK,
-    &super::cursor::HOOK,
-    &super::openhands::HOOK,
-];
-
-/// The protocol of `agent`, by its name in `critic hook <agent>`.
-pub fn protocol(agent: &str) -> Option<&'static HookProtocol> {
-    HOOKS.iter().copied().find(|h| h.agent == agent)
-}
-
-/// Every hooked agent's name, comma-separated (for messages).
-pub fn agent_names() -> String {
-    HOOKS.iter().map(|h| h.agent).collect::<Vec<_>>().join(", ")
 }

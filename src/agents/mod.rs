@@ -11,42 +11,28 @@ mod codex;
 mod copilot;
 mod critic;
 mod cursor;
+mod events_error;
+mod format;
 mod gemini;
 pub mod hook;
 pub mod install;
 mod lenient;
 mod mini_swe_agent;
 mod openhands;
+mod record_to_events;
 mod records;
 pub mod session_id;
 mod swe_agent;
 
-use critic_sdk::{Event, EventKind, RawSpan};
+use critic_sdk::Event;
+pub(crate) use events_error::too_many;
+pub use events_error::{EventsError, MAX_EVENTS, MAX_EVENTS_FILE_BYTES};
+pub use format::Format;
 pub(crate) use records::{read_back, Record, Records};
-use serde_json::value::RawValue;
-use serde_json::Value;
 use std::fmt;
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
-
-/// One transcript format an agent writes: its name, how to recognize its
-/// files, and how to read them.
-pub struct Format {
-    /// The name users pass as `--events-format`.
-    pub name: &'static str,
-    /// What it is, for help texts.
-    pub about: &'static str,
-    /// Whether a stream whose first record is this one is in this format.
-    sniff: fn(first: &str) -> bool,
-    /// Reads a directory the agent persists its events in, if it does.
-    read_dir: Option<ReadDir>,
-    /// Turns the records of a stream into normalized events.
-    normalize: fn(&Path, Records<'_>) -> Result<Vec<Event>, EventsError>,
-}
-
-/// Reads the records of an events directory.
-type ReadDir = fn(&Path) -> Result<Vec<Record>, EventsError>;
 
 /// Every transcript format the host reads, asked in this order when a
 /// stream's format is detected.
@@ -63,6 +49,26 @@ pub static FORMATS: &[&Format] = &[
     // Last: its records' `index` and `kind` could be fields of another's.
     &critic::FORMAT,
 ];
+
+/// Every agent with a stop hook the host answers.
+pub static HOOKS: &[&hook::HookProtocol] = &[
+    &claude_code::HOOK,
+    &codex::HOOK,
+    &copilot::HOOK,
+    &gemini::HOOK,
+    &cursor::HOOK,
+    &openhands::HOOK,
+];
+
+/// The protocol of `agent`, by its name in `critic hook <agent>`.
+pub fn hook_protocol(agent: &str) -> Option<&'static hook::HookProtocol> {
+    HOOKS.iter().copied().find(|h| h.agent == agent)
+}
+
+/// Every hooked agent's name, comma-separated (for messages).
+pub fn hooked_agent_names() -> String {
+    HOOKS.iter().map(|h| h.agent).collect::<Vec<_>>().join(", ")
+}
 
 /// A transcript format chosen by name (`--events-format`, a request's
 /// `events_format`).
@@ -138,97 +144,6 @@ impl<'de> serde::Deserialize<'de> for EventsFormat {
     }
 }
 
-/// Why an event stream could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum EventsError {
-    /// The file or directory could not be read.
-    #[error("{path}: cannot read events: {source}")]
-    Io {
-        /// The path.
-        path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
-    },
-    /// Nothing in it.
-    #[error("{0}: the events file is empty; pass the agent's event stream (JSONL, JSON array, or an events/ directory)")]
-    Empty(PathBuf),
-    /// Not JSON where JSON was expected.
-    #[error("{}", located(path, *line, *column, "malformed JSON", message))]
-    Malformed {
-        /// The file.
-        path: PathBuf,
-        /// 1-based line; 0 for a record of a JSON document, whose place
-        /// in the file is not kept.
-        line: usize,
-        /// 1-based column.
-        column: usize,
-        /// serde_json's words, which quote nothing of the file.
-        message: String,
-    },
-    /// JSON, but not what the format holds at that place.
-    #[error("{}", located(path, *line, *column, what, message))]
-    Unexpected {
-        /// The file.
-        path: PathBuf,
-        /// 1-based line; 0 for a record of a JSON document.
-        line: usize,
-        /// 1-based column; 0 when not known.
-        column: usize,
-        /// What the format needs there.
-        what: String,
-        /// What was expected instead, in serde's words without the value
-        /// found (see [`crate::sys::json_error`]).
-        message: String,
-    },
-    /// Valid JSON in an unexpected shape.
-    #[error("{path}: {message}")]
-    Shape {
-        /// The file.
-        path: PathBuf,
-        /// What was expected.
-        message: String,
-    },
-    /// More records or events than the host reads from one stream.
-    #[error("{path}: {place}: more than {limit} {what}; the host reads at most {limit} from one stream (a day-long session holds tens of thousands)", limit = MAX_EVENTS)]
-    TooMany {
-        /// The file.
-        path: PathBuf,
-        /// Where the limit was passed.
-        place: String,
-        /// `records` or `events`.
-        what: &'static str,
-    },
-    /// The format could not be detected.
-    #[error("{0}: cannot tell the event format; pass --events-format, one of: {described}", described = EventsFormat::described())]
-    Unknown(PathBuf),
-}
-
-/// The largest events file the host reads (a 10 MB stream holds about
-/// 10,000 events; this leaves room for a day-long session).
-pub const MAX_EVENTS_FILE_BYTES: u64 = 1 << 30;
-
-/// The message of an error at a place of an events file: `what` went
-/// wrong, in `message`'s words. The file's own text is never part of it:
-/// a request may name a secret as its events.
-fn located(path: &Path, line: usize, column: usize, what: &str, message: &str) -> String {
-    let path = path.display();
-    match (line, column) {
-        (0, 0) => format!("{path}: {what} in a record of the document: {message}"),
-        (0, _) => {
-            format!("{path}: {what} in a record of the document (its column {column}): {message}")
-        }
-        (_, 0) => format!("{path}:{line}: {what}: {message}"),
-        _ => format!("{path}:{line}:{column}: {what}: {message}"),
-    }
-}
-
-/// The most records (JSONL lines, array items, files of an events
-/// directory) the host reads from one stream, and the most events it makes
-/// of them. Every event costs a few hundred bytes of memory however small
-/// its record, so without a count a file of empty records (`{}` lines), or
-/// a small compressed one, would take hundreds of times its size.
-pub const MAX_EVENTS: usize = 500_000;
-
 /// The records of `records`, an error in place of the one past
 /// [`MAX_EVENTS`].
 fn capped<'a>(path: &'a Path, records: Records<'a>) -> Records<'a> {
@@ -236,33 +151,6 @@ fn capped<'a>(path: &'a Path, records: Records<'a>) -> Records<'a> {
         Ok(r) if i >= MAX_EVENTS => Err(too_many(path, r.line, "records")),
         other => other,
     }))
-}
-
-/// [`EventsError::TooMany`] at `line` (0: the stream as a whole).
-pub(crate) fn too_many(path: &Path, line: usize, what: &'static str) -> EventsError {
-    EventsError::TooMany {
-        path: path.to_path_buf(),
-        place: if line == 0 {
-            "whole stream".into()
-        } else {
-            format!("line {line}")
-        },
-        what,
-    }
-}
-
-/// Read one events file: a regular file (not a FIFO or device the agent
-/// planted, which would block or never end) of at most
-/// [`MAX_EVENTS_FILE_BYTES`], whatever its size claims while it is read.
-pub(crate) fn read_events_file(path: &Path) -> Result<String, EventsError> {
-    let io = |source| EventsError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let bytes =
-        crate::sys::bounded_read::read_regular_file(path, MAX_EVENTS_FILE_BYTES).map_err(io)?;
-    String::from_utf8(bytes)
-        .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
 }
 
 /// A transcript read for a check: its events and, for a large one, the
@@ -318,7 +206,10 @@ pub(crate) fn load_with(
             None => FORMATS
                 .iter()
                 .find_map(|f| f.read_dir.map(|read| (*f, read)))
-                .ok_or_else(|| EventsError::Unknown(path.to_path_buf()))?,
+                .ok_or_else(|| EventsError::Unknown {
+                    path: path.to_path_buf(),
+                    formats: EventsFormat::described(),
+                })?,
         };
         let records = read_dir(path)?;
         return Ok(Transcript {
@@ -381,161 +272,16 @@ fn checked(path: &Path, events: Vec<Event>) -> Result<Vec<Event>, EventsError> {
     Ok(events)
 }
 
-/// `convert(index, item)` for every item, on up to one thread per core (in
-/// chunks big enough to be worth a thread), results in order. Events parse
-/// independently of each other, so large streams split across the cores.
-pub(crate) fn parallel_map<T, U, F>(items: Vec<T>, convert: F) -> Vec<U>
-where
-    T: Send,
-    U: Send,
-    F: Fn(usize, T) -> U + Sync,
-{
-    const MIN_CHUNK: usize = 2048;
-    let threads = match items.len() / MIN_CHUNK {
-        0 | 1 => 1,
-        chunks => crate::sys::parallel::cores().min(chunks),
-    };
-    if threads == 1 {
-        return items
-            .into_iter()
-            .enumerate()
-            .map(|(i, r)| convert(i, r))
-            .collect();
-    }
-    let chunk = items.len().div_ceil(threads);
-    let mut chunks: Vec<Vec<T>> = Vec::with_capacity(threads);
-    let mut rest = items;
-    while rest.len() > chunk {
-        let tail = rest.split_off(chunk);
-        chunks.push(rest);
-        rest = tail;
-    }
-    chunks.push(rest);
-    std::thread::scope(|s| {
-        let convert = &convert;
-        let handles: Vec<_> = chunks
-            .into_iter()
-            .enumerate()
-            .map(|(c, records)| {
-                s.spawn(move || {
-                    records
-                        .into_iter()
-                        .enumerate()
-                        .map(|(i, r)| convert(c * chunk + i, r))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    })
-}
-
 /// The first registered format that recognizes the stream's first record.
 fn detect(path: &Path, first: &Record) -> Result<&'static Format, EventsError> {
     FORMATS
         .iter()
         .copied()
         .find(|f| (f.sniff)(first.json()))
-        .ok_or_else(|| EventsError::Unknown(path.to_path_buf()))
-}
-
-/// A blank event of `kind` carrying `raw`; adapters fill in what they know.
-pub(crate) fn event(index: usize, kind: EventKind, raw: Box<RawValue>) -> Event {
-    Event {
-        raw: Some(raw),
-        ..Event::new(index, kind)
-    }
-}
-
-/// Where the events of one transcript record come from: for readers whose
-/// records each become several events (a reply's text and its calls).
-pub(crate) struct Origin {
-    /// The record's JSON, unless only its place is kept. Only the first
-    /// event of the record gets a copy: a record of many calls must not
-    /// cost its size once per call.
-    pub raw: Option<Box<RawValue>>,
-    /// Its place in its file.
-    pub span: Option<RawSpan>,
-    /// Its type in the agent's format.
-    pub class: String,
-    /// Its timestamp.
-    pub timestamp: Option<String>,
-}
-
-impl Origin {
-    /// A new event of this record at the end of `events`.
-    pub fn push<'a>(
-        &mut self,
-        events: &'a mut Vec<Event>,
-        kind: EventKind,
-        source: &str,
-    ) -> &'a mut Event {
-        let mut e = Event {
-            raw: self.raw.take(),
-            raw_span: self.span,
-            ..Event::new(events.len(), kind)
-        };
-        e.original_kind = Some(self.class.clone());
-        e.source = Some(source.to_string());
-        e.timestamp = self.timestamp.clone();
-        events.push(e);
-        events.last_mut().expect("just pushed")
-    }
-}
-
-/// Mark as finishes the agent's messages that ended its turn: those the
-/// agent did nothing after (no call, no result) before a message of anyone
-/// else or the end of the stream. For agents whose transcripts record a
-/// stop as nothing more than a last reply (Claude Code, Codex, ...).
-pub(crate) fn mark_turn_ends(events: &mut [Event]) {
-    let mut turn_goes_on = false;
-    for e in events.iter_mut().rev() {
-        match e.kind {
-            EventKind::Action | EventKind::Observation => turn_goes_on = true,
-            EventKind::Message if e.source.as_deref() == Some("agent") => {
-                if !turn_goes_on {
-                    e.kind = EventKind::Finish;
-                }
-                turn_goes_on = true;
-            }
-            EventKind::Message | EventKind::System | EventKind::Finish => turn_goes_on = false,
-            EventKind::Error | EventKind::Other => {}
-        }
-    }
-}
-
-/// A message's text: a string, or the `text` of its parts, joined.
-pub(crate) fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
-/// The one record of a format that is one JSON document (a trajectory).
-pub(crate) fn one_document(path: &Path, records: Records) -> Result<Record, EventsError> {
-    let records = records.collect::<Result<Vec<Record>, EventsError>>()?;
-    <[Record; 1]>::try_from(records)
-        .map(|[record]| record)
-        .map_err(|r| EventsError::Shape {
+        .ok_or_else(|| EventsError::Unknown {
             path: path.to_path_buf(),
-            message: format!(
-                "holds {} documents; a trajectory is one JSON document",
-                r.len()
-            ),
+            formats: EventsFormat::described(),
         })
-}
-
-pub(crate) fn str_field(v: &Value, key: &str) -> Option<String> {
-    v.get(key).and_then(Value::as_str).map(str::to_string)
 }
 
 #[cfg(test)]

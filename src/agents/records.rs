@@ -11,7 +11,8 @@
 //! ([`Record::parse`]), and the records of a stream convert on every core
 //! ([`convert_each`]).
 
-use super::{EventsError, Origin, MAX_EVENTS, MAX_EVENTS_FILE_BYTES};
+use super::events_error::{EventsError, MAX_EVENTS, MAX_EVENTS_FILE_BYTES};
+use super::record_to_events::Origin;
 use crate::sys::json_error::describe;
 use critic_sdk::{Event, EventKind, RawSpan};
 use serde::de::DeserializeOwned;
@@ -196,7 +197,7 @@ where
         if chunk.is_empty() {
             return None;
         }
-        ready = super::parallel_map(chunk, |_, record| convert(record?)).into_iter();
+        ready = parallel_map(chunk, |_, record| convert(record?)).into_iter();
     })
 }
 
@@ -216,7 +217,11 @@ pub(super) fn from_text(path: &Path, text: &str) -> Result<Vec<Record>, EventsEr
         let CappedItems(items) =
             serde_json::from_str(trimmed).map_err(|e| malformed(e, offset_line))?;
         if items.len() > MAX_EVENTS {
-            return Err(super::too_many(path, offset_line + 1, "records"));
+            return Err(super::events_error::too_many(
+                path,
+                offset_line + 1,
+                "records",
+            ));
         }
         return Ok(items
             .into_iter()
@@ -234,9 +239,9 @@ pub(super) fn from_text(path: &Path, text: &str) -> Result<Vec<Record>, EventsEr
         .take(MAX_EVENTS + 1)
         .collect();
     if let Some(&(i, _)) = lines.get(MAX_EVENTS) {
-        return Err(super::too_many(path, i + 1, "records"));
+        return Err(super::events_error::too_many(path, i + 1, "records"));
     }
-    super::parallel_map(lines, |_, (i, line)| {
+    parallel_map(lines, |_, (i, line)| {
         let raw: Box<RawValue> = serde_json::from_str(line).map_err(|e| malformed(e, i))?;
         Ok(Record::inline(i + 1, raw))
     })
@@ -615,6 +620,58 @@ fn too_big() -> std::io::Error {
 
 fn not_utf8(e: std::string::FromUtf8Error) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidData, e)
+}
+
+/// `convert(index, item)` for every item, on up to one thread per core (in
+/// chunks big enough to be worth a thread), results in order. Events parse
+/// independently of each other, so large streams split across the cores.
+pub(crate) fn parallel_map<T, U, F>(items: Vec<T>, convert: F) -> Vec<U>
+where
+    T: Send,
+    U: Send,
+    F: Fn(usize, T) -> U + Sync,
+{
+    const MIN_CHUNK: usize = 2048;
+    let threads = match items.len() / MIN_CHUNK {
+        0 | 1 => 1,
+        chunks => crate::sys::parallel::cores().min(chunks),
+    };
+    if threads == 1 {
+        return items
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| convert(i, r))
+            .collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    let mut chunks: Vec<Vec<T>> = Vec::with_capacity(threads);
+    let mut rest = items;
+    while rest.len() > chunk {
+        let tail = rest.split_off(chunk);
+        chunks.push(rest);
+        rest = tail;
+    }
+    chunks.push(rest);
+    std::thread::scope(|s| {
+        let convert = &convert;
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .enumerate()
+            .map(|(c, records)| {
+                s.spawn(move || {
+                    records
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, r)| convert(c * chunk + i, r))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
 }
 
 #[cfg(test)]

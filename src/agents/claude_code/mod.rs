@@ -8,7 +8,7 @@
 //! block. Lines of subagents (`isSidechain`) are left out. A tool result has
 //! no exit code field: a failed `Bash` call is an error result whose text
 //! starts `Exit code N`. A reply that ended the model's turn is a finish
-//! (see [`super::mark_turn_ends`]). Lines Claude Code writes itself
+//! (see [`super::record_to_events::mark_turn_ends`]). Lines Claude Code writes itself
 //! (`isMeta`, such as a stop hook's feedback) are system events, not the
 //! user's.
 
@@ -16,8 +16,10 @@ pub(super) mod hook;
 
 pub(super) use hook::HOOK;
 
+use super::events_error::EventsError;
+use super::format::Format;
 use super::lenient::{Object, OptStr, Text};
-use super::{EventsError, Format, Record, Records};
+use super::records::{Record, Records};
 use critic_sdk::{Event, EventKind};
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -172,8 +174,10 @@ fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
     let lines = super::records::convert_each(records, |record| {
         let line = record.parse(path)?;
         let events = line_events(&record, line);
-        if made.fetch_add(events.len(), Ordering::Relaxed) + events.len() > super::MAX_EVENTS {
-            return Err(super::too_many(path, record.line, "events"));
+        if made.fetch_add(events.len(), Ordering::Relaxed) + events.len()
+            > super::events_error::MAX_EVENTS
+        {
+            return Err(super::events_error::too_many(path, record.line, "events"));
         }
         Ok(events)
     });
@@ -199,7 +203,7 @@ fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
             events.push(e);
         }
     }
-    super::mark_turn_ends(&mut events);
+    super::record_to_events::mark_turn_ends(&mut events);
     Ok(events)
 }
 

@@ -14,8 +14,10 @@ pub(super) mod hook;
 
 pub(super) use hook::HOOK;
 
+use super::events_error::EventsError;
+use super::format::Format;
 use super::lenient::OptStr;
-use super::{EventsError, Format, Records};
+use super::records::Records;
 use critic_sdk::{Event, EventKind};
 use serde::Deserialize;
 use serde_json::Value;
@@ -151,7 +153,7 @@ fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
         }
         events.push(e);
     }
-    super::mark_turn_ends(&mut events);
+    super::record_to_events::mark_turn_ends(&mut events);
     Ok(events)
 }
 

@@ -14,8 +14,10 @@ pub(super) mod hook;
 
 pub(super) use hook::HOOK;
 
+use super::events_error::EventsError;
+use super::format::Format;
 use super::lenient::OptStr;
-use super::{EventsError, Format, Records};
+use super::records::Records;
 use critic_sdk::{Event, EventKind};
 use serde::Deserialize;
 use serde_json::Value;
@@ -143,7 +145,7 @@ fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
                 }
                 for request in data.tool_requests {
                     // Past the limit the stream is refused: stop making events.
-                    if events.len() > super::MAX_EVENTS {
+                    if events.len() > super::events_error::MAX_EVENTS {
                         break;
                     }
                     let name = request.name.0.unwrap_or_default();
@@ -192,6 +194,6 @@ fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
             }
         }
     }
-    super::mark_turn_ends(&mut events);
+    super::record_to_events::mark_turn_ends(&mut events);
     Ok(events)
 }

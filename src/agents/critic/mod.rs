@@ -7,7 +7,9 @@
 //! finish), and a transcript converted once with `critic events` reads back
 //! unchanged. Indices are renumbered in stream order.
 
-use super::{EventsError, Format, Records};
+use super::events_error::EventsError;
+use super::format::Format;
+use super::records::Records;
 use critic_sdk::{Event, EventKind};
 use serde::Deserialize;
 use std::path::Path;

@@ -12,8 +12,10 @@ pub(super) mod hook;
 
 pub(super) use hook::HOOK;
 
+use super::events_error::EventsError;
+use super::format::Format;
 use super::lenient::OptStr;
-use super::{EventsError, Format, Records};
+use super::records::Records;
 use critic_sdk::{Event, EventKind};
 use serde::Deserialize;
 use serde_json::Value;
@@ -132,6 +134,6 @@ fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
             origin.push(&mut events, EventKind::Message, source).text = Some(text.join("\n"));
         }
     }
-    super::mark_turn_ends(&mut events);
+    super::record_to_events::mark_turn_ends(&mut events);
     Ok(events)
 }

@@ -15,7 +15,10 @@ pub(super) mod hook;
 
 pub(super) use hook::HOOK;
 
-use super::{EventsError, Format, Origin, Records};
+use super::events_error::EventsError;
+use super::format::Format;
+use super::record_to_events::Origin;
+use super::records::Records;
 use critic_sdk::{Event, EventKind};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -84,12 +87,12 @@ fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
     let mut events = Vec::new();
     for (id, raw) in messages.list {
         // Past the limit the stream is refused (`checked`): stop making events.
-        if events.len() > super::MAX_EVENTS {
+        if events.len() > super::events_error::MAX_EVENTS {
             break;
         }
         convert(&mut events, id, raw);
     }
-    super::mark_turn_ends(&mut events);
+    super::record_to_events::mark_turn_ends(&mut events);
     Ok(events)
 }
 
@@ -164,7 +167,7 @@ fn convert(events: &mut Vec<Event>, id: String, raw: Box<RawValue>) {
         class: class.clone(),
         timestamp: message.timestamp,
     };
-    let text = super::text_of(&message.content);
+    let text = super::record_to_events::text_of(&message.content);
     match class.as_str() {
         "user" if id == SESSION_CONTEXT_ID || text.starts_with("<session_context>") => {
             origin.push(events, EventKind::System, "system").text = Some(text);
@@ -177,7 +180,7 @@ fn convert(events: &mut Vec<Event>, id: String, raw: Box<RawValue>) {
                 origin.push(events, EventKind::Message, "agent").text = Some(text);
             }
             for call in message.tool_calls {
-                if events.len() > super::MAX_EVENTS {
+                if events.len() > super::events_error::MAX_EVENTS {
                     break;
                 }
                 let name = call.name.unwrap_or_default();

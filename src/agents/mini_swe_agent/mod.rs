@@ -12,7 +12,10 @@
 //! before 2.0): that command is its finish. mini-swe-agent has no hooks;
 //! `examples/mini-swe-agent` runs the critic when the model submits.
 
-use super::{EventsError, Format, Origin, Records};
+use super::events_error::EventsError;
+use super::format::Format;
+use super::record_to_events::Origin;
+use super::records::Records;
 use critic_sdk::{Event, EventKind};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -78,7 +81,7 @@ struct Action {
 }
 
 fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
-    let record = super::one_document(path, records)?;
+    let record = super::format::one_document(path, records)?;
     let trajectory: Trajectory = record
         .parse(path)?
         .map_err(|e| record.unexpected(path, "`messages` is not a list of messages", &e))?;
@@ -94,7 +97,7 @@ fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
             class: role.clone(),
             timestamp: m.extra.timestamp.map(|t| t.to_string()),
         };
-        let text = super::text_of(&m.content);
+        let text = super::record_to_events::text_of(&m.content);
         let is_result = role == "tool" || (role == "user" && m.extra.returncode.is_some());
         match role.as_str() {
             _ if is_result => {

@@ -11,8 +11,10 @@ pub(super) mod v0;
 
 pub(super) use hook::HOOK;
 
+use super::events_error::EventsError;
+use super::format::Format;
 use super::lenient::{OptI64, OptStr, Text};
-use super::{EventsError, Format, Record, Records};
+use super::records::{Record, Records};
 use crate::sys::json_error::describe;
 use critic_sdk::{Event, EventKind};
 use serde::Deserialize;
@@ -62,13 +64,13 @@ fn read_dir(dir: &Path) -> Result<Vec<Record>, EventsError> {
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .take(super::MAX_EVENTS + 1)
+        .take(super::events_error::MAX_EVENTS + 1)
         .collect();
     if files.is_empty() {
         return Err(EventsError::Empty(events_dir));
     }
-    if files.len() > super::MAX_EVENTS {
-        return Err(super::too_many(&events_dir, 0, "event files"));
+    if files.len() > super::events_error::MAX_EVENTS {
+        return Err(super::events_error::too_many(&events_dir, 0, "event files"));
     }
     files.sort();
     // The whole directory gets the budget of one events file, checked
@@ -76,19 +78,19 @@ fn read_dir(dir: &Path) -> Result<Vec<Record>, EventsError> {
     let total = files.iter().fold(0u64, |sum, path| {
         sum.saturating_add(std::fs::metadata(path).map_or(0, |m| m.len()))
     });
-    if total > super::MAX_EVENTS_FILE_BYTES {
+    if total > super::events_error::MAX_EVENTS_FILE_BYTES {
         return Err(EventsError::Shape {
             path: events_dir,
             message: format!(
                 "holds more than {} MiB of events",
-                super::MAX_EVENTS_FILE_BYTES >> 20
+                super::events_error::MAX_EVENTS_FILE_BYTES >> 20
             ),
         });
     }
     files
         .into_iter()
         .map(|path| {
-            let text = super::read_events_file(&path)?;
+            let text = super::events_error::read_events_file(&path)?;
             let raw: Box<RawValue> = serde_json::from_str(text.trim())
                 .map_err(|e| super::records::malformed(&path, 1, &e))?;
             Ok(Record::inline(1, raw))

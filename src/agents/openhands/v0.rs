@@ -3,7 +3,10 @@
 //! `observation` naming its type (`run`, `edit`, `finish`, ...); observations
 //! point at their action through `cause`.
 
-use crate::agents::{event, str_field, EventsError, Format, Record, Records};
+use crate::agents::events_error::EventsError;
+use crate::agents::format::Format;
+use crate::agents::record_to_events::{event, str_field};
+use crate::agents::records::{Record, Records};
 use critic_sdk::{Event, EventKind};
 use serde_json::value::RawValue;
 use serde_json::Value;

@@ -10,7 +10,10 @@
 //! (SWE-agent cannot run here: version 1.x is not on PyPI and needs Docker.
 //! This reader follows its source.)
 
-use super::{EventsError, Format, Origin, Records};
+use super::events_error::EventsError;
+use super::format::Format;
+use super::record_to_events::Origin;
+use super::records::Records;
 use critic_sdk::{Event, EventKind};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -56,7 +59,7 @@ struct Step {
 }
 
 fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
-    let record = super::one_document(path, records)?;
+    let record = super::format::one_document(path, records)?;
     let t: Trajectory = record
         .parse(path)?
         .map_err(|e| record.unexpected(path, "`trajectory` is not a list of steps", &e))?;
@@ -66,7 +69,7 @@ fn normalize(path: &Path, records: Records) -> Result<Vec<Event>, EventsError> {
         .iter()
         .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
         .and_then(|m| m.get("content"))
-        .map(super::text_of);
+        .map(super::record_to_events::text_of);
     if let Some(task) = task {
         let mut e = Event::new(0, EventKind::Message);
         e.source = Some("user".into());

@@ -3,8 +3,9 @@
 
 use crate::common::{seconds, SkillArgs};
 use clap::Parser;
-use pluggable_critic::agents::hook::{self as protocols, HookProtocol};
+use pluggable_critic::agents::hook::{Answer, HookProtocol};
 use pluggable_critic::agents::install::{self, Change, Scope};
+use pluggable_critic::agents::{hook_protocol, hooked_agent_names};
 use pluggable_critic::evaluate::verdict::escape_terminal;
 use pluggable_critic::frontend::client::{ServerAddress, SERVER_ENV};
 use pluggable_critic::frontend::hook::{
@@ -130,10 +131,10 @@ impl From<ScopeArg> for Scope {
 }
 
 fn agent(name: &str) -> Result<&'static HookProtocol, String> {
-    protocols::protocol(name).ok_or_else(|| {
+    hook_protocol(name).ok_or_else(|| {
         format!(
             "unknown agent {name:?}; expected one of: {}",
-            protocols::agent_names()
+            hooked_agent_names()
         )
     })
 }
@@ -247,7 +248,7 @@ fn refused(e: clap::Error, words: &[String]) -> u8 {
         .next()
         .unwrap_or("bad command line")
         .trim_start_matches("error: ");
-    match words.iter().find_map(|a| protocols::protocol(a)) {
+    match words.iter().find_map(|a| hook_protocol(a)) {
         Some(protocol) => refuse(protocol, why),
         None => {
             let _ = writeln!(
@@ -263,7 +264,7 @@ fn refused(e: clap::Error, words: &[String]) -> u8 {
 /// Let the agent stop, saying why on stderr: the answer to a call the hook
 /// cannot even start.
 pub fn refuse(protocol: &HookProtocol, why: &str) -> u8 {
-    let reply = (protocol.reply)(&protocols::Answer::Stop {
+    let reply = (protocol.reply)(&Answer::Stop {
         notice: Some(format!("critic: {why}")),
     });
     let mut out = std::io::stdout().lock();
