@@ -295,7 +295,6 @@ const KNOWN_CIRCLES: &[&[&str]] = &[
         "sandbox/confine/support.rs",
     ],
     &["sandbox/scratch/execute.rs", "sandbox/scratch/mod.rs"],
-    &["grading/grade.rs", "grading/instance.rs"],
     &[
         "experiment/adapters/command.rs",
         "experiment/adapters/confined.rs",
@@ -303,7 +302,6 @@ const KNOWN_CIRCLES: &[&[&str]] = &[
         "experiment/file/checker.rs",
         "experiment/model_proxy/mod.rs",
     ],
-    &["grading/conda_env.rs", "grading/swebench_specs.rs"],
     &[
         "experiment/graders.rs",
         "experiment/instances.rs",

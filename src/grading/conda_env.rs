@@ -85,9 +85,14 @@ pub struct AsPip {
     pub left_out: Vec<String>,
 }
 
-/// The requirements of `text`, an `environment.yml`; `file` names it in an
-/// error.
-pub fn requirements(text: &str, file: &str) -> Result<AsPip, String> {
+/// The requirements of `text`, an `environment.yml`, each line of its
+/// `pip:` section through `rename` (SWE-bench's package renames); `file`
+/// names it in an error.
+pub fn requirements(
+    text: &str,
+    file: &str,
+    rename: impl Fn(&str) -> String,
+) -> Result<AsPip, String> {
     let doc = yaml::parse(text).map_err(|e| {
         format!(
             "{file}:{}:{}: {}",
@@ -114,12 +119,7 @@ pub fn requirements(text: &str, file: &str) -> Result<AsPip, String> {
             },
             serde_json::Value::Object(section) if section.contains_key("pip") => {
                 let lines = section["pip"].as_array().cloned().unwrap_or_default();
-                pip.extend(
-                    lines
-                        .iter()
-                        .filter_map(|l| l.as_str())
-                        .map(crate::grading::swebench_specs::replaced),
-                );
+                pip.extend(lines.iter().filter_map(|l| l.as_str()).map(&rename));
             }
             other => {
                 let at = doc.position(&format!("/dependencies/{i}"));
@@ -207,6 +207,16 @@ fn requirement(spec: &str) -> Result<String, &'static str> {
 mod tests {
     use super::*;
 
+    /// One of SWE-bench's renames, as `swebench_specs::replaced` makes it
+    /// (its own tests hold the whole table).
+    fn renamed(line: &str) -> String {
+        if line.starts_with("types-pkg_resources") {
+            "types-setuptools".into()
+        } else {
+            line.to_string()
+        }
+    }
+
     #[test]
     fn conda_specs_become_pip_requirements() {
         for (conda, pip) in [
@@ -246,7 +256,7 @@ mod tests {
     #[test]
     fn an_environment_file_gives_its_packages_and_its_pip_section() {
         let text = "name: xarray-tests\nchannels:\n  - conda-forge\ndependencies:\n  - dask-core\n  - hdf5\n  - lxml    # a comment\n  - numpy=1.23\n  - python=3.10\n  - pip\n  - pip:\n    - numbagg\n    - types-pkg_resources==0.1\n";
-        let got = requirements(text, "environment.yml").unwrap();
+        let got = requirements(text, "environment.yml", renamed).unwrap();
         assert_eq!(
             got.requirements,
             [
@@ -263,13 +273,14 @@ mod tests {
 
     #[test]
     fn a_bad_environment_file_is_an_error_naming_the_place() {
-        let e = requirements("name: x\ndependencies: 3\n", "ci/environment.yml").unwrap_err();
+        let e =
+            requirements("name: x\ndependencies: 3\n", "ci/environment.yml", renamed).unwrap_err();
         assert!(e.starts_with("ci/environment.yml:2:"), "{e}");
-        let e = requirements("name: x\ndependencies:\n  - [a]\n", "env.yml").unwrap_err();
+        let e = requirements("name: x\ndependencies:\n  - [a]\n", "env.yml", renamed).unwrap_err();
         assert!(e.starts_with("env.yml:3:"), "{e}");
-        let e = requirements("name: x\n", "env.yml").unwrap_err();
+        let e = requirements("name: x\n", "env.yml", renamed).unwrap_err();
         assert!(e.contains("no `dependencies`"), "{e}");
-        assert!(requirements("a: [", "env.yml")
+        assert!(requirements("a: [", "env.yml", renamed)
             .unwrap_err()
             .starts_with("env.yml:"));
     }

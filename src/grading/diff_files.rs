@@ -1,6 +1,7 @@
 //! The files a git diff leaves, computed from their base content without a
 //! work tree: how the golden fix, the golden tests and generated tests of an
-//! instance become files to write into a scratch copy.
+//! instance become files to write into a scratch copy; and a diff without
+//! the binary sections that carry no data.
 
 use std::collections::BTreeMap;
 
@@ -98,6 +99,32 @@ fn applied(
         .flatten()
         .ok_or_else(|| format!("{path}: the patch leaves no file"))?;
     String::from_utf8(entry.bytes).map_err(|_| format!("{path}: not UTF-8 text"))
+}
+
+/// `patch` without the binary file sections that carry no data (`Binary
+/// files ... differ`), and the paths they changed. A `GIT binary patch`
+/// section is kept: it applies as `git apply` applies it.
+pub fn without_binary(patch: &str) -> (String, Vec<String>) {
+    let Ok(files) = critic_sdk::diff::parse(patch) else {
+        return (patch.to_string(), Vec::new());
+    };
+    let dataless = |section: &str, file: &critic_sdk::FileChange| {
+        file.binary && !section.lines().any(|l| l == "GIT binary patch")
+    };
+    let sections = critic_sdk::diff::sections(patch);
+    if !files.iter().zip(&sections).any(|(f, s)| dataless(s, f)) {
+        return (patch.to_string(), Vec::new());
+    }
+    let mut kept = String::new();
+    let mut binary = Vec::new();
+    for (section, file) in sections.into_iter().zip(&files) {
+        if dataless(section, file) {
+            binary.push(file.path.clone());
+        } else {
+            kept.push_str(section);
+        }
+    }
+    (kept, binary)
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@
 //! patch (`critic experiment` grades it first) tells an instance whose
 //! environment is broken from a patch that broke the run.
 
+use crate::grading::diff_files::without_binary;
 use crate::grading::instance::Prepared;
 use crate::grading::record::{judge_ids, RunRecord};
 use crate::grading::restore::{self, Restored};
@@ -194,32 +195,6 @@ pub fn log_tail(result: &RunResult) -> String {
         ));
     }
     tail
-}
-
-/// `patch` without the binary file sections that carry no data (`Binary
-/// files ... differ`), and the paths they changed. A `GIT binary patch`
-/// section is kept: it applies as `git apply` applies it.
-pub fn without_binary(patch: &str) -> (String, Vec<String>) {
-    let Ok(files) = critic_sdk::diff::parse(patch) else {
-        return (patch.to_string(), Vec::new());
-    };
-    let dataless = |section: &str, file: &critic_sdk::FileChange| {
-        file.binary && !section.lines().any(|l| l == "GIT binary patch")
-    };
-    let sections = critic_sdk::diff::sections(patch);
-    if !files.iter().zip(&sections).any(|(f, s)| dataless(s, f)) {
-        return (patch.to_string(), Vec::new());
-    }
-    let mut kept = String::new();
-    let mut binary = Vec::new();
-    for (section, file) in sections.into_iter().zip(&files) {
-        if dataless(section, file) {
-            binary.push(file.path.clone());
-        } else {
-            kept.push_str(section);
-        }
-    }
-    (kept, binary)
 }
 
 /// How a scratch copy words its own failures (not the request's): see

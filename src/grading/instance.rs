@@ -279,7 +279,7 @@ impl Prepared {
         keep: impl Fn(&str) -> bool,
     ) -> Result<(TestSet, Vec<String>), String> {
         // A binary file or a deleted one is no test to run: left aside.
-        let (text, binary) = crate::grading::grade::without_binary(diff);
+        let (text, binary) = crate::grading::diff_files::without_binary(diff);
         let diff = text.as_str();
         let (kept, deleted) = files_of(diff, &|p| self.base_file(p), &keep, true)?;
         let mut ignored: Vec<String> = critic_sdk::diff::parse(diff)

@@ -361,7 +361,7 @@ pub fn fill(
             instance.repo,
             &commit[..commit.len().min(12)]
         );
-        let conda = crate::grading::conda_env::requirements(&text, &file)
+        let conda = crate::grading::conda_env::requirements(&text, &file, replaced)
             .map_err(|e| format!("{at}: {e}"))?;
         for line in &conda.left_out {
             tracing::info!("{at}: {file}: {line}: left out");
