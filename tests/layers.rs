@@ -309,12 +309,6 @@ const KNOWN_CIRCLES: &[&[&str]] = &[
         "experiment/regrade.rs",
     ],
     &[
-        "experiment/session.rs",
-        "experiment/session/command_turns.rs",
-        "experiment/session/hooked_turns.rs",
-        "experiment/session/model_way.rs",
-    ],
-    &[
         "experiment/report/accuracy.rs",
         "experiment/report/behind.rs",
         "experiment/report/mod.rs",

@@ -1,7 +1,18 @@
 //! A `command` agent's session: the runner drives each turn (prompt,
 //! agent, check) until the critic accepts or a budget ends.
 
-use super::*;
+use super::context::{
+    detector_error, infra, link_within, over_budget, put, save_patch, spent, state_tampered,
+    Context, Failed, Job, Turns, CHECK_TIME_LIMIT, MAX_TRANSCRIPT_BYTES, MAX_VERDICT_BYTES,
+};
+use super::model_way::ModelWay;
+use crate::experiment::adapters::{self, Turn, TurnEnd};
+use crate::experiment::db::{Round, Status};
+use crate::experiment::finish_grading;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
 
 /// The turns: prompt, agent, check; until accepted or a budget ends.
 pub(super) fn drive(
@@ -22,7 +33,7 @@ pub(super) fn drive(
         std::fs::create_dir_all(&d)
             .map_err(|e| infra("output", format!("{}: {e}", d.display())))?;
     }
-    let reach = ctx.reach(job, None, model)?;
+    let reach = ctx.reach(job, None, model.map(|m| &m.proxy))?;
     let mut prompt = job
         .arm
         .render(job.instance, workspace)

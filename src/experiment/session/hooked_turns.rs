@@ -2,7 +2,14 @@
 //! (Claude Code, Codex, mini-swe-agent, OpenHands): one run of the
 //! program, its rounds read from the hook's verdict log.
 
-use super::*;
+use super::context::{
+    detector_error, infra, killed, link_within, put, state_tampered, Context, Failed, Job, Turns,
+};
+use super::model_way::ModelWay;
+use crate::experiment::adapters::{self, TurnEnd};
+use crate::experiment::db::Round;
+use crate::experiment::file::Adapter;
+use std::path::{Path, PathBuf};
 
 /// The session of an agent whose own Stop hook is the finish boundary:
 /// one run of the program, its rounds read from the hook's verdict log.
@@ -49,7 +56,7 @@ pub(super) fn drive_hooked(
     };
     let judge_socket = judge_dir.as_ref().map(|d| d.path().join("s"));
     let confine = ctx
-        .reach(job, judge_socket.as_deref(), Some(way))?
+        .reach(job, judge_socket.as_deref(), Some(&way.proxy))?
         .zip(judge_socket);
     let base_url = way.url(confine.as_ref().map(|(r, _)| r));
     let mut env: Vec<(String, String)> = exp.agent.env.clone().into_iter().collect();

@@ -1,7 +1,13 @@
 //! How a run's agent reaches its model: the run's own model proxy (its
 //! recording, its token, its budgets) and the address the agent is given.
 
-use super::*;
+use super::context::{infra, put, Context, Failed, Job};
+use crate::experiment::adapters;
+use crate::experiment::adapters::confined::Reach;
+use crate::experiment::db::Status;
+use crate::experiment::model_proxy::{self, ModelProxy, Serving};
+use std::path::Path;
+use std::sync::Arc;
 
 /// How a run's agent reaches its model: the run's proxy (see
 /// [`model_proxy`]), listening in each confined turn, or on the host's
