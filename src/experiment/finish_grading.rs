@@ -12,6 +12,10 @@ use std::thread::{Scope, ScopedJoinHandle};
 /// The most of a finish's saved patch graded.
 const MAX_FINISH_PATCH: u64 = 64 << 20;
 
+/// The most of one grading log moved beside its round: far above what a
+/// grading run's capped output makes.
+const MAX_LOG: u64 = 256 << 20;
+
 /// A finish graded while the agent went on: its patch, its grade, and the
 /// runner's own directory holding the grading's logs until the agent is
 /// done (the run's directory is within an unconfined agent's reach).
@@ -20,6 +24,13 @@ pub struct Early {
     round: u32,
     logs: tempfile::TempDir,
     resolved: Option<bool>,
+}
+
+impl Drop for Early {
+    fn drop(&mut self) {
+        // Its directory goes with it; an interrupt need not remove it.
+        crate::sys::interrupt::forget_dir(self.logs.path());
+    }
 }
 
 /// One grading under way: the patch, its round, where its logs go, and
@@ -74,6 +85,7 @@ impl<'scope, 'env> Started<'scope, 'env> {
         else {
             return;
         };
+        crate::sys::interrupt::remember_dir(logs.path());
         let (grader, text, at) = (self.grader, patch.clone(), logs.path().to_path_buf());
         let handle = self.scope.spawn(move || verdict(&grader(&text, &at)));
         self.running.push((patch, round, logs, handle));
@@ -124,11 +136,13 @@ pub fn grade_finishes(
     // The patch an early grading read is the one judged, whatever the
     // agent did to its file afterwards.
     let mut early_rounds = HashMap::new();
-    for e in early {
+    for mut e in early {
         let into = dir.join(format!("round-{}", e.round)).join("grade");
         move_logs(&e.logs.path().join("grade"), &into);
         early_rounds.insert(e.round, e.resolved);
-        known.entry(e.patch).or_insert(e.resolved);
+        known
+            .entry(std::mem::take(&mut e.patch))
+            .or_insert(e.resolved);
     }
     for r in rounds.iter_mut() {
         if !matches!(r.verdict.as_str(), "accepted" | "rejected") {
@@ -156,7 +170,8 @@ fn move_logs(from: &Path, into: &Path) {
         return;
     };
     for entry in entries.flatten() {
-        if let Ok(bytes) = std::fs::read(entry.path()) {
+        let read = crate::sys::bounded_read::read_regular_file_nofollow(&entry.path(), MAX_LOG);
+        if let Ok(bytes) = read {
             let _ = crate::sys::atomic_file::write(&into.join(entry.file_name()), &bytes, false);
         }
     }
