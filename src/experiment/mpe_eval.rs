@@ -112,7 +112,7 @@ pub fn classes(out: &Path, experiment: &str) -> BTreeMap<String, BTreeMap<String
         let Some(rest) = name.strip_prefix(&format!("{experiment}/")) else {
             continue;
         };
-        let Some((arm, sample)) = rest.rsplit_once('/') else {
+        let Some((arm, Ok(sample))) = rest.rsplit_once('/').map(|(a, s)| (a, s.parse())) else {
             continue;
         };
         let class = v["class"].as_str().unwrap_or("unknown").to_string();
@@ -124,7 +124,7 @@ pub fn classes(out: &Path, experiment: &str) -> BTreeMap<String, BTreeMap<String
             .push(RunKey {
                 instance_id: v["instance_id"].as_str().unwrap_or_default().to_string(),
                 arm: arm.to_string(),
-                sample: sample.parse().unwrap_or_default(),
+                sample,
             });
     }
     per_arm
