@@ -2,7 +2,7 @@
 //! agent, check) until the critic accepts or a budget ends.
 
 use super::context::{
-    detector_error, infra, link_within, over_budget, put, save_patch, spent, state_tampered,
+    detector_error, infra, over_budget, planted_in, put, save_patch, spent, state_tampered,
     Context, Failed, Job, Turns, CHECK_TIME_LIMIT, MAX_TRANSCRIPT_BYTES, MAX_VERDICT_BYTES,
 };
 use super::model_way::ModelWay;
@@ -53,14 +53,8 @@ pub(super) fn drive(
             return Ok(());
         }
         // Nothing the last turn planted is written through.
-        if let Some(link) = link_within(&job.dir) {
-            turns.agent_fail = Some((
-                "planted_links",
-                format!(
-                    "{}: a link, FIFO or device where the runner writes",
-                    link.display()
-                ),
-            ));
+        if let Some(planted) = planted_in(&job.dir) {
+            turns.agent_fail = Some(planted);
             return Ok(());
         }
         let dir = job.dir.join(format!("round-{round}"));
@@ -266,7 +260,8 @@ pub(super) fn drive(
         // spent so the next finish is accepted as it is) this patch may well
         // be the final one, graded once after the run.
         let judged_again = turns.last_verdict.as_ref().is_some_and(|v| {
-            v["iteration"].as_u64() < v["max_iterations"].as_u64() && round < exp.budget.turns
+            let (done, allowed) = (v["iteration"].as_u64(), v["max_iterations"].as_u64());
+            done.zip(allowed).is_some_and(|(d, a)| d < a) && round < exp.budget.turns
         });
         if let Some(grading) = grading.as_deref_mut().filter(|_| judged_again) {
             grading.start(round, &dir);

@@ -19,6 +19,20 @@ use std::time::Duration;
 /// skill's checks take, so that only a check that hangs reaches it.
 pub(super) const CHECK_TIME_LIMIT: Duration = Duration::from_secs(30 * 60);
 
+/// Why the run ends when the agent left a link, FIFO or device in the
+/// run's directory, where the runner writes next.
+pub(super) fn planted_in(dir: &Path) -> Option<(&'static str, String)> {
+    link_within(dir).map(|link| {
+        (
+            "planted_links",
+            format!(
+                "{}: a link, FIFO or device where the runner writes",
+                link.display()
+            ),
+        )
+    })
+}
+
 /// What every run of an experiment shares.
 pub struct Context<'a> {
     /// The experiment.

@@ -3,7 +3,7 @@
 //! program, its rounds read from the hook's verdict log.
 
 use super::context::{
-    detector_error, infra, killed, link_within, put, state_tampered, Context, Failed, Job, Turns,
+    detector_error, infra, killed, planted_in, put, state_tampered, Context, Failed, Job, Turns,
 };
 use super::model_way::ModelWay;
 use crate::experiment::adapters::{self, TurnEnd};
@@ -110,14 +110,8 @@ pub(super) fn drive_hooked(
         Adapter::Command => unreachable!("the command adapter has its own loop"),
     }
     .map_err(|e| infra("hook_install", e))?;
-    if let Some(link) = link_within(&job.dir) {
-        turns.agent_fail = Some((
-            "planted_links",
-            format!(
-                "{}: a link, FIFO or device where the runner writes",
-                link.display()
-            ),
-        ));
+    if let Some(planted) = planted_in(&job.dir) {
+        turns.agent_fail = Some(planted);
         return Ok(());
     }
     let last = outcome.verdicts.len();
