@@ -5,7 +5,13 @@
 //! async-signal-safe calls happen here: what allocates is prepared by
 //! [`super::Confinement`] in the parent.
 
-use super::*;
+use super::kernel::{
+    errno, IdMaps, MountAttr, PathBeneathAttr, KEYCTL_JOIN_SESSION_KEYRING, MOUNT_ATTR_RDONLY,
+};
+use super::mount_plan::{Mounts, MAX_PRIVATE_SEEN, MAX_WRITABLE};
+use super::places::{DEVICES, DEVICE_LINKS, NAMESPACES};
+use super::{agent, homes, network, seccomp};
+use std::ffi::CString;
 
 /// In the forked child: enter the namespaces and build the command's mounts,
 /// then fork the first process of the new PID namespace (which mounts its

@@ -3,7 +3,10 @@
 //! and, for a place holding a writable directory, all of it but the way to
 //! that directory.
 
-use super::*;
+use super::places::{RUN_KEPT, SECRET_PLACES, SOCKET_DIRS};
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 
 /// What of the host a command must not see, as C strings ready for the
 /// forked child: directories covered by an empty tmpfs, files (sockets,

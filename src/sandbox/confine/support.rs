@@ -1,7 +1,13 @@
 //! What this machine can confine (namespaces, Landlock's ABI, Unix socket
 //! rules), probed once, and how `critic doctor` reports it.
 
-use super::*;
+use super::child::{mount, mount_proc};
+use super::hidden::homes;
+use super::kernel::{errno, exit_code_of, IdMaps};
+use super::places::{DEFAULT_PRIVATE_DIR_BYTES, NAMESPACES, PRIVATE_DIRS, UNIX_SOCKET_ABI};
+use super::{memory, seccomp};
+use std::path::PathBuf;
+use std::sync::OnceLock;
 
 /// What this machine offers for confinement.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -204,7 +210,7 @@ pub fn agent_turns(support: &Support) -> String {
 /// What a confined command sees of the user's homes here (without the
 /// prefix of a program of its own, see [`homes`]).
 pub(super) fn homes_seen() -> serde_json::Value {
-    let plan = homes::plan(
+    let plan = super::homes::plan(
         &homes(),
         std::env::var_os("PATH").as_deref(),
         &[],

@@ -2,7 +2,66 @@
 //! confined (or not, when the user says so), its output captured up to a
 //! cap, its process group killed at the deadline.
 
-use super::*;
+use super::place::{scratch_root, POOL_PREFIX};
+use critic_sdk::{RunRequest, RunResult};
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Default per-run timeout.
+pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default cap on captured stdout and stderr, each.
+pub const DEFAULT_OUTPUT_BYTES: usize = 64 << 10;
+/// The host's own ceiling on captured stdout and stderr, each, whatever a
+/// request asks for: the capture is held in memory and returned to the guest.
+pub const MAX_OUTPUT_BYTES: usize = 8 << 20;
+/// Environment variables passed through from the host to commands; nothing
+/// else of the host's environment (API keys, tokens) reaches them. `HOME`
+/// is not among them: each run's is an empty directory of its own.
+pub const PASSED_ENV: &[&str] = &[
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "PYENV_VERSION",
+    "RUSTUP_TOOLCHAIN",
+];
+/// Where toolchains live, with their default under the user's home: passed
+/// on when the host sets them, else set to the default when it exists, so
+/// that pyenv's shims, cargo and rustup, Go and `pip --user` packages still
+/// find themselves while `HOME` is private.
+pub(super) const TOOLCHAIN_HOMES: &[(&str, &str)] = &[
+    ("PYENV_ROOT", ".pyenv"),
+    ("CARGO_HOME", ".cargo"),
+    ("RUSTUP_HOME", ".rustup"),
+    ("PYTHONUSERBASE", ".local"),
+    ("GOPATH", "go"),
+];
+
+/// A workspace-relative path that stays inside the tree.
+pub fn relative(path: &str) -> Result<&Path, String> {
+    let p = Path::new(path);
+    if path.is_empty()
+        || !p
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return Err(format!(
+            "refused path {path:?}: paths must be relative to the workspace, without `..`"
+        ));
+    }
+    Ok(p)
+}
+
+/// A run's result for a command that could not be run.
+pub(super) fn failed(message: String) -> RunResult {
+    RunResult {
+        error: Some(message),
+        ..RunResult::default()
+    }
+}
 
 /// `{scratch}` replaced by the slot's path.
 pub(super) fn expand(text: &str, dir: &Path) -> String {
@@ -25,13 +84,8 @@ pub fn probe(argv: &[String], confined: bool, seen: &[PathBuf]) -> RunResult {
             ))
         }
     };
-    let slot = Slot {
-        dir: dir.path().join("copy"),
-        tmp: dir.path().join("tmp"),
-        watch: None,
-        stamps: HashMap::new(),
-    };
-    for d in [&slot.dir, &slot.tmp] {
+    let (copy, tmp) = (dir.path().join("copy"), dir.path().join("tmp"));
+    for d in [&copy, &tmp] {
         if let Err(e) = std::fs::create_dir_all(d) {
             return failed(format!("cannot make {}: {e}", d.display()));
         }
@@ -42,7 +96,8 @@ pub fn probe(argv: &[String], confined: bool, seen: &[PathBuf]) -> RunResult {
         ..RunRequest::default()
     };
     execute(
-        &slot,
+        &copy,
+        &tmp,
         &request,
         Instant::now() + Duration::from_secs(60),
         confined,
@@ -51,7 +106,8 @@ pub fn probe(argv: &[String], confined: bool, seen: &[PathBuf]) -> RunResult {
 }
 /// Run the request's command in its slot and collect the result.
 pub(super) fn execute(
-    slot: &Slot,
+    dir: &Path,
+    tmp: &Path,
     request: &RunRequest,
     deadline: Instant,
     confined: bool,
@@ -62,13 +118,13 @@ pub(super) fn execute(
     };
     let cwd = match request.cwd.as_deref() {
         Some(c) => match relative(c) {
-            Ok(rel) => slot.dir.join(rel),
+            Ok(rel) => dir.join(rel),
             Err(e) => return failed(e),
         },
-        None => slot.dir.clone(),
+        None => dir.to_path_buf(),
     };
-    let mut cmd = Command::new(expand(program, &slot.dir));
-    cmd.args(request.argv[1..].iter().map(|a| expand(a, &slot.dir)))
+    let mut cmd = Command::new(expand(program, dir));
+    cmd.args(request.argv[1..].iter().map(|a| expand(a, dir)))
         .current_dir(&cwd)
         .env_clear();
     for key in PASSED_ENV {
@@ -88,7 +144,7 @@ pub(super) fn execute(
     }
     // Empty and the run's own: no dotfile of the user's (credentials,
     // shell history, tool settings) is read through it.
-    let home = slot.tmp.join("home");
+    let home = tmp.join("home");
     if let Err(e) = std::fs::create_dir_all(&home) {
         return failed(format!(
             "cannot make the run's home {}: {e}",
@@ -96,14 +152,14 @@ pub(super) fn execute(
         ));
     }
     cmd.env("HOME", &home)
-        .env("TMPDIR", &slot.tmp)
+        .env("TMPDIR", tmp)
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env(
             "PYTHONPATH",
-            python_path(&slot.dir, request.env.get("PYTHONPATH")),
+            python_path(dir, request.env.get("PYTHONPATH")),
         );
     for (k, v) in request.env.iter().filter(|(k, _)| *k != "PYTHONPATH") {
-        cmd.env(k, expand(v, &slot.dir));
+        cmd.env(k, expand(v, dir));
     }
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -112,7 +168,7 @@ pub(super) fn execute(
         let seen: Vec<&Path> = std::iter::once(Path::new(cmd.get_program()))
             .chain(seen.iter().map(PathBuf::as_path))
             .collect();
-        match crate::sandbox::confine::Confinement::new(&[&slot.dir, &slot.tmp], &seen) {
+        match crate::sandbox::confine::Confinement::new(&[dir, tmp], &seen) {
             Ok(c) => c.apply(&mut cmd),
             Err(e) => return failed(format!("cannot confine the command: {e}")),
         }

@@ -16,54 +16,25 @@
 //! swept by the next pool.
 
 mod execute;
+mod place;
 
 use execute::execute;
-pub use execute::probe;
+use execute::failed;
+pub use execute::{
+    probe, relative, DEFAULT_OUTPUT_BYTES, DEFAULT_RUN_TIMEOUT, MAX_OUTPUT_BYTES, PASSED_ENV,
+};
+pub use place::scratch_root;
+use place::POOL_PREFIX;
 
 use crate::sandbox::beneath::Beneath;
 use crate::sys::remove_tree::remove_tree;
 use crate::workspace::git;
 use critic_sdk::{RunRequest, RunResult};
 use std::collections::HashMap;
-use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex};
-use std::time::{Duration, Instant, SystemTime};
-
-/// Default per-run timeout.
-pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(60);
-/// Default cap on captured stdout and stderr, each.
-pub const DEFAULT_OUTPUT_BYTES: usize = 64 << 10;
-/// The host's own ceiling on captured stdout and stderr, each, whatever a
-/// request asks for: the capture is held in memory and returned to the guest.
-pub const MAX_OUTPUT_BYTES: usize = 8 << 20;
-/// Environment variables passed through from the host to commands; nothing
-/// else of the host's environment (API keys, tokens) reaches them. `HOME`
-/// is not among them: each run's is an empty directory of its own.
-pub const PASSED_ENV: &[&str] = &[
-    "PATH",
-    "LANG",
-    "LC_ALL",
-    "LC_CTYPE",
-    "TZ",
-    "PYENV_VERSION",
-    "RUSTUP_TOOLCHAIN",
-];
-/// Where toolchains live, with their default under the user's home: passed
-/// on when the host sets them, else set to the default when it exists, so
-/// that pyenv's shims, cargo and rustup, Go and `pip --user` packages still
-/// find themselves while `HOME` is private.
-const TOOLCHAIN_HOMES: &[(&str, &str)] = &[
-    ("PYENV_ROOT", ".pyenv"),
-    ("CARGO_HOME", ".cargo"),
-    ("RUSTUP_HOME", ".rustup"),
-    ("PYTHONUSERBASE", ".local"),
-    ("GOPATH", "go"),
-];
-/// Name prefix of pool directories under the temp dir.
-const POOL_PREFIX: &str = "critic-scratch-";
+use std::time::{Instant, SystemTime};
 
 /// Why a pool could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -163,38 +134,6 @@ pub struct ScratchPool {
 /// A file's content at the base commit, shared by the slots that restore it.
 type Blob = std::sync::Arc<Vec<u8>>;
 
-/// tmpfs is used only with at least this much free (containers often give
-/// `/dev/shm` just 64 MiB).
-const MIN_SHM_FREE: u64 = 1 << 30;
-
-/// Where pools go: `CRITIC_SCRATCH_DIR`, else tmpfs when there is one with
-/// room, else the temp dir.
-pub fn scratch_root() -> PathBuf {
-    if let Some(dir) = std::env::var_os("CRITIC_SCRATCH_DIR") {
-        return PathBuf::from(dir);
-    }
-    let shm = Path::new("/dev/shm");
-    let writable = shm.is_dir()
-        && free_bytes(shm).is_some_and(|b| b >= MIN_SHM_FREE)
-        && tempfile::Builder::new()
-            .prefix(".critic-probe-")
-            .tempfile_in(shm)
-            .is_ok();
-    if writable {
-        shm.to_path_buf()
-    } else {
-        std::env::temp_dir()
-    }
-}
-
-fn free_bytes(dir: &Path) -> Option<u64> {
-    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statvfs fills the zeroed struct we pass for a NUL-terminated path.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    let ok = unsafe { libc::statvfs(path.as_ptr(), &mut st) } == 0;
-    ok.then(|| st.f_bavail as u64 * st.f_frsize as u64)
-}
-
 impl ScratchPool {
     /// A pool for commit `base` of the repository at `workspace`, with up to
     /// `jobs` slots (checked out on demand, in parallel), whose commands run
@@ -267,7 +206,14 @@ impl ScratchPool {
             Err(e) => return failed(format!("cannot prepare a scratch copy: {e}")),
         };
         let result = match prepare(&slot.dir, request) {
-            Ok(()) => execute(&slot, request, deadline, self.confined, &self.seen),
+            Ok(()) => execute(
+                &slot.dir,
+                &slot.tmp,
+                request,
+                deadline,
+                self.confined,
+                &self.seen,
+            ),
             Err(message) => failed(message),
         };
         let mut slot = slot;
@@ -397,13 +343,6 @@ impl Drop for ScratchPool {
     }
 }
 
-fn failed(message: String) -> RunResult {
-    RunResult {
-        error: Some(message),
-        ..RunResult::default()
-    }
-}
-
 /// Remove pool directories whose host process is gone (killed before its
 /// pool could clean up), first killing commands still running in them.
 fn sweep_stale(place: &Path) {
@@ -433,21 +372,6 @@ fn kill_processes_in(dir: &Path) {
             }
         }
     }
-}
-
-/// A workspace-relative path that stays inside the tree.
-pub fn relative(path: &str) -> Result<&Path, String> {
-    let p = Path::new(path);
-    if path.is_empty()
-        || !p
-            .components()
-            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
-    {
-        return Err(format!(
-            "refused path {path:?}: paths must be relative to the workspace, without `..`"
-        ));
-    }
-    Ok(p)
 }
 
 /// Apply the request's patch and files to a slot at the base. Every write
