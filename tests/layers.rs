@@ -289,13 +289,6 @@ fn a_planted_upward_import_is_named() {
 /// what both use into a leaf file of its own.
 const KNOWN_CIRCLES: &[&[&str]] = &[
     &[
-        "experiment/adapters/command.rs",
-        "experiment/adapters/confined.rs",
-        "experiment/file.rs",
-        "experiment/file/checker.rs",
-        "experiment/model_proxy/mod.rs",
-    ],
-    &[
         "experiment/graders.rs",
         "experiment/instances.rs",
         "experiment/mod.rs",

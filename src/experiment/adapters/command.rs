@@ -37,15 +37,6 @@ pub fn expand(argv: &[String], turn: &Turn) -> Vec<String> {
         .collect()
 }
 
-/// PATH with `prefix` first.
-pub fn path_with(prefix: &[std::path::PathBuf]) -> std::ffi::OsString {
-    let mut dirs: Vec<std::path::PathBuf> = prefix.to_vec();
-    if let Some(path) = std::env::var_os("PATH") {
-        dirs.extend(std::env::split_paths(&path));
-    }
-    std::env::join_paths(dirs).unwrap_or_default()
-}
-
 /// Run one turn of `argv`.
 pub fn run(argv: &[String], turn: &Turn) -> TurnResult {
     let started = Instant::now();
@@ -86,7 +77,7 @@ pub fn run(argv: &[String], turn: &Turn) -> TurnResult {
     cmd.args(&argv[1..])
         .current_dir(&turn.workspace)
         .stdin(Stdio::null())
-        .env("PATH", path_with(&turn.path_prefix))
+        .env("PATH", super::confined::path_with(&turn.path_prefix))
         .env("CRITIC_PROMPT_FILE", &turn.prompt_file)
         .env("CRITIC_ROUND", turn.round.to_string())
         .env("CRITIC_SESSION", &turn.session)

@@ -308,13 +308,22 @@ impl Pending {
     }
 }
 
+/// PATH with `prefix` first.
+pub fn path_with(prefix: &[std::path::PathBuf]) -> std::ffi::OsString {
+    let mut dirs: Vec<std::path::PathBuf> = prefix.to_vec();
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    std::env::join_paths(dirs).unwrap_or_default()
+}
+
 /// `program` as `PATH` (with `prefix` first) finds it, when it is a bare
 /// name.
 pub fn locate(program: &str, prefix: &[PathBuf]) -> Option<PathBuf> {
     if program.contains('/') {
         return Some(PathBuf::from(program));
     }
-    let path = super::command::path_with(prefix);
+    let path = path_with(prefix);
     std::env::split_paths(&path)
         .map(|d| d.join(program))
         .find(|p| p.is_file())

@@ -241,7 +241,7 @@ impl Judge {
             .args(s.check_flags)
             .env(crate::workspace::OWN_GIT_DIR_VAR, "1")
             // The checks find the experiment's interpreter as the agent does.
-            .env("PATH", command::path_with(&s.path_prefix))
+            .env("PATH", super::confined::path_with(&s.path_prefix))
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(stderr)

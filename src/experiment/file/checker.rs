@@ -2,7 +2,18 @@
 //! field checked beyond the schema, each problem kept with its place so all
 //! are reported at once.
 
-use super::*;
+use super::raw::{DurationSpec, Raw, RawArm, RawEnvironment};
+use super::resolved::{
+    Adapter, Agent, Arm, Budget, Environment, Experiment, Filter, MpeSettings,
+    DEFAULT_TEST_TIMEOUT, DEFAULT_TURNS, DEFAULT_TURN_TIMEOUT,
+};
+use crate::skill::yaml::Located;
+use crate::skill::Issue;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// Resolution with its issues.
 pub(super) struct Checker<'a> {
@@ -396,4 +407,11 @@ impl Checker<'_> {
             }
         }
     }
+}
+
+/// The first `name` on PATH.
+pub(crate) fn on_path(name: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
 }

@@ -1,6 +1,7 @@
 //! Unit tests of `file`.
 
 use super::*;
+use std::time::Duration;
 
 /// A directory with an instances file, a repos dir and the fix-only skill.
 fn place() -> tempfile::TempDir {

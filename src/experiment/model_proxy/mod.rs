@@ -21,7 +21,7 @@
 pub mod exchange;
 pub mod replay;
 
-use crate::experiment::file::Price;
+use crate::experiment::file::resolved::Price;
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, Response, StatusCode};
 use exchange::{Exchange, Tokens};

@@ -319,7 +319,7 @@ pub(super) fn check(
         .env(crate::workspace::OWN_GIT_DIR_VAR, "1")
         .env(
             "PATH",
-            adapters::command::path_with(
+            adapters::confined::path_with(
                 &job.python
                     .parent()
                     .map(Path::to_path_buf)
