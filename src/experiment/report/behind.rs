@@ -4,7 +4,7 @@
 //! table; the runs of each failure class and MPE class. Each table cell
 //! links to its list, each list item to a run's page.
 
-use super::Summary;
+use super::summary::{pairs, Summary};
 use crate::experiment::db::{Run, RunKey, Status};
 use crate::report_html::escape;
 
@@ -231,7 +231,7 @@ fn paired_lists(
             escape(&p.arm),
             escape(baseline)
         ));
-        let pairs = super::pairs(runs, baseline, &p.arm);
+        let pairs = pairs(runs, baseline, &p.arm);
         let link = |(base, arm): &(&Run, &Run)| {
             format!(
                 "{} / {}: <a href=\"{}\">{}</a> <a href=\"{}\">{}</a>",

@@ -4,7 +4,7 @@
 //! attempts.
 
 use super::arms::ArmDefinition;
-use super::page::mark;
+use super::style::mark;
 use crate::experiment::db::{Run, Status};
 use crate::report_html::escape;
 

@@ -8,7 +8,7 @@
 //! page has no script.
 
 use super::arms::ArmDefinition;
-use super::page::{CSP, STYLE};
+use super::style::{CSP, STYLE};
 use crate::experiment::db::{Round, Run};
 use crate::grading::grade::Resolution;
 use crate::report_html::escape;

@@ -2,7 +2,7 @@
 //! `critic experiment report --format markdown` and the run's closing lines)
 //! or as HTML tables for the page.
 
-use super::Summary;
+use super::summary::Summary;
 use crate::experiment::stats::Rate;
 
 pub(super) fn pct(r: &Rate) -> String {
