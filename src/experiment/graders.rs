@@ -1,7 +1,14 @@
 //! [`Graders`]: the grading back ends of an experiment's instances, opened
 //! when an instance's first run needs one and closed after its last.
 
-use super::*;
+use super::db::{self, RunKey};
+use super::instances::Ready;
+use super::options::Environment;
+use super::run_grade;
+use crate::grading::runner::{Backend, Backends, LocalScratch};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// The grading back ends, one per instance while it has runs left.
 pub(crate) struct Graders {

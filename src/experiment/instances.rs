@@ -2,7 +2,13 @@
 //! for the grader at its base, its environment built, its golden fix and
 //! tests read.
 
-use super::*;
+use super::file::{self, Experiment};
+use super::options::Environment;
+use super::outcome::ExperimentError;
+use crate::grading::dataset::{self, Instance};
+use crate::grading::instance::Prepared;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// An instance ready to run: its record, clone, interpreter and grading
 /// preparation.

@@ -8,7 +8,8 @@
 
 use crate::experiment::arm;
 use crate::experiment::file::Experiment;
-use crate::experiment::Shard;
+use crate::experiment::options::Shard;
+use crate::experiment::outcome::ExperimentError;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -161,4 +162,19 @@ mod tests {
         drop(held);
         lock(dir.path()).unwrap();
     }
+}
+
+/// `OUT/manifest.json`.
+pub fn read(out: &Path) -> Result<serde_json::Value, ExperimentError> {
+    let path = out.join(FILE);
+    std::fs::read(&path)
+        .map_err(|e| e.to_string())
+        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+        .map_err(|e| {
+            ExperimentError::Output(format!(
+                "{}: {e} (is {} an experiment's output directory?)",
+                path.display(),
+                out.display()
+            ))
+        })
 }

@@ -4,7 +4,7 @@
 //! inputs hold must have the same result in both.
 
 use crate::experiment::db::Db;
-use crate::experiment::{export, manifest, ExperimentError};
+use crate::experiment::{export, manifest, outcome::ExperimentError};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -88,7 +88,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Merged, ExperimentError> 
     // The merge's plan is its inputs' plans together, for `status`.
     let mut plan: Vec<serde_json::Value> = Vec::new();
     for dir in inputs {
-        if let Ok(bytes) = std::fs::read(dir.join(crate::experiment::PLAN_FILE)) {
+        if let Ok(bytes) = std::fs::read(dir.join(crate::experiment::layout::PLAN_FILE)) {
             if let Ok(keys) = serde_json::from_slice::<Vec<serde_json::Value>>(&bytes) {
                 plan.extend(keys);
             }
@@ -96,7 +96,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<Merged, ExperimentError> 
     }
     plan.sort_by_key(|k| k.to_string());
     plan.dedup();
-    let plan_file = out.join(crate::experiment::PLAN_FILE);
+    let plan_file = out.join(crate::experiment::layout::PLAN_FILE);
     crate::sys::atomic_file::write(&plan_file, &serde_json::to_vec(&plan).expect("JSON"), true)
         .map_err(|e| output(format!("{}: {e}", plan_file.display())))?;
     let name = wanted["name"].as_str().unwrap_or("experiment");

@@ -20,11 +20,14 @@ pub mod file;
 pub mod finish_grading;
 mod graders;
 mod instances;
+mod layout;
 pub mod limits;
 pub mod manifest;
 pub mod merge;
 pub mod model_proxy;
 pub mod mpe_eval;
+mod options;
+mod outcome;
 pub mod predictions;
 pub mod preflight;
 pub mod preflight_cache;
@@ -40,238 +43,15 @@ pub mod workspace_clone;
 
 pub(crate) use graders::Graders;
 pub use instances::{instances, Ready};
+pub use layout::{run_dir, PLAN_FILE};
+pub use options::{Control, Environment, Options, Shard};
+pub use outcome::{ExperimentError, Finished, Progress, Quiet};
 pub use regrade::{regrade, GradeOptions};
 
-use crate::grading::dataset::{self, Instance};
-use crate::grading::instance::Prepared;
-use crate::grading::runner::{Backend, Backends, LocalScratch};
 use db::{Db, Run, RunKey, Status};
-use file::Experiment;
-use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
-
-/// What to run, and how.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// The experiment file.
-    pub file: PathBuf,
-    /// Where everything goes; a rerun with the same directory resumes.
-    pub output_dir: PathBuf,
-    /// Runs in parallel.
-    pub workers: usize,
-    /// Only this part of the runs.
-    pub shard: Option<Shard>,
-    /// Further attempts for a run that ends in an infrastructure error.
-    pub retries: u32,
-    /// The `critic` binary the agent's finish calls.
-    pub critic: PathBuf,
-    /// Only say which runs would be reused, made and superseded.
-    pub dry_run: bool,
-    /// Grade each finish's judged patch too, not only the final one (the
-    /// critic's own accuracy).
-    pub grade_finishes: bool,
-    /// Run the critic's and the grader's tests unconfined.
-    pub unconfined_runs: bool,
-    /// Run the agent's turns unconfined (see [`adapters::confined`]).
-    pub unconfined_agents: bool,
-    /// Control runs graded beside the arms.
-    pub controls: Vec<Control>,
-    /// Where grading tests run.
-    pub env: Environment,
-    /// An earlier output directory whose recorded model calls answer this
-    /// experiment's (see [`model_proxy::replay`]).
-    pub replay: Option<PathBuf>,
-    /// Past a replay's first departure, go on against the model.
-    pub replay_then_live: bool,
-}
-
-/// Where grading tests run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Environment {
-    /// Confined scratch copies of the local clone, the instance's Python.
-    Local,
-    /// A fresh container of the instance's image per run.
-    Container(crate::grading::container::Spec),
-}
-
-impl Environment {
-    /// As the manifest records it.
-    pub fn to_json(&self) -> serde_json::Value {
-        match self {
-            Environment::Local => serde_json::json!({"kind": "local"}),
-            Environment::Container(c) => serde_json::json!({
-                "kind": "container", "engine": c.engine, "image": c.image,
-                "workdir": c.workdir, "setup": c.setup,
-            }),
-        }
-    }
-
-    /// As `manifest` records it (local when it says nothing).
-    pub fn of_manifest(manifest: &serde_json::Value) -> Environment {
-        let e = &manifest["environment"];
-        if e["kind"] != "container" {
-            return Environment::Local;
-        }
-        let text = |k: &str| e[k].as_str().unwrap_or_default().to_string();
-        Environment::Container(crate::grading::container::Spec {
-            engine: text("engine"),
-            image: text("image"),
-            workdir: text("workdir"),
-            setup: e["setup"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|s| s.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default(),
-        })
-    }
-}
-
-/// `OUT/plan.json`: the runs the last `critic experiment run` into OUT
-/// was to make (what `status` counts against).
-pub const PLAN_FILE: &str = "plan.json";
-
-/// A control: a patch graded without any agent, to measure the harness
-/// itself (a flaky test shows as a golden patch unresolved, or an empty
-/// one resolved). Its runs are stored as the arm `@gold` or `@empty`,
-/// names no arm can have.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Control {
-    /// The instance's golden patch.
-    Gold,
-    /// No change at all.
-    Empty,
-}
-
-impl Control {
-    /// The arm its runs are stored under.
-    pub fn arm(self) -> &'static str {
-        match self {
-            Control::Gold => "@gold",
-            Control::Empty => "@empty",
-        }
-    }
-
-    /// The control stored under `arm`, if it is one.
-    pub fn of_arm(arm: &str) -> Option<Control> {
-        [Control::Gold, Control::Empty]
-            .into_iter()
-            .find(|c| c.arm() == arm)
-    }
-}
-
-/// A deterministic part of the runs: those whose key hashes to `index`
-/// modulo `count`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shard {
-    /// 0-based.
-    pub index: u32,
-    /// How many.
-    pub count: u32,
-}
-
-impl std::str::FromStr for Shard {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Shard, String> {
-        let bad = || format!("{s:?}: expected I/N with 0 <= I < N, such as 0/4");
-        let (i, n) = s.split_once('/').ok_or_else(bad)?;
-        let (index, count) = (i.parse().map_err(|_| bad())?, n.parse().map_err(|_| bad())?);
-        if count == 0 || index >= count {
-            return Err(bad());
-        }
-        Ok(Shard { index, count })
-    }
-}
-
-impl Shard {
-    /// Whether `key` is in this shard.
-    pub fn holds(&self, key: &RunKey) -> bool {
-        let h = Sha256::digest(format!("{}\0{}\0{}", key.instance_id, key.arm, key.sample));
-        let n = u64::from_le_bytes(h[..8].try_into().expect("8 bytes"));
-        n % u64::from(self.count) == u64::from(self.index)
-    }
-}
-
-/// Why an experiment could not run (a run's own failure is a result in the
-/// database, not this).
-#[derive(Debug, thiserror::Error)]
-pub enum ExperimentError {
-    /// The experiment file.
-    #[error(transparent)]
-    File(#[from] file::FileError),
-    /// The instances, their clones or interpreters.
-    #[error("{0}")]
-    Input(String),
-    /// The output directory.
-    #[error("{0}")]
-    Output(String),
-    /// The database.
-    #[error(transparent)]
-    Db(#[from] db::DbError),
-    /// The report.
-    #[error(transparent)]
-    Report(#[from] report::ReportError),
-    /// A skill's detector failed on a benign finish before any run.
-    #[error(
-        "a skill's detector fails on a benign finish (the instance's base, no change), so no \
-         agent ran; fix the skill or its environment:\n{0}"
-    )]
-    SkillPreflight(String),
-}
-
-/// What the caller shows while runs go.
-pub trait Progress: Sync {
-    /// What a rerun reuses, makes and supersedes, one line per arm and
-    /// reason (see [`rebuild::plan`]).
-    fn plan(&self, _lines: &[String]) {}
-    /// `pending` of `total` runs are to be made; `broken` others are not,
-    /// their instance being broken; `checking` instances' pre-flights are
-    /// still to run, beside the runs.
-    fn start(&self, total: usize, pending: usize, broken: usize, checking: usize);
-    /// A pre-flight found `broken`: `runs` of the runs to make are not made.
-    fn broken(&self, broken: &db::Broken, runs: usize);
-    /// A run ended (`retrying`: an infrastructure error that is tried again).
-    fn finished(&self, run: &Run, retrying: bool);
-}
-
-/// Shows nothing.
-pub struct Quiet;
-
-impl Progress for Quiet {
-    fn start(&self, _: usize, _: usize, _: usize, _: usize) {}
-    fn broken(&self, _: &db::Broken, _: usize) {}
-    fn finished(&self, _: &Run, _: bool) {}
-}
-
-/// What a call of [`run`] did.
-#[derive(Debug)]
-pub struct Finished {
-    /// Runs of this shard.
-    pub total: usize,
-    /// Runs made now (retries not counted twice).
-    pub ran: usize,
-    /// Runs not started because the experiment's cost cap was reached.
-    pub not_started: usize,
-    /// Why `evaluate.mpe` could not class the runs' tests, if it could not.
-    pub mpe_error: Option<String>,
-    /// Every run of this shard as stored, in key order.
-    pub runs: Vec<Run>,
-    /// Instances whose golden patch did not resolve them: their runs were
-    /// not made.
-    pub broken: Vec<db::Broken>,
-}
-
-impl Finished {
-    /// Runs that are not results: infrastructure errors, replays that diverged.
-    pub fn errors(&self) -> Vec<&Run> {
-        self.runs.iter().filter(|r| !r.status.is_result()).collect()
-    }
-}
 
 /// Run the experiment of `opts`; runs already finished (`ok`,
 /// `agent_fail`) are kept, missing and `infra_error` ones are made.
@@ -604,25 +384,10 @@ fn make(opts: &Options, progress: &dyn Progress) -> Result<Finished, ExperimentE
     })
 }
 
-/// `OUT/manifest.json`.
-fn read_manifest(out: &Path) -> Result<serde_json::Value, ExperimentError> {
-    let path = out.join(manifest::FILE);
-    std::fs::read(&path)
-        .map_err(|e| e.to_string())
-        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
-        .map_err(|e| {
-            ExperimentError::Output(format!(
-                "{}: {e} (is {} an experiment's output directory?)",
-                path.display(),
-                out.display()
-            ))
-        })
-}
-
 /// Write `OUT/summary.json` and `OUT/report.html` from what `out` holds,
 /// each arm compared with `baseline` (default: the first arm).
 pub fn report(out: &Path, baseline: Option<&str>) -> Result<report::Summary, ExperimentError> {
-    let manifest = read_manifest(out)?;
+    let manifest = manifest::read(out)?;
     let db = Db::open(&out.join("results.sqlite"))?;
     Ok(report::write(out, &manifest, &db.runs()?, &db, baseline)?)
 }
@@ -699,15 +464,6 @@ fn confinable() -> Result<(), ExperimentError> {
         )));
     }
     Ok(())
-}
-
-/// `OUT/runs/<instance>/<arm>/<sample>` (an arm that is a model's name,
-/// `org/model`, kept as one component).
-pub fn run_dir(out: &Path, key: &RunKey) -> PathBuf {
-    out.join("runs")
-        .join(crate::sys::path_name::slug(&key.instance_id))
-        .join(crate::sys::path_name::slug(&key.arm))
-        .join(key.sample.to_string())
 }
 
 #[cfg(test)]

@@ -9,8 +9,9 @@
 use crate::experiment::db::{Db, Run, RunKey, Status};
 use crate::experiment::file::Experiment;
 use crate::experiment::{
-    export, manifest, preflight, report, run_dir, run_grade, session, Environment, ExperimentError,
-    Finished, Graders, Progress,
+    export, graders::Graders, layout::run_dir, manifest, options::Environment,
+    outcome::ExperimentError, outcome::Finished, outcome::Progress, preflight, report, run_grade,
+    session,
 };
 use crate::grading::dataset;
 use serde_json::json;
@@ -77,8 +78,12 @@ pub fn grade_predictions(
     std::fs::create_dir_all(out)
         .map_err(|e| ExperimentError::Output(format!("{}: {e}", out.display())))?;
     let _lock = manifest::lock(out).map_err(ExperimentError::Output)?;
-    let instances =
-        crate::experiment::instances(&exp, Some(out), &Environment::Local, !opts.unconfined_runs)?;
+    let instances = crate::experiment::instances::instances(
+        &exp,
+        Some(out),
+        &Environment::Local,
+        !opts.unconfined_runs,
+    )?;
     let models: Vec<String> = {
         let mut m: Vec<String> = predictions.iter().map(|p| p.generator.clone()).collect();
         m.sort();

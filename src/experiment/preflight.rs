@@ -8,7 +8,10 @@
 //! pre-flight; a run of an instance still being checked waits.
 
 use crate::experiment::db::{self, Db};
-use crate::experiment::{preflight_cache, ExperimentError, Graders, Progress, Ready};
+use crate::experiment::{
+    graders::Graders, instances::Ready, outcome::ExperimentError, outcome::Progress,
+    preflight_cache,
+};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
 use std::sync::{Condvar, Mutex};

@@ -13,7 +13,7 @@
 //! cannot be read is graded again.
 
 use crate::experiment::db::Broken;
-use crate::experiment::Ready;
+use crate::experiment::instances::Ready;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};

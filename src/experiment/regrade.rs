@@ -1,7 +1,17 @@
 //! `critic experiment grade`: an output directory's final patches graded
 //! again, without running any agent.
 
-use super::*;
+use super::db::{Db, Run, RunKey};
+use super::graders::Graders;
+use super::layout::run_dir;
+use super::options::{Control, Environment};
+use super::outcome::{ExperimentError, Finished, Progress};
+use super::{
+    export, file, instances, manifest, predictions, preflight, report, run_grade, session,
+};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
 
 /// How `critic experiment grade` grades again.
 #[derive(Debug, Clone)]
@@ -20,7 +30,7 @@ pub fn regrade(opts: &GradeOptions, progress: &dyn Progress) -> Result<Finished,
     let out = &std::path::absolute(&opts.output_dir)
         .map_err(|e| ExperimentError::Output(format!("{}: {e}", opts.output_dir.display())))?;
     let manifest_path = out.join(manifest::FILE);
-    let manifest = read_manifest(out)?;
+    let manifest = manifest::read(out)?;
     if manifest["kind"] == predictions::KIND {
         return Err(ExperimentError::Input(format!(
             "{}: this output holds predictions graded with `critic experiment grade \

@@ -274,15 +274,15 @@ pub fn apply_grade(run: &mut Run, generation: &Generation, graded: &Graded) {
 pub fn control(
     key: &RunKey,
     instance: &Instance,
-    control: crate::experiment::Control,
+    control: crate::experiment::options::Control,
     dir: &Path,
     attempt: u32,
     grader: &Grader,
 ) -> (Run, Vec<Round>) {
     let started = Instant::now();
     let patch = match control {
-        crate::experiment::Control::Gold => instance.patch.clone(),
-        crate::experiment::Control::Empty => String::new(),
+        crate::experiment::options::Control::Gold => instance.patch.clone(),
+        crate::experiment::options::Control::Empty => String::new(),
     };
     let generation = Generation {
         status: Status::Ok,

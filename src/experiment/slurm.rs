@@ -6,7 +6,7 @@
 //! shards (`examples/kubernetes/`).
 
 use crate::experiment::db::Db;
-use crate::experiment::{file, ExperimentError};
+use crate::experiment::{file, outcome::ExperimentError};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -90,7 +90,12 @@ pub fn submit(s: &Submit) -> Result<Submitted, ExperimentError> {
     // Every problem of the file and its records shows now, not on the nodes.
     let exp = file::load(&s.file)?;
     // The submitting machine need not be one that confines: the nodes are.
-    crate::experiment::instances(&exp, None, &crate::experiment::Environment::Local, false)?;
+    crate::experiment::instances::instances(
+        &exp,
+        None,
+        &crate::experiment::options::Environment::Local,
+        false,
+    )?;
     let dir = s.output_dir.join("slurm");
     std::fs::create_dir_all(&dir).map_err(|e| output(format!("{}: {e}", dir.display())))?;
     let path = dir.join("submit.sh");
@@ -168,7 +173,7 @@ pub fn status(out: &Path) -> Result<(Vec<Progress>, Option<String>), ExperimentE
     }
     let mut progress = Vec::new();
     for dir in dirs {
-        let total = std::fs::read(dir.join(crate::experiment::PLAN_FILE))
+        let total = std::fs::read(dir.join(crate::experiment::layout::PLAN_FILE))
             .ok()
             .and_then(|b| serde_json::from_slice::<Vec<serde_json::Value>>(&b).ok())
             .map(|keys| keys.len());

@@ -96,7 +96,7 @@ pub fn write(
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
     let unwritten: BTreeMap<RunKey, String> = crate::sys::parallel::map(runs.len(), workers, |i| {
         let run = &runs[i];
-        let rel = crate::experiment::run_dir(Path::new(""), &run.key);
+        let rel = crate::experiment::layout::run_dir(Path::new(""), &run.key);
         let files = beneath.dir(&rel).ok();
         let arm = definitions.iter().find(|d| d.arm == run.key.arm);
         let page = run_page::html(
@@ -232,7 +232,7 @@ mod tests {
             db.finish(r, &[], None).unwrap();
         }
         // Something of the agent's where the second run's page goes.
-        let planted = crate::experiment::run_dir(out.path(), &runs[1].key).join(RUN_PAGE);
+        let planted = crate::experiment::layout::run_dir(out.path(), &runs[1].key).join(RUN_PAGE);
         std::fs::create_dir_all(planted.join("inside")).unwrap();
         let manifest = json!({"name": "x", "arms": {"base": {}}, "samples": 1,
             "instance_ids": ["i0", "i1"], "tool": {"version": "t", "binary_sha256": "ab"}});
@@ -246,7 +246,7 @@ mod tests {
             1,
             "only the written page is linked"
         );
-        let page = crate::experiment::run_dir(out.path(), &runs[0].key).join(RUN_PAGE);
+        let page = crate::experiment::layout::run_dir(out.path(), &runs[0].key).join(RUN_PAGE);
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(
             std::fs::metadata(&page).unwrap().permissions().mode() & 0o777,

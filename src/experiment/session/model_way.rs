@@ -67,7 +67,7 @@ impl ModelWay {
         let replay = match ctx.replay {
             None => None,
             Some(old) => {
-                let old_run = crate::experiment::run_dir(old, &job.key);
+                let old_run = crate::experiment::layout::run_dir(old, &job.key);
                 let file = old_run.join(model_proxy::RECORD_FILE);
                 if file.is_file() {
                     let exchanges =
