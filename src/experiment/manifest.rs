@@ -128,6 +128,21 @@ pub fn lock(out: &Path) -> Result<Lock, String> {
     Ok(Lock(file))
 }
 
+/// `OUT/manifest.json` as written.
+pub fn read(out: &Path) -> Result<serde_json::Value, ExperimentError> {
+    let path = out.join(FILE);
+    std::fs::read(&path)
+        .map_err(|e| e.to_string())
+        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+        .map_err(|e| {
+            ExperimentError::Output(format!(
+                "{}: {e} (is {} an experiment's output directory?)",
+                path.display(),
+                out.display()
+            ))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,19 +177,4 @@ mod tests {
         drop(held);
         lock(dir.path()).unwrap();
     }
-}
-
-/// `OUT/manifest.json`.
-pub fn read(out: &Path) -> Result<serde_json::Value, ExperimentError> {
-    let path = out.join(FILE);
-    std::fs::read(&path)
-        .map_err(|e| e.to_string())
-        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
-        .map_err(|e| {
-            ExperimentError::Output(format!(
-                "{}: {e} (is {} an experiment's output directory?)",
-                path.display(),
-                out.display()
-            ))
-        })
 }
