@@ -469,4 +469,31 @@ mod tests {
             "{e}"
         );
     }
+
+    #[test]
+    fn reads_what_critic_events_prints_and_renumbers() {
+        let text = r#"[{"index": 7, "kind": "message", "source": "user", "text": "fix it"},
+                       {"index": 9, "kind": "finish", "source": "agent", "text": "done", "exit_code": 0}]"#;
+        let events = parse(Path::new("t.json"), text, None).unwrap();
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[1].kind, critic_sdk::EventKind::Finish);
+        assert_eq!((events[0].index, events[1].index), (0, 1));
+        assert_eq!(events[1].text.as_deref(), Some("done"));
+    }
+
+    #[test]
+    fn a_record_that_is_not_an_event_is_kept_and_a_broken_line_is_an_error() {
+        let format: EventsFormat = "critic".parse().unwrap();
+        let text = "{\"index\": 0, \"kind\": \"message\"}\n{\"index\": 1, \"kind\": \"bogus\"}\n";
+        let events = parse(Path::new("t.jsonl"), text, Some(format)).unwrap();
+        assert_eq!(events[1].kind, critic_sdk::EventKind::Other);
+        let e = parse(
+            Path::new("t.jsonl"),
+            "{\"index\": 0, \"kind\": \"message\"}\n{oops\n",
+            Some(format),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("t.jsonl:2"), "{e}");
+    }
 }

@@ -23,12 +23,12 @@ pub(crate) use compose::{unjudged_verdict, Standing, Unjudged};
 use crate::detector::feed::EventFeed;
 use crate::detector::wasm::{CallContext, CallLimits, DetectorError, Runtime};
 use crate::detector::Detector;
+use crate::evaluate::critic::{Critic, Finish, GENERIC_FOLLOWUP};
 use crate::evaluate::error::Error;
 use crate::evaluate::redact;
 use crate::evaluate::request::{CheckRequest, HostSettings};
 use crate::evaluate::state::{Session, StateStore};
 use crate::evaluate::verdict::{SignalResult, SignalStatus, Verdict};
-use crate::evaluate::{Critic, Finish};
 use crate::host::artifacts;
 use crate::host::llm::{LlmClient, LlmConfig};
 use crate::host::run::Runner;
@@ -811,7 +811,7 @@ impl SkillCritic {
             .filter_map(|r| r.followup_text.as_deref())
             .collect();
         if texts.is_empty() {
-            parts.push(crate::evaluate::GENERIC_FOLLOWUP);
+            parts.push(GENERIC_FOLLOWUP);
         }
         parts.extend(texts);
         if let Some(f) = &style.footer {

@@ -5,9 +5,9 @@
 //! `unix:critic.sock`) or `http://127.0.0.1:PORT`; over TCP the token of
 //! `CRITIC_SERVER_TOKEN` goes with the request.
 
+use crate::evaluate::request::CheckRequest;
 use crate::evaluate::verdict::Verdict;
 use crate::frontend::server::TOKEN_ENV;
-use crate::frontend::CheckRequest;
 use http_body_util::BodyExt;
 use hyper::body::Bytes;
 use std::net::SocketAddr;

@@ -7,6 +7,7 @@
 
 use crate::detector::wasm::Runtime;
 use crate::evaluate::error::Error;
+use crate::evaluate::request::CheckRequest;
 use crate::evaluate::scorer::{load_detectors, wait_within, CountedFinish, SkillCritic};
 use crate::evaluate::state::StateStore;
 use crate::evaluate::verdict::Verdict;
@@ -14,7 +15,6 @@ use crate::evaluate::{instance_key, with_followup, Critic, Finish};
 use crate::frontend::inputs::{
     load_events, patch_file_diff, state_root, test_classifier, workspace_root,
 };
-use crate::frontend::CheckRequest;
 use crate::skill;
 use crate::workspace::{PendingDiff, RawDiff, Workspace};
 use std::time::Instant;

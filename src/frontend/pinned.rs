@@ -11,8 +11,8 @@
 //! private copy: the agent cannot swap a file of the user's in. The server,
 //! not the agent's hook, writes the verdict log the runner reads.
 
+use crate::evaluate::request::CheckRequest;
 use crate::evaluate::verdict::Verdict;
-use crate::frontend::CheckRequest;
 use crate::sandbox::beneath::Beneath;
 use std::path::{Path, PathBuf};
 

@@ -14,7 +14,7 @@
 //! into a private target directory (see [`target_dir_of`]).
 
 use super::confined_build::{self, Trust};
-use crate::skill::BuildError;
+use crate::skill::build_error::BuildError;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -15,7 +15,7 @@
 //! the component, and `critic build --check` compares that digest with the
 //! sources' instead of comparing bytes.
 
-use crate::skill::BuildError;
+use crate::skill::build_error::BuildError;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};

@@ -11,7 +11,7 @@
 //! confine, a build is refused unless the user vouches for the skill
 //! ([`Trust::Trusted`], `--trust-skill`).
 
-use crate::skill::BuildError;
+use crate::skill::build_error::BuildError;
 use std::path::Path;
 use std::process::Command;
 

@@ -11,7 +11,7 @@
 //! `--unconfined-agents`, a process that both leaves its session and clears
 //! its environment can: docs/SECURITY.md says so.
 
-use super::{Turn, TurnEnd, TurnResult};
+use super::turn::{Turn, TurnEnd, TurnResult};
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};

@@ -11,7 +11,8 @@
 //! critic's state and writes the verdict log. Unconfined, the hook checks
 //! itself and writes both, within the agent's reach.
 
-use super::{command, Turn, TurnResult};
+use super::command;
+use super::turn::{Turn, TurnResult};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::os::unix::fs::OpenOptionsExt;
