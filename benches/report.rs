@@ -199,7 +199,7 @@ fn main() {
                 sample: 1,
             },
         )
-        .join(report::RUN_PAGE),
+        .join(report::run_page::FILE),
     );
     let load = page.eval("performance.getEntriesByType('navigation')[0].loadEventEnd");
     println!(

@@ -4,32 +4,30 @@
 //! A *skill* (a directory with `critic.yaml` and WebAssembly detectors) judges
 //! a [`Finish`] (the agent's events and the working tree's patch) into a
 //! [`Verdict`]: accept, or reject with the follow-up prompt the agent gets as
-//! its next turn. The layers, top down (see `docs/architecture.md`):
+//! its next turn.
 //!
-//! * [`frontend`]: front-ends' entry points. A [`CheckRequest`] names one check;
-//!   [`frontend::oneshot`] runs it in a process that exits after it (`critic
-//!   check`), [`Service`] keeps skills and runtimes warm across many (`critic
-//!   serve`).
-//! * [`evaluate`]: the [`Critic`] trait and [`SkillCritic`], which scores a
-//!   skill's signals, counts rounds per session and composes the follow-up.
-//! * [`skill`]: the manifest. [`agents`]: transcripts of each agent into
-//!   normalized events. [`workspace`]: the git work tree and its patch.
-//! * [`detector`]: detectors behind one call interface, WebAssembly
-//!   components on a [`Runtime`]; [`host`]: what a detector may call, each
-//!   capability granted or denied, and the scratch copies `run` uses.
-//! * [`grading`]: whether a patch resolves a SWE-bench-style instance, as
-//!   SWE-bench decides it (records, environments, test commands, log
-//!   formats, status rules, scratch and container back ends).
-//! * [`mpe`]: Mutation Patch Evaluation (`critic mpe`), which runs generated
-//!   tests against pools of wrong fixes; [`experiment`]: arms of critics
-//!   run over a dataset (`critic experiment`). Both grade through [`grading`].
+//! This crate's public API is what a program that judges finishes needs:
 //!
-//! A program judges finishes through a [`Service`], which loads each skill
-//! once and reloads it when it changes on disk:
+//! * [`Service`] keeps skills and detector runtimes warm across many checks,
+//!   each named by a [`CheckRequest`] (with [`HostSettings`] for the host's
+//!   limits), and reloads a skill when it changes on disk;
+//! * [`Critic`] is the trait of anything that judges a [`Finish`]; a
+//!   [`SkillCritic`] is one skill's, scoring its signals and keeping its
+//!   rounds per session in a [`StateStore`]; [`decide`] and
+//!   [`with_followup`] run one;
+//! * [`load_skill`], [`Runtime`], [`load_events`] (an agent's transcript as
+//!   [`Event`]s, in any [`EventsFormat`]), [`Workspace`] and
+//!   [`TestClassifier`] (the work tree's [`Patch`]) are the parts a
+//!   [`Finish`] is made from;
+//! * [`Error`] is every error a check reports.
+//!
+//! [`cli`] is the `critic` binary's command line. The layers below it are
+//! private to the crate; `docs/architecture.md` draws them.
+//!
+//! A program judges finishes through a [`Service`]:
 //!
 //! ```no_run
-//! use pluggable_critic::{CheckRequest, Service};
-//! use pluggable_critic::frontend::HostSettings;
+//! use pluggable_critic::{CheckRequest, HostSettings, Service};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let service = Service::new(HostSettings::default())?;
@@ -43,31 +41,48 @@
 //! # Ok(())
 //! # }
 //! ```
-//!
-//! A program with its own idea of a finish implements [`Critic`], or builds a
-//! [`SkillCritic`] and a [`Finish`] itself.
 
-pub mod agents;
-pub mod detector;
-pub mod evaluate;
-pub mod experiment;
-pub mod frontend;
-pub mod grading;
-pub mod host;
-pub mod mpe;
-mod report_html;
-pub mod sandbox;
-pub mod skill;
-mod sys;
-pub mod workspace;
+pub mod cli;
 
+/// The layers below the command line: private to the crate, except with the
+/// `internals` feature, which the crate's own integration tests, fuzz tests
+/// and benchmarks turn on to reach the parts they measure. Nothing outside
+/// this repository should rely on it.
+macro_rules! layers {
+    ($($name:ident),* $(,)?) => {$(
+        #[cfg(feature = "internals")]
+        #[doc(hidden)]
+        pub mod $name;
+        #[cfg(not(feature = "internals"))]
+        pub(crate) mod $name;
+    )*};
+}
+
+layers!(
+    agents,
+    detector,
+    evaluate,
+    experiment,
+    frontend,
+    grading,
+    host,
+    mpe,
+    report_html,
+    sandbox,
+    skill,
+    sys,
+    workspace,
+);
+
+pub use agents::{load as load_events, EventsError, EventsFormat};
+pub use critic_sdk::{Event, EventKind, Patch};
 pub use detector::wasm::Runtime;
 pub use evaluate::error::Error;
+pub use evaluate::request::{CheckRequest, EventsSource, HostSettings};
 pub use evaluate::scorer::SkillCritic;
-pub use evaluate::verdict::Verdict;
-pub use evaluate::{decide, Critic, Finish};
+pub use evaluate::state::StateStore;
+pub use evaluate::verdict::{SignalResult, SignalStatus, Verdict};
+pub use evaluate::{decide, with_followup, Critic, Finish};
 pub use frontend::service::Service;
-pub use frontend::CheckRequest;
-pub use skill::Skill;
-pub use sys::bounded_read::read_regular_file;
-pub use sys::interrupt::cleanup_on_signals;
+pub use skill::{load as load_skill, Skill};
+pub use workspace::{TestClassifier, Workspace};

@@ -2,13 +2,14 @@
 //! (a `use`, or a path written out) names a module of its own layer or of a
 //! layer below it; the order is written once, here, and drawn in
 //! `docs/architecture.md`. A path into an item of `lib.rs` itself (the
-//! library's facade) looks up from every layer. The binary (`src/bin/`)
-//! is above them all and reaches the library through its public API.
+//! library's public API) looks up from every layer. The command line,
+//! `cli/`, is the top layer; the binary (`src/bin/`) only calls it.
 
 use std::path::{Path, PathBuf};
 
 /// The layers, top down. Modules in one entry are one layer.
 const LAYERS: &[&[&str]] = &[
+    &["cli"],
     &["experiment"],
     &["mpe"],
     &["grading"],

@@ -1,22 +1,19 @@
-//! Subclass mode: embedding the host as a library.
+//! Subclass mode: embedding the host as a library, through the crate's
+//! public API only (no `internals`).
 
 mod common;
 
 use common::*;
-use pluggable_critic::detector::wasm::Runtime;
-use pluggable_critic::evaluate::scorer::SkillCritic;
-use pluggable_critic::evaluate::state::StateStore;
-use pluggable_critic::evaluate::verdict::Verdict;
-use pluggable_critic::evaluate::{decide, Critic, Finish};
-use pluggable_critic::frontend::CheckRequest;
-use pluggable_critic::workspace::{TestClassifier, Workspace};
-use pluggable_critic::{agents, skill, Error};
+use pluggable_critic::{
+    decide, load_events, load_skill, CheckRequest, Critic, Error, Finish, Runtime, Skill,
+    SkillCritic, StateStore, TestClassifier, Verdict, Workspace,
+};
 
 fn finish(repo: &Repo, n: usize) -> Finish {
     let ws = Workspace::open(repo.path()).unwrap();
     let classifier = TestClassifier::new(&["tests/**".to_string()]).unwrap();
     Finish {
-        events: agents::load(&demo_events(n), None).unwrap().into(),
+        events: load_events(&demo_events(n), None).unwrap().into(),
         patch: ws.worktree_patch(&ws.head, &classifier).unwrap(),
         workspace: ws.root.canonicalize().unwrap(),
         session: "lib".into(),
@@ -25,7 +22,7 @@ fn finish(repo: &Repo, n: usize) -> Finish {
 }
 
 /// The skill's critic on `runtime`, its state under `state` (not fsync'd).
-fn critic_on(skill: skill::Skill, runtime: &Runtime, state: &std::path::Path) -> SkillCritic {
+fn critic_on(skill: Skill, runtime: &Runtime, state: &std::path::Path) -> SkillCritic {
     SkillCritic::new(
         skill,
         runtime,
@@ -37,7 +34,7 @@ fn critic_on(skill: skill::Skill, runtime: &Runtime, state: &std::path::Path) ->
 
 #[test]
 fn skill_critic_evaluates_in_process() {
-    let skill = skill::load(&root().join("examples/demo-skill")).unwrap();
+    let skill = load_skill(&root().join("examples/demo-skill")).unwrap();
     let runtime = Runtime::new(Some(&cache_dir())).unwrap();
     let state = tempfile::tempdir().unwrap();
     let critic = critic_on(skill, &runtime, state.path());
@@ -60,7 +57,7 @@ struct NoTodo;
 
 impl Critic for NoTodo {
     fn evaluate(&self, finish: &Finish) -> Result<Verdict, Error> {
-        let skill = skill::load(&skill("empty-patch"))?;
+        let skill = load_skill(&skill("empty-patch"))?;
         let runtime = Runtime::new(None).map_err(|e| Error::Internal(e.to_string()))?;
         let dir = tempfile::tempdir().map_err(|e| Error::Internal(e.to_string()))?;
         let inner = SkillCritic::new(
@@ -108,7 +105,7 @@ fn normalized_events_match_their_schema() {
         fixture("openhands-v0/output.jsonl"),
         fixture("openhands/events"),
     ] {
-        let events = agents::load(&path, None).unwrap();
+        let events = load_events(&path, None).unwrap();
         assert!(!events.is_empty());
         for e in &events {
             assert_schema("event.schema.json", &serde_json::to_value(e).unwrap());
@@ -118,7 +115,7 @@ fn normalized_events_match_their_schema() {
 
 #[test]
 fn every_runtime_gives_the_same_verdicts_call_after_call() {
-    let skill = skill::load(&root().join("examples/demo-skill")).unwrap();
+    let skill = load_skill(&root().join("examples/demo-skill")).unwrap();
     let runtimes = [
         ("new", Runtime::new(Some(&cache_dir())).unwrap()),
         ("pooled", Runtime::pooled(Some(&cache_dir()), 8).unwrap()),
@@ -166,7 +163,7 @@ fn a_full_pool_is_a_clear_error() {
     let skill = temp_skill(
         "name: t\nversion: 0.1.0\nsignals:\n  - {name: a, type: soft, weight: 1, detector: {misbehave}, config: {mode: sleep, ms: 300}}\n  - {name: b, type: soft, weight: 1, detector: {misbehave}, config: {mode: sleep, ms: 300}}\n",
     );
-    let skill = skill::load(skill.path()).unwrap();
+    let skill = load_skill(skill.path()).unwrap();
     let runtime = Runtime::pooled(Some(&cache_dir()), 1).unwrap();
     let state = tempfile::tempdir().unwrap();
     let critic = critic_on(skill, &runtime, state.path());

@@ -42,7 +42,7 @@ pub enum EventsError {
         /// What the format needs there.
         what: String,
         /// What was expected instead, in serde's words without the value
-        /// found (see [`crate::sys::json_error`]).
+        /// found (see `sys::json_error`).
         message: String,
     },
     /// Valid JSON in an unexpected shape.

@@ -66,8 +66,12 @@ pub fn hook_protocol(agent: &str) -> Option<&'static hook::HookProtocol> {
 }
 
 /// Every hooked agent's name, comma-separated (for messages).
-pub fn hooked_agent_names() -> String {
-    HOOKS.iter().map(|h| h.agent).collect::<Vec<_>>().join(", ")
+pub fn hooked_agents_described() -> String {
+    HOOKS
+        .iter()
+        .map(|h| format!("  {}: {}", h.agent, h.about))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// A transcript format chosen by name (`--events-format`, a request's

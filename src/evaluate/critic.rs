@@ -49,7 +49,7 @@ pub trait Critic {
 
     /// The agent's next user turn after a rejection. Override to compose
     /// feedback from the verdict's metadata; the default is the verdict's own
-    /// follow-up, or [`GENERIC_FOLLOWUP`].
+    /// follow-up, or a generic one.
     fn followup(&self, verdict: &Verdict) -> String {
         verdict
             .followup
@@ -66,10 +66,10 @@ pub fn decide(critic: &dyn Critic, finish: &Finish) -> Result<Verdict, Error> {
 /// `verdict` of `critic`, its follow-up composed by [`Critic::followup`]
 /// when it rejects: what [`decide`] does after evaluating. Every front-end
 /// gets its follow-up here, so here it loses what looks like a secret
-/// (see [`redact`]), whichever critic composed it: a [`SkillCritic`]'s has
+/// (see `evaluate::redact`), whichever critic composed it: a [`SkillCritic`]'s has
 /// lost them already, a program's own may quote anything.
 ///
-/// [`SkillCritic`]: scorer::SkillCritic
+/// [`SkillCritic`]: crate::SkillCritic
 pub fn with_followup(critic: &dyn Critic, mut verdict: Verdict) -> Verdict {
     verdict.followup = (!verdict.accepted).then(|| {
         let followup = critic.followup(&verdict);

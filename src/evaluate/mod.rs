@@ -9,4 +9,4 @@ pub mod scorer;
 pub mod state;
 pub mod verdict;
 
-pub use critic::{decide, instance_key, with_followup, Critic, Finish, GENERIC_FOLLOWUP};
+pub use critic::{decide, instance_key, with_followup, Critic, Finish};

@@ -53,7 +53,7 @@ pub struct CheckRequest {
     #[serde(default)]
     pub patch: Option<PathBuf>,
     /// State directory (default: the user's state directory, keyed by the
-    /// workspace; see [`crate::evaluate::state::default_root`]).
+    /// workspace; see `evaluate::state::default_root`).
     #[serde(default)]
     pub state_dir: Option<PathBuf>,
     /// Capabilities to deny the skill.
@@ -98,7 +98,7 @@ pub struct HostSettings {
     /// Commands the `run` capabilities run at once (`None`: one per core).
     pub jobs: Option<usize>,
     /// Run `run`/`run-matrix` commands unconfined (see
-    /// [`crate::sandbox::confine`]).
+    /// `sandbox::confine`).
     pub unconfined_runs: bool,
     /// The model `llm-complete` talks to (`None`: not configured).
     pub llm: Option<LlmConfig>,

@@ -588,6 +588,7 @@ impl Db {
         Ok(by_run)
     }
 
+    #[cfg(test)]
     /// Every attempt logged, in key and attempt order.
     pub fn attempts(&self) -> Result<Vec<Attempt>, DbError> {
         let conn = self.conn();
@@ -667,6 +668,7 @@ impl Db {
     }
 }
 
+#[cfg(test)]
 /// One logged attempt of a run.
 #[derive(Debug, Clone)]
 pub struct Attempt {

@@ -9,10 +9,7 @@ pub(crate) mod resolved;
 pub(crate) use checker::on_path;
 use checker::Checker;
 use raw::Raw;
-pub use resolved::{
-    Adapter, Agent, Arm, Budget, Environment, Experiment, FileError, Filter, Model, MpeSettings,
-    Price,
-};
+pub use resolved::{Adapter, Arm, Experiment, FileError, Model, MpeSettings};
 
 use crate::skill::schema::{self, BundledSchema};
 use crate::skill::yaml::{self, Position};

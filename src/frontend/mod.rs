@@ -11,7 +11,4 @@ pub mod service;
 mod unjudged;
 pub mod verdict_log;
 
-pub use crate::evaluate::request::{
-    CheckRequest, EventsSource, HostSettings, DEFAULT_SESSION, MAX_TIME_LIMIT,
-};
-pub use service::Service;
+pub use crate::evaluate::request::{CheckRequest, HostSettings, DEFAULT_SESSION, MAX_TIME_LIMIT};

@@ -131,7 +131,7 @@ impl Service {
 
     /// Judge the finish `request` names. A finish the agent made unreadable
     /// (its work tree, its transcript) is a counted rejection, not an error
-    /// (see [`crate::frontend::unjudged`]). The request's `time_limit` counts
+    /// (see `frontend::unjudged`). The request's `time_limit` counts
     /// from this call.
     pub fn check(&self, request: &CheckRequest) -> Result<Verdict, Error> {
         let deadline = request.deadline(Instant::now());

@@ -318,14 +318,6 @@ impl Prepared {
         self.test_set(patch, is_test_path)
     }
 
-    /// The golden ids, both lists.
-    pub fn golden_ids(&self) -> Vec<String> {
-        self.fail_to_pass
-            .iter()
-            .chain(&self.pass_to_pass)
-            .cloned()
-            .collect()
-    }
 
     /// The request that runs `tests` on the base with `code` written over it.
     pub fn request(&self, code: &BTreeMap<String, String>, tests: &TestSet) -> RunRequest {

@@ -27,10 +27,6 @@ fn data() -> &'static Value {
     })
 }
 
-/// The SWE-bench release the specifications were taken from.
-pub fn swebench_version() -> &'static str {
-    data()["swebench_version"].as_str().unwrap_or("unknown")
-}
 
 /// What SWE-bench's harness makes for one repository and version.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -123,6 +123,7 @@ impl TestCommand {
         self
     }
 
+    #[cfg(any(test, feature = "internals"))]
     /// The default command of a repository with no record to say more.
     pub fn for_repo(repo: &str, python: &Path) -> TestCommand {
         TestCommand::new(repo, None, None, &[], python).expect("the defaults are valid")

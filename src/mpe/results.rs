@@ -15,10 +15,6 @@ pub struct F2p {
 }
 
 impl F2p {
-    /// Fails on buggy and passes on golden.
-    pub fn holds(self) -> bool {
-        self.fails_on_buggy && self.passes_on_golden
-    }
 
     /// Why it is not F->P.
     pub fn misaligned_reason(self) -> Option<&'static str> {

@@ -51,10 +51,6 @@ impl Store {
         })
     }
 
-    /// The directory.
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
 
     /// Write `bytes` to `rel` whole.
     pub fn write(&self, rel: &Path, bytes: &[u8]) -> Result<(), StoreError> {

@@ -375,6 +375,7 @@ fn memo_name(text: &str) -> String {
     format!("{}.valid", hex::encode(&h.finalize()[..16]))
 }
 
+#[cfg(any(test, feature = "internals"))]
 /// Validate manifest text; `dir` resolves detector paths, `path` names the file in errors.
 pub fn parse(text: &str, dir: &Path, path: &Path) -> Result<Manifest, ManifestError> {
     parse_inner(text, dir, path, true)

@@ -128,7 +128,7 @@ impl Workspace {
     }
 
     /// Open the work tree containing `dir` and diff it against `base` (HEAD
-    /// when `None`); parse the result with [`RawDiff::parse`].
+    /// when `None`); parse the result with `RawDiff::parse`.
     pub fn open_with_diff(
         dir: &Path,
         base: Option<&str>,
@@ -137,7 +137,7 @@ impl Workspace {
     }
 
     /// [`Workspace::open_with_diff`] in two steps: this one starts git, whose
-    /// processes then run on their own until [`PendingDiff::finish`].
+    /// processes then run on their own until `PendingDiff::finish`.
     ///
     /// The common case costs two git processes: the work tree, git directory
     /// and HEAD commit are found the way git finds them (the nearest `.git`,

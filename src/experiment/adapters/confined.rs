@@ -279,10 +279,11 @@ pub struct Pending {
 /// A started turn's forwarders and model proxy (stopped when dropped) and
 /// memory cgroup.
 pub struct Started {
-    /// What forwards the turn's listeners.
-    pub forwarders: Forwarders,
-    /// The model proxy serving the turn's listener.
-    pub model: Option<Serving>,
+    /// What forwards the turn's listeners: held, not read, until the turn
+    /// ends, when dropping it stops the forwarding.
+    _forwarders: Forwarders,
+    /// The model proxy serving the turn's listener, held the same way.
+    _model: Option<Serving>,
     /// The turn's memory cgroup, when it has one.
     pub memory: Option<MemoryCgroup>,
 }
@@ -301,8 +302,8 @@ impl Pending {
             }
         }
         Ok(Started {
-            forwarders: Forwarders::start(pairs).map_err(network)?,
-            model,
+            _forwarders: Forwarders::start(pairs).map_err(network)?,
+            _model: model,
             memory: self.memory,
         })
     }

@@ -14,4 +14,4 @@ pub mod mini_swe_agent;
 pub mod openhands;
 mod turn;
 
-pub use turn::{Turn, TurnEnd, TurnResult};
+pub use turn::{Turn, TurnEnd};

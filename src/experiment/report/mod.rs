@@ -13,13 +13,12 @@ mod behind;
 mod charts;
 mod page;
 mod run_facts;
-mod run_page;
+pub mod run_page;
 mod style;
 mod summary;
 mod tables;
 
-pub use run_page::FILE as RUN_PAGE;
-pub use summary::{summarize, ArmSummary, FailureClass, Paired, Summary};
+pub use summary::{summarize, Summary};
 pub use tables::markdown;
 
 use crate::experiment::db::{Db, Run, RunKey};
@@ -232,7 +231,7 @@ mod tests {
             db.finish(r, &[], None).unwrap();
         }
         // Something of the agent's where the second run's page goes.
-        let planted = crate::experiment::layout::run_dir(out.path(), &runs[1].key).join(RUN_PAGE);
+        let planted = crate::experiment::layout::run_dir(out.path(), &runs[1].key).join(run_page::FILE);
         std::fs::create_dir_all(planted.join("inside")).unwrap();
         let manifest = json!({"name": "x", "arms": {"base": {}}, "samples": 1,
             "instance_ids": ["i0", "i1"], "tool": {"version": "t", "binary_sha256": "ab"}});
@@ -246,7 +245,7 @@ mod tests {
             1,
             "only the written page is linked"
         );
-        let page = crate::experiment::layout::run_dir(out.path(), &runs[0].key).join(RUN_PAGE);
+        let page = crate::experiment::layout::run_dir(out.path(), &runs[0].key).join(run_page::FILE);
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(
             std::fs::metadata(&page).unwrap().permissions().mode() & 0o777,

@@ -111,6 +111,7 @@ impl MemoryCgroup {
         made
     }
 
+    #[cfg(any(test, feature = "internals"))]
     /// Where the cgroup lies.
     pub fn dir(&self) -> &Path {
         &self.dir

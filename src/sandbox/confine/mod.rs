@@ -61,23 +61,18 @@ mod mount_plan;
 mod network;
 mod places;
 mod seccomp;
-mod support;
+pub mod support;
 
 use child::enter;
 use hidden::{homes, Hidden};
-pub use support::{
-    agent_turns, report, report_text, socket_families, support, unix_sockets, Support, UnixSockets,
-};
+pub use support::{report, report_text, support, UnixSockets};
 
 use kernel::IdMaps;
 use mount_plan::{Mounts, MAX_WRITABLE};
-pub use places::{
-    in_private_dir, DEFAULT_PRIVATE_DIR_BYTES, MAX_FILE_BYTES, MAX_PROCESSES, SECRET_PLACES,
-    UNIX_SOCKET_ABI,
-};
+pub use places::{in_private_dir, DEFAULT_PRIVATE_DIR_BYTES, MAX_FILE_BYTES, MAX_PROCESSES};
 use places::{DEVICES, PRIVATE_DIRS, WRITABLE_DEVICES};
 
-pub use agent::{hosts_file, listenable, AgentReach, Listeners, MAX_LISTENERS};
+pub use agent::{hosts_file, listenable, AgentReach, Listeners};
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};

@@ -20,9 +20,7 @@ mod place;
 
 use execute::execute;
 use execute::failed;
-pub use execute::{
-    probe, relative, DEFAULT_OUTPUT_BYTES, DEFAULT_RUN_TIMEOUT, MAX_OUTPUT_BYTES, PASSED_ENV,
-};
+pub use execute::{probe, relative, DEFAULT_OUTPUT_BYTES, MAX_OUTPUT_BYTES};
 pub use place::scratch_root;
 use place::POOL_PREFIX;
 

@@ -3,9 +3,9 @@
 //! a skill's author can start a session over instead of wearing out its
 //! budget.
 
-use crate::common::Output;
-use pluggable_critic::evaluate::state::{default_root, SessionRecord, StateStore};
-use pluggable_critic::evaluate::verdict::escape_terminal;
+use crate::cli::common::Output;
+use crate::evaluate::state::{default_root, SessionRecord, StateStore};
+use crate::evaluate::verdict::escape_terminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -142,7 +142,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     }
                 }
             }
-            Ok(crate::common::EXIT_ACCEPT)
+            Ok(crate::cli::common::EXIT_ACCEPT)
         }
         StateCommand::Show {
             session,
@@ -169,7 +169,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 println!("signal state: {}", files.join(", "));
                 println!("in {}", r.dir.display());
             }
-            Ok(crate::common::EXIT_ACCEPT)
+            Ok(crate::cli::common::EXIT_ACCEPT)
         }
         StateCommand::Reset {
             session,
@@ -199,7 +199,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     shown(&r.harness.session)
                 );
             }
-            Ok(crate::common::EXIT_ACCEPT)
+            Ok(crate::cli::common::EXIT_ACCEPT)
         }
     }
 }

@@ -1,10 +1,10 @@
 //! `critic validate`: load a skill the way a check would and report on it.
 
-use crate::common::EXIT_ACCEPT;
-use pluggable_critic::detector::wasm::{cache, Runtime};
-use pluggable_critic::detector::{native, Detector};
-use pluggable_critic::skill::{self, SignalKind};
-use pluggable_critic::SkillCritic;
+use crate::cli::common::EXIT_ACCEPT;
+use crate::detector::wasm::{cache, Runtime};
+use crate::detector::{native, Detector};
+use crate::evaluate::scorer::SkillCritic;
+use crate::skill::{self, SignalKind};
 use std::path::PathBuf;
 
 /// `critic validate`'s flags.

@@ -1,10 +1,10 @@
 //! `critic check`: judge one finish and print the verdict.
 
-use crate::common::{Output, SkillArgs, EXIT_ACCEPT, EXIT_REJECT};
+use crate::cli::common::{Output, SkillArgs, EXIT_ACCEPT, EXIT_REJECT};
+use crate::evaluate::verdict::escape_terminal;
+use crate::frontend::client::{self, ClientError, ServerAddress, SERVER_ENV};
+use crate::frontend::{oneshot, CheckRequest, DEFAULT_SESSION};
 use critic_sdk::EventKind;
-use pluggable_critic::evaluate::verdict::escape_terminal;
-use pluggable_critic::frontend::client::{self, ClientError, ServerAddress, SERVER_ENV};
-use pluggable_critic::frontend::{oneshot, CheckRequest, DEFAULT_SESSION};
 use std::path::PathBuf;
 
 /// What to judge: `critic check`'s flags naming the finish.
@@ -27,7 +27,7 @@ impl CheckArgs {
     /// The request these flags describe.
     pub fn request(self) -> CheckRequest {
         let session = self.session.unwrap_or_else(|| {
-            match pluggable_critic::agents::session_id::of_file(&self.events) {
+            match crate::agents::session_id::of_file(&self.events) {
                 Some(id) => {
                     eprintln!(
                         "critic: session {} (the transcript's; --session names another)",
@@ -83,7 +83,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     // (Only here, on the user's command line: a hook's transcript is the
     // agent's, and what it makes of it is judged.)
     if let (Some(format), Some(events)) = (request.events_format, &request.events) {
-        if let Ok(read) = pluggable_critic::agents::load_transcript(events, Some(format)) {
+        if let Ok(read) = crate::agents::load_transcript(events, Some(format)) {
             if read.events.iter().all(|e| e.kind == EventKind::Other) {
                 anyhow::bail!(
                     "--events-format {format}: {} holds no {format} events ({} records, none \
@@ -119,13 +119,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         None => oneshot::check(&request)?,
     };
     if let Some(log) = &args.verdict_log {
-        let judged = pluggable_critic::frontend::verdict_log::Judged {
+        let judged = crate::frontend::verdict_log::Judged {
             workspace: Some(&request.workspace),
             base: request.base.as_deref(),
             patch: request.patch.as_deref(),
         };
         // The verdict stands whether or not the record could be written.
-        if let Err(e) = pluggable_critic::frontend::verdict_log::record(log, &verdict, &judged) {
+        if let Err(e) = crate::frontend::verdict_log::record(log, &verdict, &judged) {
             eprintln!("critic check: --verdict-log {}: {e}", log.display());
         }
     }

@@ -1,17 +1,17 @@
 //! `critic hook <agent>`: answer an agent's stop hook; `critic hook install`
 //! and `uninstall`: write or remove that hook in the agent's configuration.
 
-use crate::common::{seconds, SkillArgs};
-use clap::Parser;
-use pluggable_critic::agents::hook::{Answer, HookProtocol};
-use pluggable_critic::agents::install::{self, Change, Scope};
-use pluggable_critic::agents::{hook_protocol, hooked_agent_names};
-use pluggable_critic::evaluate::verdict::escape_terminal;
-use pluggable_critic::frontend::client::{ServerAddress, SERVER_ENV};
-use pluggable_critic::frontend::hook::{
+use crate::agents::hook::{Answer, HookProtocol};
+use crate::agents::install::{self, Change, Scope};
+use crate::agents::{hook_protocol, hooked_agents_described};
+use crate::cli::common::{seconds, SkillArgs};
+use crate::evaluate::verdict::escape_terminal;
+use crate::frontend::client::{ServerAddress, SERVER_ENV};
+use crate::frontend::hook::{
     hook_time_limit, Hook, DEFAULT_AGENT_TIMEOUT, DEFAULT_MAX_REJECTIONS, DEFAULT_TIME_LIMIT,
     MAX_INPUT_BYTES, MIN_AGENT_TIMEOUT,
 };
+use clap::Parser;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -133,8 +133,8 @@ impl From<ScopeArg> for Scope {
 fn agent(name: &str) -> Result<&'static HookProtocol, String> {
     hook_protocol(name).ok_or_else(|| {
         format!(
-            "unknown agent {name:?}; expected one of: {}",
-            hooked_agent_names()
+            "unknown agent {name:?}; expected one of:\n{}",
+            hooked_agents_described()
         )
     })
 }
@@ -200,12 +200,12 @@ fn answer(protocol: &'static HookProtocol, args: RunArgs) -> u8 {
         let _ = writeln!(err, "{}", escape_terminal(notice, true));
     }
     if let (Some(log), Some(verdict)) = (&verdict_log, &outcome.verdict) {
-        let judged = pluggable_critic::frontend::verdict_log::Judged {
+        let judged = crate::frontend::verdict_log::Judged {
             workspace: outcome.workspace.as_deref(),
             base: base.as_deref(),
             patch: patch.as_deref(),
         };
-        let logged = pluggable_critic::frontend::verdict_log::record(log, verdict, &judged);
+        let logged = crate::frontend::verdict_log::record(log, verdict, &judged);
         if let Err(e) = logged {
             let _ = writeln!(err, "critic hook: --verdict-log {}: {e}", log.display());
         }
@@ -229,7 +229,7 @@ pub fn refused_command_line(e: clap::Error) -> u8 {
     let users = matches!(sub, Some("install" | "uninstall"));
     if e.use_stderr() && (verb != Some("hook") || users) {
         let _ = e.print();
-        return crate::common::EXIT_ERROR;
+        return crate::cli::common::EXIT_ERROR;
     }
     refused(e, &args)
 }
@@ -240,7 +240,7 @@ pub fn refused_command_line(e: clap::Error) -> u8 {
 fn refused(e: clap::Error, words: &[String]) -> u8 {
     if !e.use_stderr() {
         let _ = e.print();
-        return crate::common::EXIT_ACCEPT;
+        return crate::cli::common::EXIT_ACCEPT;
     }
     let message = e.to_string();
     let why = message
@@ -256,7 +256,7 @@ fn refused(e: clap::Error, words: &[String]) -> u8 {
                 "critic hook: {}",
                 escape_terminal(why, true)
             );
-            crate::common::EXIT_REJECT
+            crate::cli::common::EXIT_REJECT
         }
     }
 }
@@ -283,7 +283,7 @@ fn install(args: InstallArgs) -> anyhow::Result<u8> {
     let protocol = args.agent;
     let skill = std::path::absolute(&args.skill)?;
     // A hook that cannot load its skill would let every finish through.
-    pluggable_critic::skill::load(&skill)?;
+    crate::skill::load(&skill)?;
     let project = std::path::absolute(&args.project)?;
     // The agent works in the project: a skill or state it can edit is a
     // critic it can switch off. A user-wide hook has no project to check
@@ -333,7 +333,7 @@ fn install(args: InstallArgs) -> anyhow::Result<u8> {
     if let Some(note) = protocol.config.note {
         println!("note: {note}");
     }
-    Ok(crate::common::EXIT_ACCEPT)
+    Ok(crate::cli::common::EXIT_ACCEPT)
 }
 
 /// The `--time-limit` to add to a hook the agent gives `timeout` seconds:
@@ -399,5 +399,5 @@ fn uninstall(args: UninstallArgs) -> anyhow::Result<u8> {
             println!("removed {} from .git/info/exclude", rel.display());
         }
     }
-    Ok(crate::common::EXIT_ACCEPT)
+    Ok(crate::cli::common::EXIT_ACCEPT)
 }

@@ -1,9 +1,9 @@
 //! `critic eliminate`: a Python function reduced to what its uncovered lines
 //! need (covered-code elimination, `critic_sdk::python::eliminate`).
 
-use crate::common::Output;
+use crate::cli::common::Output;
+use crate::evaluate::verdict::escape_terminal;
 use anyhow::anyhow;
-use pluggable_critic::evaluate::verdict::escape_terminal;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -57,13 +57,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
     }
     out.flush()?;
-    Ok(crate::common::EXIT_ACCEPT)
+    Ok(crate::cli::common::EXIT_ACCEPT)
 }
 
 /// `path`'s text: a regular file (opening does not wait on a FIFO) of at
 /// most [`MAX_SOURCE_BYTES`], in UTF-8.
 fn read_source(path: &Path) -> anyhow::Result<String> {
-    let bytes = pluggable_critic::read_regular_file(path, MAX_SOURCE_BYTES)
+    let bytes = crate::sys::bounded_read::read_regular_file(path, MAX_SOURCE_BYTES)
         .map_err(|e| anyhow!("{}: cannot read the source: {e}", path.display()))?;
     String::from_utf8(bytes).map_err(|e| anyhow!("{}: not UTF-8 text: {e}", path.display()))
 }

@@ -1,8 +1,8 @@
 //! `critic build`: rebuild a skill's detectors from source, reproducibly.
 
-use crate::common::{EXIT_ACCEPT, EXIT_REJECT};
-use pluggable_critic::skill::compile;
-use pluggable_critic::skill::confined_build::Trust;
+use crate::cli::common::{EXIT_ACCEPT, EXIT_REJECT};
+use crate::skill::compile;
+use crate::skill::confined_build::Trust;
 use std::path::PathBuf;
 
 /// `critic build`'s flags.

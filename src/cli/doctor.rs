@@ -1,9 +1,9 @@
 //! `critic doctor`: what this machine offers to confine `run` commands
 //! and agents' turns, and whether it can build Rust detectors.
 
-use crate::common::Output;
-use pluggable_critic::sandbox::confine;
-use pluggable_critic::skill::compile;
+use crate::cli::common::Output;
+use crate::sandbox::confine;
+use crate::skill::compile;
 
 /// `critic doctor`'s flags.
 #[derive(clap::Args)]

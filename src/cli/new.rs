@@ -1,18 +1,18 @@
 //! `critic new`: a new skill that builds, validates and passes its own test as
 //! generated. The templates live in `templates/new-skill/`.
 
-use crate::common::EXIT_ACCEPT;
+use crate::cli::common::EXIT_ACCEPT;
 use anyhow::{anyhow, Result};
 use std::path::{Path, PathBuf};
 
-const MANIFEST: &str = include_str!("../../../templates/new-skill/critic.yaml.tmpl");
-const README: &str = include_str!("../../../templates/new-skill/README.md.tmpl");
-const CARGO: &str = include_str!("../../../templates/new-skill/Cargo.toml.tmpl");
-const LIB: &str = include_str!("../../../templates/new-skill/lib.rs.tmpl");
-const PY_README: &str = include_str!("../../../templates/new-skill-python/README.md.tmpl");
-const PY_PROJECT: &str = include_str!("../../../templates/new-skill-python/pyproject.toml.tmpl");
-const PY_APP: &str = include_str!("../../../templates/new-skill-python/app.py.tmpl");
-const PY_TEST: &str = include_str!("../../../templates/new-skill-python/test_app.py.tmpl");
+const MANIFEST: &str = include_str!("../../templates/new-skill/critic.yaml.tmpl");
+const README: &str = include_str!("../../templates/new-skill/README.md.tmpl");
+const CARGO: &str = include_str!("../../templates/new-skill/Cargo.toml.tmpl");
+const LIB: &str = include_str!("../../templates/new-skill/lib.rs.tmpl");
+const PY_README: &str = include_str!("../../templates/new-skill-python/README.md.tmpl");
+const PY_PROJECT: &str = include_str!("../../templates/new-skill-python/pyproject.toml.tmpl");
+const PY_APP: &str = include_str!("../../templates/new-skill-python/app.py.tmpl");
+const PY_TEST: &str = include_str!("../../templates/new-skill-python/test_app.py.tmpl");
 
 /// The language of a new skill's detector.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -25,12 +25,12 @@ pub enum Lang {
 
 /// The SDK of `lang` this binary was built with: for Rust, its copy of the
 /// `critic-sdk` crate in critic's cache (see
-/// [`pluggable_critic::skill::bundled_sdk`]); for Python, the
+/// [`crate::skill::bundled_sdk`]); for Python, the
 /// `critic-sdk-py` package of the checkout it was built from, when that is
 /// still there.
 pub fn bundled_sdk(lang: Lang) -> Result<PathBuf> {
     let (dir, marker) = match lang {
-        Lang::Rust => return pluggable_critic::skill::bundled_sdk::rust().map_err(|e| anyhow!(e)),
+        Lang::Rust => return crate::skill::bundled_sdk::rust().map_err(|e| anyhow!(e)),
         Lang::Python => ("critic-sdk-py", "pyproject.toml"),
     };
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
@@ -79,7 +79,7 @@ pub fn create(parent: &Path, name: &str, lang: Lang, sdk: &Path) -> Result<PathB
             .replace("{{sdk}}", &sdk.display().to_string())
             .replace(
                 "{{componentize_py}}",
-                pluggable_critic::skill::compile_python::COMPONENTIZE_PY_VERSION,
+                crate::skill::compile_python::COMPONENTIZE_PY_VERSION,
             )
     };
     let files = match lang {

@@ -1,9 +1,9 @@
 //! `critic serve`: a warm host answering checks over HTTP.
 
-use crate::common::HostArgs;
-use pluggable_critic::frontend::pinned::Pin;
-use pluggable_critic::frontend::server::{self, ServerConfig};
-use pluggable_critic::Service;
+use crate::cli::common::HostArgs;
+use crate::frontend::pinned::Pin;
+use crate::frontend::server::{self, ServerConfig};
+use crate::frontend::service::Service;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -52,7 +52,7 @@ struct PinArgs {
     #[arg(long, value_name = "DIR", requires = "pin_skill")]
     pin_state_dir: Option<PathBuf>,
     /// At most this many rejections per session.
-    #[arg(long, value_name = "N", default_value_t = pluggable_critic::frontend::hook::DEFAULT_MAX_REJECTIONS, requires = "pin_skill")]
+    #[arg(long, value_name = "N", default_value_t = crate::frontend::hook::DEFAULT_MAX_REJECTIONS, requires = "pin_skill")]
     pin_max_rejections: u32,
     /// Read events files only in this directory (repeatable; none: events inline only).
     #[arg(long, value_name = "DIR", requires = "pin_skill")]
@@ -103,5 +103,5 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         eprintln!("critic serve: listening on {}", places.join(" and "));
     })?;
     eprintln!("critic serve: stopped");
-    Ok(crate::common::EXIT_ACCEPT)
+    Ok(crate::cli::common::EXIT_ACCEPT)
 }

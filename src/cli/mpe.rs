@@ -1,11 +1,11 @@
 //! `critic mpe`: Mutation Patch Evaluation over SWE-bench instances and
-//! generated tests (see `pluggable_critic::mpe`).
+//! generated tests (see `crate::mpe`).
 
-use crate::common::LlmArgs;
-use pluggable_critic::grading::runner::LocalScratch;
-use pluggable_critic::mpe::pool::Source;
-use pluggable_critic::mpe::results::{Pair, Tau};
-use pluggable_critic::mpe::{self, Options, Progress};
+use crate::cli::common::LlmArgs;
+use crate::grading::runner::LocalScratch;
+use crate::mpe::pool::Source;
+use crate::mpe::results::{Pair, Tau};
+use crate::mpe::{self, Options, Progress};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -133,7 +133,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         python: args.python.map(|p| {
             // A bare name is looked up on PATH, not taken from here.
             if p.components().count() > 1 {
-                pluggable_critic::grading::interpreter::in_real_dir(&absolute(p))
+                crate::grading::interpreter::in_real_dir(&absolute(p))
             } else {
                 p
             }
@@ -194,7 +194,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         opts.output_dir.join("results.jsonl").display()
     );
     if finished.errors.is_empty() {
-        Ok(crate::common::EXIT_ACCEPT)
+        Ok(crate::cli::common::EXIT_ACCEPT)
     } else {
         for e in &finished.errors {
             eprintln!("mpe: error: {e}");
@@ -203,6 +203,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             "mpe: {} pairs could not be evaluated; they are not results. Fix the cause and run again with the same --output-dir: finished pairs are kept.",
             finished.errors.len()
         );
-        Ok(crate::common::EXIT_ERROR)
+        Ok(crate::cli::common::EXIT_ERROR)
     }
 }

@@ -1,8 +1,8 @@
 //! `critic events`: an agent's transcript as the events detectors see.
 
-use crate::common::Output;
-use pluggable_critic::agents::{self, EventsFormat};
-use pluggable_critic::evaluate::verdict::escape_terminal;
+use crate::agents::{self, EventsFormat};
+use crate::cli::common::Output;
+use crate::evaluate::verdict::escape_terminal;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -36,7 +36,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
     }
     out.flush()?;
-    Ok(crate::common::EXIT_ACCEPT)
+    Ok(crate::cli::common::EXIT_ACCEPT)
 }
 
 /// One line of an event: index, kind, who, the tool, and the gist.

@@ -3,13 +3,13 @@
 //! model of `llm-complete`). Verbs import these from here, never from each
 //! other.
 
+use crate::agents::EventsFormat;
+use crate::detector::wasm::cache;
+use crate::evaluate::state::DEFAULT_LOCK_TIMEOUT;
+use crate::frontend::{CheckRequest, HostSettings};
+use crate::host::llm::LlmConfig;
+use crate::host::Capability;
 use clap::ValueEnum;
-use pluggable_critic::agents::EventsFormat;
-use pluggable_critic::detector::wasm::cache;
-use pluggable_critic::evaluate::state::DEFAULT_LOCK_TIMEOUT;
-use pluggable_critic::frontend::{CheckRequest, HostSettings};
-use pluggable_critic::host::llm::LlmConfig;
-use pluggable_critic::host::Capability;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -93,7 +93,7 @@ impl SkillArgs {
 
 /// A number of seconds (fractions allowed) as a time limit.
 pub fn seconds(text: &str) -> Result<Duration, String> {
-    let max = pluggable_critic::frontend::MAX_TIME_LIMIT;
+    let max = crate::frontend::MAX_TIME_LIMIT;
     text.parse::<f64>()
         .ok()
         .and_then(|secs| Duration::try_from_secs_f64(secs).ok())

@@ -7,11 +7,11 @@
 //! `critic demo arms` replays one recorded session per arm of the paper's
 //! experiment and prints them side by side.
 
+use crate::detector::wasm::cache;
+use crate::evaluate::verdict::Verdict;
+use crate::frontend::service::Service;
+use crate::frontend::{CheckRequest, HostSettings};
 use anyhow::{anyhow, Context, Result};
-use pluggable_critic::detector::wasm::cache;
-use pluggable_critic::evaluate::verdict::Verdict;
-use pluggable_critic::frontend::{CheckRequest, HostSettings};
-use pluggable_critic::Service;
 use serde::Deserialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -379,7 +379,7 @@ fn demo_experiment(examples: &Path, keep: Option<&Path>, out: &mut dyn Write) ->
     let instances_file = exp.join("instances.jsonl");
     std::fs::write(&instances_file, instances).map_err(|e| io_err(&instances_file, e))?;
     let output_dir = dir.join("out");
-    let opts = pluggable_critic::experiment::Options {
+    let opts = crate::experiment::Options {
         file: exp.join("experiment.yaml"),
         output_dir: output_dir.clone(),
         workers: 2,
@@ -390,21 +390,18 @@ fn demo_experiment(examples: &Path, keep: Option<&Path>, out: &mut dyn Write) ->
         grade_finishes: true,
         unconfined_runs: false,
         unconfined_agents: false,
-        controls: vec![pluggable_critic::experiment::Control::Gold],
-        env: pluggable_critic::experiment::Environment::Local,
+        controls: vec![crate::experiment::Control::Gold],
+        env: crate::experiment::Environment::Local,
         replay: None,
         replay_then_live: false,
     };
-    let finished = pluggable_critic::experiment::run(&opts, &pluggable_critic::experiment::Quiet)?;
-    let summary = pluggable_critic::experiment::report(&output_dir, None)?;
+    let finished = crate::experiment::run(&opts, &crate::experiment::Quiet)?;
+    let summary = crate::experiment::report(&output_dir, None)?;
     let w = |out: &mut dyn Write, s: String| {
         out.write_all(s.as_bytes())
             .context("cannot write the demo's output")
     };
-    w(
-        out,
-        pluggable_critic::experiment::report::markdown(&summary),
-    )?;
+    w(out, crate::experiment::report::markdown(&summary))?;
     w(
         out,
         format!(
@@ -430,9 +427,9 @@ fn demo_experiment(examples: &Path, keep: Option<&Path>, out: &mut dyn Write) ->
         ),
     )?;
     Ok(if finished.errors().is_empty() {
-        crate::common::EXIT_ACCEPT
+        crate::cli::common::EXIT_ACCEPT
     } else {
-        crate::common::EXIT_ERROR
+        crate::cli::common::EXIT_ERROR
     })
 }
 
@@ -457,10 +454,8 @@ pub struct Args {
 /// Refuse to start unless `python3` on `PATH` (the interpreter the demo's
 /// confined runs use) imports `modules`, naming what to install.
 fn require_python(modules: &[&str], packages: &str) -> Result<()> {
-    use pluggable_critic::grading::interpreter::{imports, NotImported};
-    let confined = pluggable_critic::sandbox::confine::support()
-        .missing()
-        .is_none();
+    use crate::grading::interpreter::{imports, NotImported};
+    let confined = crate::sandbox::confine::support().missing().is_none();
     match imports(Path::new("python3"), modules, confined) {
         Ok(()) => Ok(()),
         Err(NotImported::Missing(last)) => Err(anyhow!(
@@ -502,5 +497,5 @@ pub fn run(args: Args) -> Result<u8> {
         let dir = run_dir(&examples, args.name.as_deref())?;
         replay(&examples, &dir, &service, out)?;
     }
-    Ok(crate::common::EXIT_ACCEPT)
+    Ok(crate::cli::common::EXIT_ACCEPT)
 }

@@ -1,8 +1,8 @@
 //! `critic experiment`: run arms x instances x samples with an agent and
-//! one critic per arm (see `pluggable_critic::experiment`).
+//! one critic per arm (see `crate::experiment`).
 
-use pluggable_critic::experiment::db::{Run, Status};
-use pluggable_critic::experiment::{self, Options, Progress, Shard};
+use crate::experiment::db::{Run, Status};
+use crate::experiment::{self, Options, Progress, Shard};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -307,7 +307,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     match args.verb {
         Verb::Run(a) => run_experiment(a),
         Verb::Grade(a) => {
-            pluggable_critic::cleanup_on_signals();
+            crate::sys::interrupt::cleanup_on_signals();
             let output_dir = a
                 .output_dir
                 .or(a.output_dir_flag)
@@ -347,7 +347,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 Format::Markdown => print!("{}", experiment::report::markdown(&summary)),
                 Format::Html => println!("{}", a.output_dir.join("report.html").display()),
             }
-            Ok(crate::common::EXIT_ACCEPT)
+            Ok(crate::cli::common::EXIT_ACCEPT)
         }
         Verb::Submit(a) => {
             let submitted = experiment::slurm::submit(&experiment::slurm::Submit {
@@ -369,7 +369,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 ),
                 None => eprintln!("experiment: wrote {}", submitted.script.display()),
             }
-            Ok(crate::common::EXIT_ACCEPT)
+            Ok(crate::cli::common::EXIT_ACCEPT)
         }
         Verb::Status(a) => {
             let (progress, queue) = experiment::slurm::status(&a.output_dir)?;
@@ -393,7 +393,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             if let Some(q) = queue {
                 println!("{q}");
             }
-            Ok(crate::common::EXIT_ACCEPT)
+            Ok(crate::cli::common::EXIT_ACCEPT)
         }
         Verb::Merge(a) => {
             let merged = experiment::merge::merge(&a.shards, &a.output_dir)?;
@@ -403,13 +403,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 merged.runs,
                 a.output_dir.display()
             );
-            Ok(crate::common::EXIT_ACCEPT)
+            Ok(crate::cli::common::EXIT_ACCEPT)
         }
     }
 }
 
 fn run_experiment(args: RunArgs) -> anyhow::Result<u8> {
-    pluggable_critic::cleanup_on_signals();
+    crate::sys::interrupt::cleanup_on_signals();
     let file = args.file;
     let opts = Options {
         file: file.clone(),
@@ -451,7 +451,7 @@ fn run_experiment(args: RunArgs) -> anyhow::Result<u8> {
             "experiment: {} runs in all; a dry run: nothing was made or moved",
             finished.total
         );
-        return Ok(crate::common::EXIT_ACCEPT);
+        return Ok(crate::cli::common::EXIT_ACCEPT);
     }
     summarize(&finished, &opts.output_dir)
 }
@@ -524,7 +524,7 @@ fn summarize(finished: &experiment::Finished, out: &std::path::Path) -> anyhow::
     );
     let errors = finished.errors();
     if errors.is_empty() && finished.broken.is_empty() {
-        return Ok(crate::common::EXIT_ACCEPT);
+        return Ok(crate::cli::common::EXIT_ACCEPT);
     }
     if !errors.is_empty() {
         eprintln!(
@@ -541,5 +541,5 @@ fn summarize(finished: &experiment::Finished, out: &std::path::Path) -> anyhow::
             finished.broken.len()
         );
     }
-    Ok(crate::common::EXIT_ERROR)
+    Ok(crate::cli::common::EXIT_ERROR)
 }
