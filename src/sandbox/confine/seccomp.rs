@@ -1,4 +1,4 @@
-//! The seccomp filter every confined command gets: the socket families it
+//! The seccomp filters every confined command gets: the socket families it
 //! may make. IPv4 and IPv6 (in the command's own network namespace), route
 //! netlink (what `getaddrinfo` asks about addresses; in that namespace it
 //! sees only its loopback), and Unix socket pairs; every other family
@@ -15,220 +15,165 @@
 //! stream and sequenced-packet pairs are connected for good and reach
 //! nothing but each other (Python's `socketpair()`, asyncio and
 //! `multiprocessing.Pipe` use them). `io_uring_setup` fails with `ENOSYS`:
-//! a ring makes sockets without the `socket` call. So does every call of
-//! another ABI (i386's `int 0x80`, x32), which would name `socket` by
-//! another number.
+//! a ring makes sockets without the `socket` call.
 //!
-//! The program is classic BPF, assembled from labelled instructions; the
-//! unit tests install it in a child and try each call.
+//! Another ABI would name `socket` by another number: a call of one
+//! (i386's `int 0x80`) kills the process, and an x32 call (the native
+//! architecture, with bit 30 of its number set) fails with `ENOSYS`.
+//!
+//! `seccompiler` (from the rust-vmm family) builds the filters from rules,
+//! one action each: the refused sockets (`EACCES`) and `io_uring_setup`
+//! (`ENOSYS`), each checking the architecture first. The x32 range is a
+//! comparison of the call's number, which its rules, keyed by exact
+//! numbers, cannot say; a guard of four instructions says it. The kernel
+//! runs every filter installed and keeps the strictest answer.
 
+use seccompiler::{
+    sock_filter, BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition,
+    SeccompFilter, SeccompRule, TargetArch,
+};
+use std::collections::BTreeMap;
 use std::io;
-
-/// `struct sock_filter`: one classic BPF instruction.
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-struct Instruction {
-    code: u16,
-    jt: u8,
-    jf: u8,
-    k: u32,
-}
 
 /// `struct sock_fprog`.
 #[repr(C)]
 struct Program {
     len: u16,
-    filter: *const Instruction,
+    filter: *const sock_filter,
 }
 
-/// `BPF_LD | BPF_W | BPF_ABS`: load a word of `struct seccomp_data`.
-const BPF_LD_W_ABS: u16 = 0x20;
-/// `BPF_JMP | BPF_JEQ | BPF_K`.
-const BPF_JEQ_K: u16 = 0x15;
-/// `BPF_JMP | BPF_JGE | BPF_K`.
-const BPF_JGE_K: u16 = 0x35;
-/// `BPF_ALU | BPF_AND | BPF_K`.
-const BPF_AND_K: u16 = 0x54;
-/// `BPF_RET | BPF_K`.
-const BPF_RET_K: u16 = 0x06;
-
-const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
-const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
 /// `SECCOMP_SET_MODE_FILTER`.
 const SET_MODE_FILTER: libc::c_uint = 1;
 
-/// Where `struct seccomp_data` keeps the call's number, its ABI and the
-/// low half of its first two arguments (little-endian machines).
-const NR: u32 = 0;
-const ARCH: u32 = 4;
-const ARG0: u32 = 16;
-const ARG1: u32 = 24;
-const ARG2: u32 = 32;
+/// Where `struct seccomp_data` keeps the call's number.
+const NR_OFFSET: u32 = 0;
+/// The bit of an x32 call's number.
+const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 /// `NETLINK_ROUTE`.
-const NETLINK_ROUTE: u32 = 0;
-
-/// The calls of this machine's native ABI the filter looks at.
-#[cfg(target_arch = "x86_64")]
-mod abi {
-    /// `AUDIT_ARCH_X86_64`.
-    pub const ARCH: u32 = 0xc000_003e;
-    pub const SOCKET: u32 = 41;
-    pub const SOCKETPAIR: u32 = 53;
-    pub const IO_URING_SETUP: u32 = 425;
-}
-
-#[cfg(target_arch = "aarch64")]
-mod abi {
-    /// `AUDIT_ARCH_AARCH64`.
-    pub const ARCH: u32 = 0xc000_00b7;
-    pub const SOCKET: u32 = 198;
-    pub const SOCKETPAIR: u32 = 199;
-    pub const IO_URING_SETUP: u32 = 425;
-}
+const NETLINK_ROUTE: u64 = 0;
+/// The mask of a socket type without its flags (`SOCK_CLOEXEC`, ...).
+const SOCK_TYPE_MASK: u64 = 0xf;
 
 /// Whether the filter is written for this machine's architecture.
 pub(super) const WRITTEN_FOR_THIS_MACHINE: bool =
     cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));
 
-/// The filter, ready to install in a forked child.
+/// This machine's architecture, where the filters are written for it.
+fn target() -> Option<TargetArch> {
+    #[cfg(target_arch = "x86_64")]
+    return Some(TargetArch::x86_64);
+    #[cfg(target_arch = "aarch64")]
+    return Some(TargetArch::aarch64);
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    None
+}
+
+/// The filters, ready to install in a forked child.
 #[derive(Debug, Clone)]
-pub(super) struct Filter(Vec<Instruction>);
+pub(super) struct Filter(Vec<BpfProgram>);
 
 impl Filter {
-    /// The filter of the socket families a command may make (Unix sockets
-    /// too when `unix`), on the architectures it is written for (`None`
+    /// The filters of the socket families a command may make (Unix sockets
+    /// too when `unix`), on the architectures they are written for (`None`
     /// elsewhere).
     pub(super) fn sockets(unix: bool) -> Option<Filter> {
-        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-        {
-            Some(Filter(program(unix)))
-        }
-        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-        {
-            let _ = unix;
-            None
-        }
+        let arch = target()?;
+        let build = |rules, action| -> BpfProgram {
+            SeccompFilter::new(rules, SeccompAction::Allow, action, arch)
+                .and_then(BpfProgram::try_from)
+                .expect("the filter's rules are well formed")
+        };
+        let refused = build(refused_sockets(unix), SeccompAction::Errno(libc::EACCES as u32));
+        let io_uring = BTreeMap::from([(libc::SYS_io_uring_setup, Vec::new())]);
+        let unknown = build(io_uring, SeccompAction::Errno(libc::ENOSYS as u32));
+        Some(Filter(vec![x32_guard(), refused, unknown]))
     }
 
-    /// Install the filter on the calling thread (which must have
-    /// `no_new_privs`); it passes to what the thread execs.
+    /// Install the filters on the calling thread (which must have
+    /// `no_new_privs`); they pass to what the thread execs.
     ///
     /// # Safety
     /// Async-signal-safe; for the forked child.
     pub(super) unsafe fn install(&self) -> io::Result<()> {
-        let program = Program {
-            len: self.0.len() as u16,
-            filter: self.0.as_ptr(),
-        };
-        if libc::syscall(
-            libc::SYS_seccomp,
-            SET_MODE_FILTER,
-            0 as libc::c_uint,
-            &program as *const Program,
-        ) != 0
-        {
-            return Err(io::Error::last_os_error());
+        for filter in &self.0 {
+            let program = Program {
+                len: filter.len() as u16,
+                filter: filter.as_ptr(),
+            };
+            if libc::syscall(
+                libc::SYS_seccomp,
+                SET_MODE_FILTER,
+                0 as libc::c_uint,
+                &program as *const Program,
+            ) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
         }
         Ok(())
     }
 }
 
-/// One instruction of the program before its jumps are resolved.
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-enum Step {
-    /// An instruction that does not jump.
-    Do(u16, u32),
-    /// A conditional jump to one label if true, another if false.
-    If(u16, u32, &'static str, &'static str),
-    /// A place jumps go to.
-    Label(&'static str),
+/// A condition on argument `arg` (its low 32 bits).
+fn on(arg: u8, op: SeccompCmpOp, value: u64) -> SeccompCondition {
+    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value)
+        .expect("arguments 0 to 5 are valid")
 }
 
-/// The instructions of `steps`, each jump's offsets counted from the
-/// instruction after it, as classic BPF counts them.
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-fn assemble(steps: &[Step]) -> Vec<Instruction> {
-    let mut at = std::collections::HashMap::new();
-    let mut n = 0usize;
-    for step in steps {
-        match step {
-            Step::Label(name) => {
-                at.insert(*name, n);
-            }
-            _ => n += 1,
-        }
-    }
-    let mut out = Vec::with_capacity(n);
-    for step in steps {
-        match *step {
-            Step::Do(code, k) => out.push(Instruction {
-                code,
-                jt: 0,
-                jf: 0,
-                k,
-            }),
-            Step::If(code, k, yes, no) => {
-                let next = out.len() + 1;
-                let offset = |label: &str| (at[label] - next) as u8;
-                out.push(Instruction {
-                    code,
-                    jt: offset(yes),
-                    jf: offset(no),
-                    k,
-                });
-            }
-            Step::Label(_) => {}
-        }
-    }
-    out
+/// A rule of all of `conditions`.
+fn all(conditions: Vec<SeccompCondition>) -> SeccompRule {
+    SeccompRule::new(conditions).expect("a rule has conditions")
 }
 
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-fn program(unix: bool) -> Vec<Instruction> {
-    use Step::{Do, If, Label};
-    let unix_socket = if unix { "allow" } else { "refuse" };
-    assemble(&[
-        Do(BPF_LD_W_ABS, ARCH),
-        If(BPF_JEQ_K, abi::ARCH, "native", "unknown"),
-        Label("native"),
-        Do(BPF_LD_W_ABS, NR),
-        If(BPF_JGE_K, 0x4000_0000, "unknown", "not_x32"), // x32
-        Label("not_x32"),
-        If(BPF_JEQ_K, abi::IO_URING_SETUP, "unknown", "1"),
-        Label("1"),
-        If(BPF_JEQ_K, abi::SOCKET, "socket", "2"),
-        Label("2"),
-        If(BPF_JEQ_K, abi::SOCKETPAIR, "pair", "allow"),
-        // socket(domain, type, protocol)
-        Label("socket"),
-        Do(BPF_LD_W_ABS, ARG0),
-        If(BPF_JEQ_K, libc::AF_INET as u32, "allow", "3"),
-        Label("3"),
-        If(BPF_JEQ_K, libc::AF_INET6 as u32, "allow", "4"),
-        Label("4"),
-        If(BPF_JEQ_K, libc::AF_UNIX as u32, unix_socket, "5"),
-        Label("5"),
-        If(BPF_JEQ_K, libc::AF_NETLINK as u32, "netlink", "refuse"),
-        Label("netlink"),
-        Do(BPF_LD_W_ABS, ARG2),
-        If(BPF_JEQ_K, NETLINK_ROUTE, "allow", "refuse"),
-        // socketpair(domain, type, ...)
-        Label("pair"),
-        Do(BPF_LD_W_ABS, ARG0),
-        If(BPF_JEQ_K, libc::AF_UNIX as u32, "pair_type", "refuse"),
-        Label("pair_type"),
-        Do(BPF_LD_W_ABS, ARG1),
-        Do(BPF_AND_K, 0xf), // the type without its flags
-        If(BPF_JEQ_K, libc::SOCK_STREAM as u32, "allow", "6"),
-        Label("6"),
-        If(BPF_JEQ_K, libc::SOCK_SEQPACKET as u32, "allow", "refuse"),
-        Label("allow"),
-        Do(BPF_RET_K, SECCOMP_RET_ALLOW),
-        Label("refuse"),
-        Do(BPF_RET_K, SECCOMP_RET_ERRNO | libc::EACCES as u32),
-        Label("unknown"),
-        Do(BPF_RET_K, SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
-    ])
+/// The `socket` and `socketpair` calls refused: any of a call's rules
+/// matching refuses it.
+fn refused_sockets(unix: bool) -> BTreeMap<i64, Vec<SeccompRule>> {
+    use SeccompCmpOp::{Eq, MaskedEq, Ne};
+    let family = |f: libc::c_int| f as u64;
+    // socket(domain, type, protocol): a family not allowed, or a netlink
+    // protocol other than routing.
+    let mut other_family = vec![
+        on(0, Ne, family(libc::AF_INET)),
+        on(0, Ne, family(libc::AF_INET6)),
+        on(0, Ne, family(libc::AF_NETLINK)),
+    ];
+    if unix {
+        other_family.push(on(0, Ne, family(libc::AF_UNIX)));
+    }
+    let socket = vec![
+        all(other_family),
+        all(vec![
+            on(0, Eq, family(libc::AF_NETLINK)),
+            on(2, Ne, NETLINK_ROUTE),
+        ]),
+    ];
+    // socketpair(domain, type, ...): any family but Unix, and a Unix pair of
+    // any type but stream and sequenced-packet (the rules can only compare
+    // a masked value for equality, so each other type is named).
+    let mut pair = vec![all(vec![on(0, Ne, family(libc::AF_UNIX))])];
+    let kept = [libc::SOCK_STREAM as u64, libc::SOCK_SEQPACKET as u64];
+    for kind in (0..=SOCK_TYPE_MASK).filter(|k| !kept.contains(k)) {
+        pair.push(all(vec![on(1, MaskedEq(SOCK_TYPE_MASK), kind)]));
+    }
+    BTreeMap::from([(libc::SYS_socket, socket), (libc::SYS_socketpair, pair)])
+}
+
+/// The guard: an x32 call (its number with bit 30 set) fails with
+/// `ENOSYS`, whatever it is.
+fn x32_guard() -> BpfProgram {
+    /// `BPF_LD | BPF_W | BPF_ABS`: load a word of `struct seccomp_data`.
+    const LOAD: u16 = 0x20;
+    /// `BPF_JMP | BPF_JGE | BPF_K`.
+    const JGE: u16 = 0x35;
+    /// `BPF_RET | BPF_K`.
+    const RET: u16 = 0x06;
+    let op = |code, jt, jf, k| sock_filter { code, jt, jf, k };
+    vec![
+        op(LOAD, 0, 0, NR_OFFSET),
+        op(JGE, 0, 1, X32_SYSCALL_BIT),
+        op(RET, 0, 0, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
+        op(RET, 0, 0, libc::SECCOMP_RET_ALLOW),
+    ]
 }
 
 #[cfg(test)]
@@ -243,6 +188,8 @@ mod tests {
         Proto(libc::c_int, libc::c_int, libc::c_int),
         Pair(libc::c_int),
         IoUringSetup,
+        /// `socket` by its x32 number.
+        X32Socket(libc::c_int),
     }
 
     /// What each of `calls` gives in a child with the filter installed: 0
@@ -270,6 +217,12 @@ mod tests {
                         Call::Pair(kind) => {
                             libc::socketpair(libc::AF_UNIX, kind, 0, pair.as_mut_ptr())
                         }
+                        Call::X32Socket(domain) => libc::syscall(
+                            X32_SYSCALL_BIT as libc::c_long | libc::SYS_socket,
+                            domain,
+                            libc::SOCK_STREAM,
+                            0,
+                        ) as libc::c_int,
                         Call::IoUringSetup => {
                             let params = [0u8; 120];
                             libc::syscall(libc::SYS_io_uring_setup, 1, params.as_ptr())
@@ -321,6 +274,9 @@ mod tests {
             // The kernel makes a Unix SOCK_RAW socket a datagram socket.
             Call::Pair(libc::SOCK_RAW),
             Call::IoUringSetup,
+            // `socket` of another number: no rule keyed by the native one
+            // sees it, the guard does.
+            Call::X32Socket(libc::AF_VSOCK),
         ];
         let (refused, unknown) = (libc::EACCES, libc::ENOSYS);
         // A refused family fails whatever the kernel would have said of it
@@ -333,10 +289,43 @@ mod tests {
             "{answers:?}"
         );
         assert_eq!(answers[5..9], [refused, refused, refused, refused]);
-        assert_eq!(answers[9..], [0, 0, refused, refused, unknown]);
+        assert_eq!(answers[9..], [0, 0, refused, refused, unknown, unknown]);
         // Where Landlock governs Unix sockets, the filter lets them be made.
         let answers = outcomes(true, calls);
         assert_eq!(answers[0..2], [0, 0]);
         assert_eq!(answers[5..9], [refused, refused, refused, refused]);
+    }
+
+    /// What the guard answers a call numbered `nr`, read off its program as
+    /// the kernel runs it (this machine's kernel may lack x32, which answers
+    /// `ENOSYS` with or without the guard).
+    fn guard_answers(nr: u32) -> u32 {
+        let program = x32_guard();
+        let (mut at, mut accumulator) = (0usize, 0u32);
+        loop {
+            let op = &program[at];
+            match op.code {
+                0x20 => {
+                    assert_eq!(op.k, NR_OFFSET, "the guard loads the call's number");
+                    accumulator = nr;
+                }
+                0x35 => {
+                    let skip = if accumulator >= op.k { op.jt } else { op.jf };
+                    at += usize::from(skip);
+                }
+                0x06 => return op.k,
+                code => panic!("the guard holds an instruction it should not: {code:#x}"),
+            }
+            at += 1;
+        }
+    }
+
+    #[test]
+    fn the_guard_refuses_x32_calls_and_passes_the_rest() {
+        let refused = libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32;
+        assert_eq!(guard_answers(X32_SYSCALL_BIT | 41), refused);
+        assert_eq!(guard_answers(u32::MAX), refused);
+        assert_eq!(guard_answers(41), libc::SECCOMP_RET_ALLOW);
+        assert_eq!(guard_answers(X32_SYSCALL_BIT - 1), libc::SECCOMP_RET_ALLOW);
     }
 }
