@@ -19,7 +19,10 @@
 //!   [`Event`]s, in any [`EventsFormat`]), [`Workspace`] and
 //!   [`TestClassifier`] (the work tree's [`Patch`]) are the parts a
 //!   [`Finish`] is made from;
-//! * [`Error`] is every error a check reports.
+//! * [`Error`] is every error a check reports;
+//! * [`manifest`], [`state`], [`patch`] and [`detectors`] name the types
+//!   these hand out (a skill's signals, a session's rounds, a patch's
+//!   errors, a detector call's report).
 //!
 //! [`cli`] is the `critic` binary's command line. The layers below it are
 //! private to the crate; `docs/architecture.md` draws them.
@@ -41,6 +44,9 @@
 //! # Ok(())
 //! # }
 //! ```
+
+// Every type the public API hands out can be named by its users.
+#![cfg_attr(not(feature = "internals"), warn(unnameable_types))]
 
 pub mod cli;
 
@@ -86,3 +92,39 @@ pub use evaluate::{decide, with_followup, Critic, Finish};
 pub use frontend::service::Service;
 pub use skill::{load as load_skill, Skill};
 pub use workspace::{TestClassifier, Workspace};
+
+/// A skill's manifest as loaded: its signals, their limits and what each
+/// may call, and why a skill cannot be loaded or built.
+pub mod manifest {
+    pub use crate::host::llm::{LlmClient, LlmConfig};
+    pub use crate::host::{Capability, Grants};
+    pub use crate::skill::yaml::{Issue, Position};
+    pub use crate::skill::{
+        BuildError, FollowupStyle, Limits, Manifest, ManifestError, OnError, Signal, SignalKind,
+    };
+}
+
+/// The round state a skill keeps per session.
+pub mod state {
+    pub use crate::evaluate::state::{HarnessState, Session, SessionRecord, StateError};
+}
+
+/// The work tree's patch, and why git or a pattern could not give it.
+pub mod patch {
+    pub use crate::workspace::git::GitError;
+    pub use crate::workspace::{PatchError, PatternError, PendingDiff, RawDiff};
+}
+
+/// Detectors as a [`Runtime`] runs them: one call's
+/// context, limits and report, the events it reads, the host calls it may
+/// make, and why one failed.
+pub mod detectors {
+    pub use crate::detector::feed::EventFeed;
+    pub use crate::detector::wasm::cache::CacheOutcome;
+    pub use crate::detector::wasm::{
+        CallContext, CallLimits, CallReport, DetectorError, WasmDetector,
+    };
+    pub use crate::host::artifacts::ArtifactError;
+    pub use crate::host::log::{Level, LogBuffer, LogLine};
+    pub use crate::host::run::Runner;
+}

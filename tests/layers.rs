@@ -381,10 +381,16 @@ fn imports(src: &Path) -> std::collections::BTreeMap<String, std::collections::B
     let mut edges = std::collections::BTreeMap::new();
     for (module, file) in &files {
         let code = code_of(&std::fs::read_to_string(src.join(file)).unwrap());
+        // `lib.rs` declares its layers through a macro, `layers!(a, b)`.
+        let by_macro = code.find("layers!(").map_or("", |at| {
+            let list = &code[at + "layers!(".len()..];
+            &list[..list.find(')').unwrap_or(0)]
+        });
         let kids: Vec<&str> = code
             .match_indices("mod ")
             .filter(|(i, _)| starts_word(&code, *i))
             .map(|(i, _)| ident_at(&code, i + 4))
+            .chain(by_macro.split(',').map(str::trim))
             .filter(|name| {
                 let mut child = module.clone();
                 child.push(name.to_string());
@@ -415,11 +421,12 @@ fn imports(src: &Path) -> std::collections::BTreeMap<String, std::collections::B
                     .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
                     .collect();
                 // `super::{a, b}` in a `use` names `a` and `b`, which the
-                // loop above reads; the path up to the brace names nothing.
-                // `pub(in crate::a)` says who may see an item, not what it
-                // uses.
-                if !path.ends_with("::") && !code[..at].ends_with("pub(in ") {
-                    named.push((path, at));
+                // loop above reads; the path up to the brace names nothing
+                // (a turbofish's `::<` ends a path that does). `pub(in
+                // crate::a)` says who may see an item, not what it uses.
+                let group = code[at + path.len()..].starts_with('{');
+                if !group && !code[..at].ends_with("pub(in ") {
+                    named.push((path.trim_end_matches("::").to_string(), at));
                 }
             }
         }

@@ -1,5 +1,5 @@
 //! Subclass mode: embedding the host as a library, through the crate's
-//! public API only (no `internals`).
+//! public API only (what `lib.rs` exports).
 
 mod common;
 

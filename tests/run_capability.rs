@@ -140,7 +140,7 @@ fn a_reused_scratch_copy_is_reset_between_runs() {
 
 /// Unconfined runs (`--unconfined-runs`) still die whole: their process group
 /// is killed at the timeout. (Confined runs die with their PID namespace; see
-/// tests/security.rs.)
+/// tests/security/run_confinement.rs.)
 #[test]
 fn a_timeout_kills_the_whole_process_group() {
     let repo = Repo::demo();
@@ -242,7 +242,7 @@ fn runs_need_the_capability() {
 
 /// Start a check whose detector runs `sleep 30` in a scratch copy and return
 /// it once the command is running, with the pid file it writes (outside its
-/// copy, so the run is unconfined; tests/security.rs has the confined case).
+/// copy, so the run is unconfined; tests/security/run_confinement.rs has the confined case).
 fn start_long_run(
     repo: &Repo,
     scratch: &Path,

@@ -86,7 +86,7 @@ pub enum StateError {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct HarnessState {
-    /// [`STATE_SCHEMA_VERSION`].
+    /// `STATE_SCHEMA_VERSION`.
     pub schema_version: u32,
     /// Skill name.
     pub skill: String,
@@ -481,7 +481,7 @@ impl Session {
     }
 
     /// Rejections given while another check held the session (see
-    /// [`count_locked_rejection`]); they count toward the session's cap.
+    /// `count_locked_rejection`); they count toward the session's cap.
     pub fn locked_rejections(&self) -> u32 {
         self.locked_rejections
     }

@@ -28,11 +28,11 @@ pub const MAX_LINES_PER_CALL: usize = 1000;
 pub struct LogLine {
     /// Severity.
     pub level: Level,
-    /// The text, already capped at [`MAX_LINE_BYTES`].
+    /// The text, already capped at `MAX_LINE_BYTES`.
     pub message: String,
 }
 
-/// The lines of one call, capped at [`MAX_LINES_PER_CALL`].
+/// The lines of one call, capped at `MAX_LINES_PER_CALL`.
 #[derive(Debug, Default)]
 pub struct LogBuffer {
     lines: Vec<LogLine>,

@@ -125,7 +125,7 @@ mod tests {
         std::fs::create_dir(&top).unwrap();
         // 2,000 levels of 3 bytes: deeper than PATH_MAX, and than the
         // descriptor limit of many machines (the integration test in
-        // tests/security.rs lowers the limit for the real binary).
+        // tests/security/scratch_copies.rs lowers the limit for the real binary).
         let mut dir = open_dir(rustix::fs::CWD, &top).unwrap();
         for _ in 0..2000 {
             let flags = OFlags::CREATE | OFlags::WRONLY | OFlags::CLOEXEC;

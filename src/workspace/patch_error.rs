@@ -37,7 +37,7 @@ pub enum PatchError {
         configured: PathBuf,
     },
     /// The work tree's git directory is not the plain directory the runner
-    /// made (see [`check_own_git_dir`]).
+    /// made (see `check_own_git_dir`).
     #[error(
         "{path}: {what}; this run's repository is the `.git` directory the runner made, and \
          the critic reads no other (restore it: `git init` cannot, so undo what replaced it)"
@@ -55,7 +55,7 @@ pub enum PatchError {
     /// Every such error is about a line that does not begin as the format
     /// wants, so the place is its column 1. The message says what was
     /// expected there, never what was found: a patch file a request names
-    /// may be some secret (see [`expected`]).
+    /// may be some secret (see `expected`).
     #[error("{source_name}:{}:1: not a valid git diff: {}", error.line, expected(error))]
     Parse {
         /// Where the diff came from.

@@ -15,7 +15,7 @@
 //!
 //! A moved `XDG_CONFIG_HOME` outside every home is covered too. What is
 //! bound back may still hold a credential (cargo's, in `~/.cargo`): the
-//! known places are covered again afterwards (see [`super::SECRET_PLACES`]).
+//! known places are covered again afterwards (see [`super::places::SECRET_PLACES`]).
 
 use std::path::{Path, PathBuf};
 

@@ -66,7 +66,7 @@ impl IdMaps {
     }
 }
 
-pub(super) fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> Result<(), i32> {
+fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> Result<(), i32> {
     // SAFETY: plain syscalls on a NUL-terminated path and a live buffer.
     unsafe {
         let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
@@ -83,6 +83,7 @@ pub(super) fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> Result<(), i32>
         }
     }
 }
+
 /// `struct landlock_path_beneath_attr` of `<linux/landlock.h>` (packed).
 #[repr(C, packed)]
 pub(super) struct PathBeneathAttr {

@@ -61,7 +61,7 @@ mod mount_plan;
 mod network;
 mod places;
 mod seccomp;
-pub mod support;
+mod support;
 
 use child::enter;
 use hidden::{homes, Hidden};

@@ -83,7 +83,7 @@ pub fn in_private_dir(path: &Path) -> bool {
 /// covered (a directory by an empty tmpfs, a file by `/dev/null`) in the
 /// user's home and in the one `HOME` names, since a run can read what the
 /// user can and what it prints may reach the agent and its model.
-pub const SECRET_PLACES: &[&str] = &[
+pub(super) const SECRET_PLACES: &[&str] = &[
     ".ssh",
     ".aws",
     ".gnupg",
@@ -138,5 +138,5 @@ pub const SECRET_PLACES: &[&str] = &[
 
 /// The Landlock ABI that governs connecting to pathname Unix sockets
 /// (`LANDLOCK_ACCESS_FS_RESOLVE_UNIX`, Linux 7.1). Below it, the sockets a
-/// command could reach are hidden by mounts instead (see [`Hidden`]).
-pub const UNIX_SOCKET_ABI: u32 = 9;
+/// command could reach are hidden by mounts instead (see `hidden::Hidden`).
+pub(super) const UNIX_SOCKET_ABI: u32 = 9;

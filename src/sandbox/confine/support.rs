@@ -138,7 +138,7 @@ pub(super) fn probe_namespaces() -> Result<(), String> {
 }
 /// How pathname Unix sockets outside the copy are kept from a command on
 /// this machine, in words.
-pub fn unix_sockets(support: &Support) -> &'static str {
+fn unix_sockets(support: &Support) -> &'static str {
     match support.unix_sockets() {
         UnixSockets::Landlock => {
             "Landlock denies connecting to one outside the scratch copy and its private \
@@ -151,11 +151,13 @@ pub fn unix_sockets(support: &Support) -> &'static str {
         UnixSockets::Unguarded => "not guarded on this machine: runs are refused",
     }
 }
+
 /// Which socket families a confined command may make, in words.
-pub fn socket_families() -> &'static str {
+fn socket_families() -> &'static str {
     if seccomp::WRITTEN_FOR_THIS_MACHINE {
         "IPv4 and IPv6 (in the run's own network namespace), route netlink and Unix; vsock, \
-         packet, the other netlink protocols, io_uring and foreign system-call ABIs are refused"
+         packet, the other netlink protocols and io_uring are refused; an x32 call fails and an \
+         i386 call kills the process"
     } else {
         "not filtered on this architecture: runs are refused"
     }
@@ -182,7 +184,7 @@ pub fn report(support: &Support) -> serde_json::Value {
     })
 }
 /// How `critic experiment` runs an agent's turns here, in words.
-pub fn agent_turns(support: &Support) -> String {
+fn agent_turns(support: &Support) -> String {
     match support.missing() {
         None => format!(
             "confined as runs are, writing only to the workspace and the agent's own \

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Default per-run timeout.
-pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(60);
+const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default cap on captured stdout and stderr, each.
 pub const DEFAULT_OUTPUT_BYTES: usize = 64 << 10;
 /// The host's own ceiling on captured stdout and stderr, each, whatever a
@@ -19,7 +19,7 @@ pub const MAX_OUTPUT_BYTES: usize = 8 << 20;
 /// Environment variables passed through from the host to commands; nothing
 /// else of the host's environment (API keys, tokens) reaches them. `HOME`
 /// is not among them: each run's is an empty directory of its own.
-pub const PASSED_ENV: &[&str] = &[
+const PASSED_ENV: &[&str] = &[
     "PATH",
     "LANG",
     "LC_ALL",
@@ -32,7 +32,7 @@ pub const PASSED_ENV: &[&str] = &[
 /// on when the host sets them, else set to the default when it exists, so
 /// that pyenv's shims, cargo and rustup, Go and `pip --user` packages still
 /// find themselves while `HOME` is private.
-pub(super) const TOOLCHAIN_HOMES: &[(&str, &str)] = &[
+const TOOLCHAIN_HOMES: &[(&str, &str)] = &[
     ("PYENV_ROOT", ".pyenv"),
     ("CARGO_HOME", ".cargo"),
     ("RUSTUP_HOME", ".rustup"),
