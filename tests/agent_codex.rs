@@ -73,7 +73,8 @@ fn a_rejected_stop_sends_the_followup_to_the_model_and_the_next_stop_is_accepted
             {"tool_calls": [{"name": "apply_patch", "input":
                 "*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n-    return a - b\n+    return a + b\n*** End Patch\n"}]},
             {"text": "Fixed add()."},
-            {"tool_calls": [{"name": "exec_command", "input": {"cmd": "python3 -m pytest -q; true"}}]},
+            // Codex yields after 10 s unless told to wait (at most 30 s).
+            {"tool_calls": [{"name": "exec_command", "input": {"cmd": "python3 -m pytest -q; true", "yield_time_ms": 30000}}]},
             {"text": "Fixed add(); the tests ran."}
         ]),
     );

@@ -237,14 +237,14 @@ fn the_real_agents_run_from_a_checkout_under_the_home() {
     let bash = |command: &str| json!({"tool_calls": [{"name": "Bash", "input": {"command": command, "description": "Edit"}}]});
     let standin = Standin::start("claude_code", &agent_script(bash));
     real_agent_experiment_with("claude-code", &npm_bin("claude"), &standin, &env);
-    let exec = |command: &str| json!({"tool_calls": [{"name": "exec_command", "input": {"cmd": command}}]});
+    let exec = |command: &str| codex_exec(command);
     let standin = Standin::start("codex", &agent_script(exec));
     real_agent_experiment_with("codex", &npm_bin("codex"), &standin, &env);
 }
 
 #[test]
 fn codex_runs_the_arms_with_the_critic_as_its_stop_hook() {
-    let exec = |command: &str| json!({"tool_calls": [{"name": "exec_command", "input": {"cmd": command}}]});
+    let exec = |command: &str| codex_exec(command);
     let standin = Standin::start("codex", &agent_script(exec));
     let (lab, fix) = real_agent_experiment("codex", &npm_bin("codex"), &standin);
     // The stand-in answers each of the run's three calls with 100 input and
@@ -338,4 +338,12 @@ fn openhands_runs_the_arms_with_the_critic_as_its_stop_hook() {
     let (lab, _) = real_agent_experiment("openhands", &python_with_package(), &standin);
     let hooks = lab.path("out/runs/acme__textutil-1/fix-only/0/agent/home/.openhands/hooks.json");
     assert!(std::fs::read_to_string(hooks).unwrap().contains("--events"));
+}
+
+/// A Codex `exec_command` call of `command` that waits for it to end: by
+/// default Codex yields after 10 s and the turn goes on while the command
+/// runs, so on a loaded machine the finish could come before the file the
+/// command writes (30 s is the longest wait Codex allows).
+fn codex_exec(command: &str) -> Value {
+    json!({"tool_calls": [{"name": "exec_command", "input": {"cmd": command, "yield_time_ms": 30000}}]})
 }
