@@ -115,9 +115,9 @@ pub mod patch {
     pub use crate::workspace::{PatchError, PatternError, PendingDiff, RawDiff};
 }
 
-/// Detectors as a [`Runtime`] runs them: one call's
-/// context, limits and report, the events it reads, the host calls it may
-/// make, and why one failed.
+/// Detectors as a [`Runtime`] runs them: one call's context, limits and
+/// report, the events it reads, the host calls it may make, and why one
+/// failed.
 pub mod detectors {
     pub use crate::detector::feed::EventFeed;
     pub use crate::detector::wasm::cache::CacheOutcome;
