@@ -20,24 +20,7 @@ fn tcp_needs_loopback_and_the_token() {
         .env("CRITIC_SERVER_TOKEN", "x".repeat(32)));
     assert!(stderr(&out).contains("loopback"), "{}", stderr(&out));
 
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let token = "a-token-only-the-test-knows-0123";
-    let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("critic.sock");
-    let mut cmd = critic();
-    cmd.args([
-        "serve",
-        "--listen",
-        &format!("127.0.0.1:{port}"),
-        "--socket",
-    ])
-    .arg(&socket)
-    .env("CRITIC_SERVER_TOKEN", token)
-    .stderr(Stdio::piped());
-    let server = Server::spawn(cmd, socket, dir);
+    let (server, port, token) = tcp_server();
     let ws = demo_workspace();
     let state = tempfile::tempdir().unwrap();
     let body = json!({
