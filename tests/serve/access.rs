@@ -225,13 +225,18 @@ fn the_socket_is_never_open_to_others_even_for_a_moment() {
     let watcher = {
         let (socket, stop) = (socket.clone(), stop.clone());
         std::thread::spawn(move || {
+            // `stop` is read before each look, so the last look starts after
+            // the server is up, even for a watcher first scheduled late.
             let mut seen = std::collections::BTreeSet::new();
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            loop {
+                let last = stop.load(std::sync::atomic::Ordering::Relaxed);
                 if let Ok(meta) = std::fs::symlink_metadata(&socket) {
                     seen.insert(meta.permissions().mode() & 0o777);
                 }
+                if last {
+                    return seen;
+                }
             }
-            seen
         })
     };
     let mut cmd = critic();
