@@ -11,6 +11,7 @@
 use pluggable_critic::experiment::model_proxy::{
     exchange, replay, ModelProxy, Settings, Spending, Upstream,
 };
+use pluggable_critic::sys::http_client;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
@@ -79,20 +80,23 @@ fn settings(dir: &std::path::Path, upstream: Option<SocketAddr>) -> Settings {
 }
 
 /// One call: the time to the answer's first byte and to its end, ms.
-fn call(agent: &ureq::Agent, addr: SocketAddr, key: &str, n: usize) -> (f64, f64) {
-    let started = Instant::now();
+fn call(addr: SocketAddr, key: &str, n: usize) -> (f64, f64) {
     let body = format!("{{\"model\":\"m\",\"stream\":true,\"messages\":[{{\"role\":\"user\",\"content\":\"call {n}\"}}]}}");
-    let response = agent
-        .post(format!("http://{addr}/v1/messages"))
-        .header("x-api-key", key)
-        .send(body.as_bytes())
-        .unwrap();
-    let mut reader = response.into_body().into_reader();
-    let mut byte = [0u8; 1];
-    reader.read_exact(&mut byte).unwrap();
-    let first = started.elapsed().as_secs_f64() * 1e3;
-    std::io::copy(&mut reader, &mut std::io::sink()).unwrap();
-    (first, started.elapsed().as_secs_f64() * 1e3)
+    let key = key.to_string();
+    http_client::wait(async move {
+        let started = Instant::now();
+        let mut response = http_client::client()
+            .post(format!("http://{addr}/v1/messages"))
+            .header("x-api-key", key)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        response.chunk().await.unwrap().expect("a first chunk");
+        let first = started.elapsed().as_secs_f64() * 1e3;
+        while response.chunk().await.unwrap().is_some() {}
+        (first, started.elapsed().as_secs_f64() * 1e3)
+    })
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -102,14 +106,13 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() {
     let dir = tempfile::tempdir().unwrap();
-    let agent: ureq::Agent = ureq::Agent::config_builder().build().into();
     let model = standin(Duration::ZERO);
     let proxy = ModelProxy::new(settings(dir.path(), Some(model))).unwrap();
     let serving = proxy.serve_on_loopback().unwrap();
     let (mut direct, mut proxied) = (Vec::new(), Vec::new());
     for n in 0..400 {
-        let d = call(&agent, model, "sk-bench", n);
-        let p = call(&agent, serving.addr, proxy.token(), n);
+        let d = call(model, "sk-bench", n);
+        let p = call(serving.addr, proxy.token(), n);
         if n >= 50 {
             direct.push(d);
             proxied.push(p);
@@ -139,7 +142,7 @@ fn main() {
     let serving = live.serve_on_loopback().unwrap();
     let started = Instant::now();
     for n in 0..10 {
-        call(&agent, serving.addr, live.token(), n);
+        call(serving.addr, live.token(), n);
     }
     let recorded = started.elapsed().as_secs_f64();
     drop(serving);
@@ -155,7 +158,7 @@ fn main() {
     let serving = replayed.serve_on_loopback().unwrap();
     let started = Instant::now();
     for n in 0..10 {
-        call(&agent, serving.addr, replayed.token(), n);
+        call(serving.addr, replayed.token(), n);
     }
     let replay_s = started.elapsed().as_secs_f64();
     assert!(replayed.seen().stop.is_none(), "the replay diverged");

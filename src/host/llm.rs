@@ -91,16 +91,11 @@ impl LlmClient {
                     .into(),
             );
         };
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(config.timeout))
-            .http_status_as_error(false)
-            .build()
-            .into();
         let key = std::env::var(&config.api_key_env).ok();
         Ok(crate::sys::parallel::map(
             requests.len(),
             config.concurrency,
-            |i| one(&agent, config, key.as_deref(), &requests[i], deadline),
+            |i| one(config, key.as_deref(), &requests[i], deadline),
         ))
     }
 }
@@ -132,7 +127,6 @@ fn cache_key(config: &LlmConfig, request: &LlmRequest) -> String {
 }
 
 fn one(
-    agent: &ureq::Agent,
     config: &LlmConfig,
     key: Option<&str>,
     request: &LlmRequest,
@@ -167,7 +161,7 @@ fn one(
             last_error = format!("{url}: no time left for the request (the detector's deadline)");
             break;
         }
-        match post(agent, &url, key, &payload, left.min(config.timeout)) {
+        match post(&url, key, &payload, left.min(config.timeout)) {
             Ok(content) => {
                 if let Some(path) = &cached {
                     record(path, request, &content);
@@ -198,29 +192,29 @@ fn one(
 /// One POST, given up after `timeout`; the error says whether a retry may
 /// help.
 fn post(
-    agent: &ureq::Agent,
     url: &str,
     key: Option<&str>,
     payload: &str,
     timeout: Duration,
 ) -> Result<String, (String, bool)> {
-    let mut req = agent
+    let mut req = crate::sys::http_client::client()
         .post(url)
-        .config()
-        .timeout_global(Some(timeout))
-        .build()
-        .header("Content-Type", "application/json");
+        .timeout(timeout)
+        .header("Content-Type", "application/json")
+        .body(payload.to_string());
     if let Some(k) = key {
-        req = req.header("Authorization", &format!("Bearer {k}"));
+        req = req.header("Authorization", format!("Bearer {k}"));
     }
-    let mut resp = req
-        .send(payload)
-        .map_err(|e| (format!("{url}: {e}"), true))?;
-    let status = resp.status().as_u16();
-    let text = resp
-        .body_mut()
-        .read_to_string()
-        .map_err(|e| (format!("{url}: cannot read the answer: {e}"), true))?;
+    let answer = crate::sys::http_client::wait(async move {
+        let resp = req.send().await.map_err(|e| ("", e))?;
+        let status = resp.status().as_u16();
+        let text = resp
+            .text()
+            .await
+            .map_err(|e| ("cannot read the answer: ", e))?;
+        Ok((status, text))
+    });
+    let (status, text) = answer.map_err(|(what, e)| (format!("{url}: {what}{}", crate::sys::http_client::error_text(e)), true))?;
     if status != 200 {
         let retryable = status == 429 || status >= 500;
         let snippet: String = text.chars().take(300).collect();

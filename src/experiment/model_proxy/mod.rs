@@ -26,13 +26,14 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Request, Response, StatusCode};
 use exchange::{Exchange, Tokens};
 use http_body_util::BodyExt;
+use crate::sys::http_client::{client, error_text};
 use hyper::body::Bytes;
 use serde_json::{json, Value};
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// A run's recording of its model calls, in its directory.
@@ -48,8 +49,6 @@ const MAX_RECORDED_BYTES: usize = 64 << 20;
 /// The most of a hooked session's verdict log read to number a call's round.
 const MAX_VERDICT_LOG_READ: u64 = 16 << 20;
 
-/// How long to wait for the model's API to accept a connection.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Headers that belong to one connection, not to the exchange.
 const HOP_BY_HOP: [&str; 9] = [
@@ -160,33 +159,6 @@ pub struct ModelProxy {
     stop: Arc<AtomicBool>,
 }
 
-/// The runtime every proxy's connections run on.
-fn runtime() -> &'static tokio::runtime::Runtime {
-    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RT.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("model-proxy")
-            .enable_all()
-            .build()
-            .expect("a runtime for the model proxy")
-    })
-}
-
-/// The agent the proxy calls upstream with: pooled connections, TLS, no
-/// redirects followed (the request goes where the experiment says).
-fn client() -> &'static ureq::Agent {
-    static AGENT: OnceLock<ureq::Agent> = OnceLock::new();
-    AGENT.get_or_init(|| {
-        ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .timeout_connect(Some(CONNECT_TIMEOUT))
-            .build()
-            .into()
-    })
-}
-
 fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -257,7 +229,7 @@ fn same_secret(a: &str, b: &str) -> bool {
 
 /// A request as the proxy handles it.
 struct Call {
-    method: String,
+    method: axum::http::Method,
     path: String,
     headers: HeaderMap,
     body: Bytes,
@@ -335,7 +307,7 @@ impl ModelProxy {
     pub fn serve(self: &Arc<Self>, listener: std::net::TcpListener) -> std::io::Result<Serving> {
         let addr = listener.local_addr()?;
         listener.set_nonblocking(true)?;
-        let rt = runtime();
+        let rt = crate::sys::http_client::runtime();
         let _entered = rt.enter();
         // Each event of a stream goes out as it comes, not held for the
         // last one's acknowledgement (Nagle).
@@ -379,7 +351,7 @@ impl ModelProxy {
             }
         };
         let call = Call {
-            method: parts.method.to_string(),
+            method: parts.method.clone(),
             path: parts
                 .uri
                 .path_and_query()
@@ -408,7 +380,7 @@ impl ModelProxy {
         let digest = self
             .settings
             .normalizer
-            .digest(&call.method, &call.path, &call.request);
+            .digest(call.method.as_str(), &call.path, &call.request);
         let refuse = |state: &mut State, status, kind: &str, message: String| {
             state.seen.calls += 1;
             let (status, body) = own_answer(status, kind, &message);
@@ -447,7 +419,7 @@ impl ModelProxy {
         if let Some(recording) = state.replay.as_mut() {
             match recording.answer(
                 &self.settings.normalizer,
-                &call.method,
+                call.method.as_str(),
                 &call.path,
                 &call.request,
             ) {
@@ -536,7 +508,7 @@ impl ModelProxy {
             call: n,
             round,
             at_ms: call.at_ms,
-            method: call.method.clone(),
+            method: call.method.to_string(),
             path: call.path.clone(),
             request_headers: exchange::headers_value(
                 call.headers.iter().map(|(k, v)| (k.as_str(), v.as_bytes())),
@@ -627,126 +599,113 @@ impl ModelProxy {
             .upstream
             .clone()
             .expect("decide sends only a live call here");
-        let (head_tx, head_rx) = tokio::sync::oneshot::channel();
-        let (mut body_tx, body) =
-            http_body_util::channel::Channel::<Bytes, std::convert::Infallible>::new(8);
-        let handle = tokio::runtime::Handle::current();
-        let proxy = self.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut e = proxy.exchange(&call, n, round, &digest, StatusCode::OK, Value::Null, None);
-            e.source = "live".into();
-            e.status = None;
-            e.content_type = None;
-            let request = upstream_request(&call, &upstream);
-            let response = request.and_then(|r| client().run(r).map_err(|err| err.to_string()));
-            let mut response = match response {
-                Ok(r) => r,
-                Err(err) => {
-                    let message = format!(
-                        "critic's model proxy: {} did not answer: {err}",
-                        upstream.origin
-                    );
-                    e.error = Some(message.clone());
-                    let (status, body) = own_answer(StatusCode::BAD_GATEWAY, "api_error", &message);
+        let response = match upstream_request(&call, &upstream).send().await {
+            Ok(r) => r,
+            Err(err) => {
+                let message = format!(
+                    "critic's model proxy: {} did not answer: {}",
+                    upstream.origin,
+                    error_text(err)
+                );
+                let (status, body) = own_answer(StatusCode::BAD_GATEWAY, "api_error", &message);
+                let proxy = self.clone();
+                let _ = tokio::task::spawn_blocking(move || {
+                    let mut e = proxy.live_exchange(&call, n, round, &digest);
+                    e.error = Some(message);
                     e.first_byte_ms = ms(call.started.elapsed());
                     e.total_ms = e.first_byte_ms;
                     proxy.finish(e);
-                    let _ = head_tx.send(Err((status, body)));
-                    return;
-                }
-            };
-            let status = response.status();
-            let headers: Vec<(String, Vec<u8>)> = response
-                .headers()
-                .iter()
-                .filter(|(k, _)| !HOP_BY_HOP.contains(&k.as_str()))
-                .map(|(k, v)| (k.as_str().to_string(), v.as_bytes().to_vec()))
-                .collect();
-            let content_type = response
-                .headers()
-                .get("content-type")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string);
-            let stream = content_type
-                .as_deref()
-                .is_some_and(|c| c.starts_with("text/event-stream"));
-            e.status = Some(status.as_u16());
-            e.content_type = content_type;
-            e.stream = stream;
-            let _ = head_tx.send(Ok((status, headers)));
-            let mut reader = response.body_mut().as_reader();
+                })
+                .await;
+                return respond(status, &body);
+            }
+        };
+        let status = response.status();
+        let mut answer = Response::builder().status(status.as_u16());
+        for (k, v) in response.headers() {
+            if !HOP_BY_HOP.contains(&k.as_str()) {
+                answer = answer.header(k, v);
+            }
+        }
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let stream = content_type
+            .as_deref()
+            .is_some_and(|c| c.starts_with("text/event-stream"));
+        let (mut body_tx, body) =
+            http_body_util::channel::Channel::<Bytes, std::convert::Infallible>::new(8);
+        let proxy = self.clone();
+        tokio::spawn(async move {
+            let mut response = response;
             let mut kept: Vec<u8> = Vec::new();
-            let mut buf = vec![0u8; 16 << 10];
-            let mut first = true;
+            let mut first_byte_ms = None;
+            let mut error = None;
             loop {
-                match reader.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(k) => {
-                        if first {
-                            e.first_byte_ms = ms(call.started.elapsed());
-                            first = false;
-                        }
+                match response.chunk().await {
+                    Ok(None) => break,
+                    Ok(Some(chunk)) => {
+                        first_byte_ms.get_or_insert_with(|| ms(call.started.elapsed()));
                         if kept.len() < MAX_RECORDED_BYTES {
-                            kept.extend_from_slice(&buf[..k]);
+                            kept.extend_from_slice(&chunk);
                         }
-                        if handle
-                            .block_on(body_tx.send_data(Bytes::copy_from_slice(&buf[..k])))
-                            .is_err()
-                        {
-                            e.error = Some(
+                        if body_tx.send_data(chunk).await.is_err() {
+                            error = Some(
                                 "the agent closed the connection before the answer ended".into(),
                             );
                             break;
                         }
                     }
                     Err(err) => {
-                        e.error = Some(format!("the answer broke off: {err}"));
+                        error = Some(format!("the answer broke off: {}", error_text(err)));
                         break;
                     }
                 }
             }
-            e.total_ms = ms(call.started.elapsed());
-            if first {
-                e.first_byte_ms = e.total_ms;
-            }
-            if stream {
-                let raw = String::from_utf8_lossy(&kept).into_owned();
-                e.response = exchange::assemble(&raw);
-                e.raw = Some(raw);
-            } else {
-                e.response = exchange::body_value(&kept);
-            }
-            e.usage = exchange::usage_of(&e.response);
-            proxy.finish(e);
+            let total_ms = ms(call.started.elapsed());
+            // Redacting and appending a recording of up to 64 MiB is work
+            // for a blocking thread, not the runtime's.
+            let _ = tokio::task::spawn_blocking(move || {
+                let mut e = proxy.live_exchange(&call, n, round, &digest);
+                e.status = Some(status.as_u16());
+                e.content_type = content_type;
+                e.stream = stream;
+                e.error = error;
+                e.total_ms = total_ms;
+                e.first_byte_ms = first_byte_ms.unwrap_or(total_ms);
+                if stream {
+                    let raw = String::from_utf8_lossy(&kept).into_owned();
+                    e.response = exchange::assemble(&raw);
+                    e.raw = Some(raw);
+                } else {
+                    e.response = exchange::body_value(&kept);
+                }
+                e.usage = exchange::usage_of(&e.response);
+                proxy.finish(e);
+            })
+            .await;
             // The answer ends (chunked: its length is never passed on) only
             // once it is recorded and counted, so an agent that exits on
             // its last byte leaves no call unrecorded.
             drop(body_tx);
         });
-        match head_rx.await {
-            Ok(Ok((status, headers))) => {
-                let mut response = Response::builder().status(status.as_u16());
-                for (k, v) in headers {
-                    response = response.header(k, v);
-                }
-                response.body(Body::new(body)).unwrap_or_else(|e| {
-                    respond(
-                        StatusCode::BAD_GATEWAY,
-                        &own_answer(StatusCode::BAD_GATEWAY, "api_error", &e.to_string()).1,
-                    )
-                })
-            }
-            Ok(Err((status, body))) => respond(status, &body),
-            Err(_) => respond(
+        answer.body(Body::new(body)).unwrap_or_else(|e| {
+            respond(
                 StatusCode::BAD_GATEWAY,
-                &own_answer(
-                    StatusCode::BAD_GATEWAY,
-                    "api_error",
-                    "critic's model proxy failed",
-                )
-                .1,
-            ),
-        }
+                &own_answer(StatusCode::BAD_GATEWAY, "api_error", &e.to_string()).1,
+            )
+        })
+    }
+
+    /// The record of a live call, before its answer is known.
+    fn live_exchange(&self, call: &Call, n: u32, round: u32, digest: &str) -> Exchange {
+        let mut e = self.exchange(call, n, round, digest, StatusCode::OK, Value::Null, None);
+        e.source = "live".into();
+        e.status = None;
+        e.content_type = None;
+        e
     }
 }
 
@@ -777,20 +736,15 @@ fn replayed_response(e: &Exchange) -> Response<Body> {
 
 /// `call` as the request upstream: the same method, path, headers and
 /// body, with the real key where the agent put its token.
-fn upstream_request(
-    call: &Call,
-    upstream: &Upstream,
-) -> Result<ureq::http::Request<Vec<u8>>, String> {
-    let mut request = ureq::http::Request::builder()
-        .method(call.method.as_str())
-        .uri(format!("{}{}", upstream.origin, call.path));
+fn upstream_request(call: &Call, upstream: &Upstream) -> reqwest::RequestBuilder {
+    let mut request = client().request(call.method.clone(), format!("{}{}", upstream.origin, call.path));
     let style = presented_key(&call.headers).map(|(name, _)| name);
     for (name, value) in &call.headers {
         let name = name.as_str();
         if HOP_BY_HOP.contains(&name) || KEY_HEADERS.contains(&name) || name == "accept-encoding" {
             continue;
         }
-        request = request.header(name, value.as_bytes());
+        request = request.header(name, value.clone());
     }
     // Answers as they are, so that the recording reads them.
     request = request.header("accept-encoding", "identity");
@@ -801,7 +755,7 @@ fn upstream_request(
             _ => request.header("authorization", format!("Bearer {key}")),
         };
     }
-    request.body(call.body.to_vec()).map_err(|e| e.to_string())
+    request.body(call.body.clone())
 }
 
 /// A proxy's listener being served; dropping it stops accepting.

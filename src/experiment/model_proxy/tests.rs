@@ -110,28 +110,30 @@ fn settings(dir: &std::path::Path, upstream: Option<&str>) -> Settings {
 /// POST `body` to the proxy at `addr` with `key` as `x-api-key`; the
 /// status, the body, and when its first bytes came.
 fn post(addr: SocketAddr, key: &str, body: &Value) -> (u16, String, Duration) {
-    let started = Instant::now();
-    let response = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .new_agent()
-        .post(format!("http://{addr}/v1/messages"))
-        .header("x-api-key", key)
-        .header("anthropic-version", "2023-06-01")
-        .send(body.to_string().as_bytes())
-        .unwrap();
-    let status = response.status().as_u16();
-    let mut reader = response.into_body().into_reader();
-    let mut first = [0u8; 1];
-    reader.read_exact(&mut first).unwrap();
-    let first_at = started.elapsed();
-    let mut rest = String::new();
-    reader.read_to_string(&mut rest).unwrap();
-    (
-        status,
-        String::from_utf8_lossy(&first).into_owned() + &rest,
-        first_at,
-    )
+    let (key, body) = (key.to_string(), body.to_string());
+    crate::sys::http_client::wait(async move {
+        let started = Instant::now();
+        let mut response = client()
+            .post(format!("http://{addr}/v1/messages"))
+            .header("x-api-key", key)
+            .header("anthropic-version", "2023-06-01")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let mut text = Vec::new();
+        let mut first_at = None;
+        while let Some(chunk) = response.chunk().await.unwrap() {
+            first_at.get_or_insert_with(|| started.elapsed());
+            text.extend_from_slice(&chunk);
+        }
+        (
+            status,
+            String::from_utf8_lossy(&text).into_owned(),
+            first_at.unwrap_or_else(|| started.elapsed()),
+        )
+    })
 }
 
 #[test]
