@@ -6,7 +6,8 @@ use super::charts::{self, Line};
 use super::summary::ArmSummary;
 use crate::experiment::db::RunKey;
 use crate::experiment::stats::Rate;
-use crate::report_html::escape;
+use super::templates::{joined, safe, Behind, Figure, Span, Table};
+use serde::Serialize;
 
 /// The four outcomes: their anchors' names, accepted, resolves.
 const CLASSES: [(&str, bool, bool); 4] = [
@@ -16,17 +17,25 @@ const CLASSES: [(&str, bool, bool); 4] = [
     ("rejected-unresolved", false, false),
 ];
 
+/// The critic's accuracy as the report shows it.
+#[derive(Debug, Serialize)]
+pub(super) struct Accuracy {
+    table: Table,
+    figures: Vec<Figure>,
+    lists: Vec<Behind>,
+}
+
 /// The accuracy table (each count linked to the finishes it counts, each
-/// finish to its round on its run's page) and its charts per round, as
-/// HTML; empty when no arm has a graded finish.
-pub(super) fn html(arms: &[ArmSummary], href: impl Fn(&RunKey) -> String) -> String {
+/// finish to its round on its run's page) and its charts per round;
+/// `None` when no arm has a graded finish.
+pub(super) fn accuracy(arms: &[ArmSummary], href: impl Fn(&RunKey) -> String) -> Option<Accuracy> {
     let with: Vec<(usize, &ArmSummary, &CriticAccuracy)> = arms
         .iter()
         .enumerate()
         .filter_map(|(i, a)| a.critic.as_ref().map(|c| (i, a, c)))
         .collect();
     if with.is_empty() {
-        return String::new();
+        return None;
     }
     let pct = |r: &Rate| {
         if r.n == 0 {
@@ -42,8 +51,8 @@ pub(super) fn html(arms: &[ArmSummary], href: impl Fn(&RunKey) -> String) -> Str
             )
         }
     };
-    let mut rows = String::new();
-    let mut lists = String::new();
+    let mut rows = Vec::new();
+    let mut lists = Vec::new();
     for (i, a, c) in &with {
         let n = &c.counts;
         let counts = [
@@ -52,42 +61,38 @@ pub(super) fn html(arms: &[ArmSummary], href: impl Fn(&RunKey) -> String) -> Str
             n.rejected_resolved,
             n.rejected_unresolved,
         ];
-        let cells: String = CLASSES
-            .iter()
-            .zip(counts)
-            .map(|((name, _, _), k)| format!("<td><a href=\"#critic-{i}-{name}\">{k}</a></td>"))
-            .collect();
-        rows.push_str(&format!(
-            "<tr><td>{}</td>{cells}<td><a href=\"#critic-{i}-rejected-resolved\">{}</a></td>\
-             <td><a href=\"#critic-{i}-accepted-unresolved\">{}</a></td></tr>",
-            escape(&a.arm),
+        let mut row = vec![Span::text(a.arm.clone())];
+        row.extend(
+            CLASSES
+                .iter()
+                .zip(counts)
+                .map(|((name, _, _), k)| Span::link(format!("#critic-{i}-{name}"), k.to_string())),
+        );
+        row.push(Span::link(
+            format!("#critic-{i}-rejected-resolved"),
             pct(&c.rejected_of_resolving),
+        ));
+        row.push(Span::link(
+            format!("#critic-{i}-accepted-unresolved"),
             pct(&c.accepted_of_unresolved),
         ));
+        rows.push(row);
         for (name, accepted, resolves) in CLASSES {
-            let links: Vec<String> = c
+            let links = c
                 .finishes
                 .iter()
                 .filter(|(_, _, a, r)| (*a, *r) == (accepted, resolves))
                 .map(|(key, round, _, _)| {
-                    format!(
-                        "<a href=\"{}#round-{round}\">{} / {}, round {round}</a>",
-                        escape(&href(key)),
-                        escape(&key.instance_id),
-                        key.sample
-                    )
+                    vec![Span::link(
+                        format!("{}#round-{round}", href(key)),
+                        format!("{} / {}, round {round}", key.instance_id, key.sample),
+                    )]
                 })
                 .collect();
-            lists.push_str(&format!(
-                "<p id=\"critic-{i}-{name}\" class=\"behind\"><strong>{}: {}</strong> ({}): {}</p>",
-                escape(&a.arm),
-                name.replace('-', ", "),
-                links.len(),
-                if links.is_empty() {
-                    "none".to_string()
-                } else {
-                    links.join(" ")
-                }
+            lists.push(Behind::new(
+                format!("critic-{i}-{name}"),
+                format!("{}: {}", a.arm, name.replace('-', ", ")),
+                links,
             ));
         }
     }
@@ -107,38 +112,50 @@ pub(super) fn html(arms: &[ArmSummary], href: impl Fn(&RunKey) -> String) -> Str
             })
             .collect()
     };
-    format!(
-        "<h2 id=\"critic-accuracy\">The critic's own accuracy</h2>\
-         <p>Each finish's judged patch graded on the golden tests: how often the critic accepted \
-         or rejected a patch that resolves the instance. Left out: acceptances the skill's budget \
-         forced, and verdicts of a failing detector.</p>\
-         <div class=\"scroll\"><table id=\"critic\"><tr><th>arm</th><th>accepted, resolves</th>\
-         <th>accepted, does not resolve</th><th>rejected, resolves</th>\
-         <th>rejected, does not resolve</th><th>correct fixes rejected</th>\
-         <th>wrong fixes accepted</th></tr>{rows}</table></div>\
-         <figure id=\"rejected-resolving\">{}{}</figure>\
-         <figure id=\"accepted-unresolved\">{}{}</figure>\
-         <h3>The finishes behind each count</h3>{lists}",
-        charts::lines(
-            "Correct fixes the critic rejected, per round (95% CI)",
-            "round",
-            "rejected",
-            &line(Counts::rejected_of_resolving)
-        ),
-        caption(&with, "rejected-resolved", "accepted-resolved", "resolving"),
-        charts::lines(
-            "Wrong fixes the critic accepted, per round (95% CI)",
-            "round",
-            "accepted",
-            &line(Counts::accepted_of_unresolved)
-        ),
-        caption(
-            &with,
-            "accepted-unresolved",
-            "rejected-unresolved",
-            "unresolved"
-        ),
-    )
+    let header = [
+        "arm",
+        "accepted, resolves",
+        "accepted, does not resolve",
+        "rejected, resolves",
+        "rejected, does not resolve",
+        "correct fixes rejected",
+        "wrong fixes accepted",
+    ];
+    Some(Accuracy {
+        table: Table {
+            id: "critic".into(),
+            header: header.iter().map(|h| h.to_string()).collect(),
+            rows,
+        },
+        figures: vec![
+            Figure {
+                id: "rejected-resolving",
+                svg: safe(charts::lines(
+                    "Correct fixes the critic rejected, per round (95% CI)",
+                    "round",
+                    "rejected",
+                    &line(Counts::rejected_of_resolving),
+                )),
+                from: caption(&with, "rejected-resolved", "accepted-resolved", "resolving"),
+            },
+            Figure {
+                id: "accepted-unresolved",
+                svg: safe(charts::lines(
+                    "Wrong fixes the critic accepted, per round (95% CI)",
+                    "round",
+                    "accepted",
+                    &line(Counts::accepted_of_unresolved),
+                )),
+                from: caption(
+                    &with,
+                    "accepted-unresolved",
+                    "rejected-unresolved",
+                    "unresolved",
+                ),
+            },
+        ],
+        lists,
+    })
 }
 
 /// Under a chart: per arm, the `what` finishes behind its line, those
@@ -148,19 +165,21 @@ fn caption(
     part: &str,
     rest: &str,
     what: &str,
-) -> String {
+) -> Vec<Span> {
     let verb = |class: &str| class.split('-').next().unwrap_or_default().to_string();
-    let arms: Vec<String> = arms
+    let arms = arms
         .iter()
         .map(|(i, a, _)| {
-            format!(
-                "{}: the {what} finishes it <a href=\"#critic-{i}-{part}\">{}</a> and \
-                 <a href=\"#critic-{i}-{rest}\">{}</a>",
-                escape(&a.arm),
-                verb(part),
-                verb(rest)
-            )
+            vec![
+                Span::text(format!("{}: the {what} finishes it ", a.arm)),
+                Span::link(format!("#critic-{i}-{part}"), verb(part)),
+                Span::text(" and "),
+                Span::link(format!("#critic-{i}-{rest}"), verb(rest)),
+            ]
         })
         .collect();
-    format!("<p class=\"from\">From {}.</p>", arms.join("; "))
+    let mut out = vec![Span::text("From ")];
+    out.extend(joined(arms, "; "));
+    out.push(Span::text("."));
+    out
 }

@@ -4,7 +4,6 @@
 //! nothing by construction); and the experiment's settings.
 
 use crate::experiment::db::{Run, Status};
-use crate::report_html::escape;
 use crate::skill::SignalKind;
 use crate::workspace::TestClassifier;
 use serde::Serialize;
@@ -99,59 +98,56 @@ fn changed_files(patch: &str) -> impl Iterator<Item = &str> {
         .map(str::trim_end)
 }
 
-/// The arms' definitions and the experiment's settings, as HTML.
-pub fn html(definitions: &[ArmDefinition], manifest: &Value) -> String {
-    let mut rows = String::new();
-    for d in definitions {
-        let role = if d.tests_only {
-            "<strong>writes tests only</strong>: its final patches change only test files, so \
-             it resolves nothing by construction; read its F→P column"
-                .to_string()
-        } else {
-            "fixes (its final patches change code)".to_string()
-        };
-        let config = if d.config.is_null() {
-            "(the skill's)".to_string()
-        } else {
-            d.config.to_string()
-        };
-        rows.push_str(&format!(
-            "<tr><td>{arm}</td><td>{skill}<br><small>{description}</small><br><code>{digest}</code></td>\
-             <td>{max}</td><td>{gates}</td><td><code>{config}</code></td><td>{task}</td><td>{role}</td></tr>",
-            arm = escape(&d.arm),
-            skill = escape(d.skill.as_deref().unwrap_or("(its copy is not in this directory)")),
-            description = escape(d.description.as_deref().unwrap_or("")),
-            digest = escape(d.digest.get(..12).unwrap_or(&d.digest)),
-            max = d.max_iterations.map_or("?".into(), |m| m.to_string()),
-            gates = escape(&d.gates.join(", ")),
-            config = escape(&config),
-            task = escape(&d.task),
-        ));
-    }
+/// An arm's definition as the report's table shows it.
+#[derive(Serialize)]
+pub(super) struct ArmRow<'a> {
+    #[serde(flatten)]
+    definition: &'a ArmDefinition,
+    /// The config overrides as JSON text, or what stands in their place.
+    config_text: String,
+}
+
+/// The experiment's settings as the report shows them.
+#[derive(Serialize)]
+pub(super) struct Settings {
+    agent: String,
+    model: String,
+    budget: String,
+    seed: u64,
+    version: String,
+}
+
+/// The rows of the arms' table.
+pub(super) fn rows(definitions: &[ArmDefinition]) -> Vec<ArmRow<'_>> {
+    definitions
+        .iter()
+        .map(|d| ArmRow {
+            definition: d,
+            config_text: if d.config.is_null() {
+                "(the skill's)".to_string()
+            } else {
+                d.config.to_string()
+            },
+        })
+        .collect()
+}
+
+/// The experiment's settings, from its manifest.
+pub(super) fn settings(manifest: &Value) -> Settings {
     let e = &manifest["experiment"];
     let setting = |v: &Value| {
         if v.is_null() {
             "(none)".to_string()
         } else {
-            escape(&v.to_string())
+            v.to_string()
         }
     };
     let model = &e["model"];
-    format!(
-        "<h2 id=\"arm-definitions\">What each arm is</h2><div class=\"scroll\"><table id=\"arm-defs\">\
-         <tr><th>arm</th><th>skill</th><th>max_iterations</th><th>signals</th><th>config</th>\
-         <th>task</th><th>role</th></tr>{rows}</table></div>\
-         <h3>Settings</h3><table id=\"settings\">\
-         <tr><td>agent</td><td><code>{agent}</code></td></tr>\
-         <tr><td>model</td><td><code>{model}</code></td></tr>\
-         <tr><td>budget</td><td><code>{budget}</code></td></tr>\
-         <tr><td>samples, seed</td><td>{samples}, {seed}</td></tr>\
-         <tr><td>critic</td><td>{version}</td></tr></table>",
-        agent = setting(&e["agent"]),
-        model = setting(&serde_json::json!({"model": model["model"], "base_url": model["base_url"], "price": model["price"]})),
-        budget = setting(&e["budget"]),
-        samples = manifest["samples"].as_u64().unwrap_or(1),
-        seed = manifest["seed"].as_u64().unwrap_or(0),
-        version = escape(manifest["tool"]["version"].as_str().unwrap_or("?")),
-    )
+    Settings {
+        agent: setting(&e["agent"]),
+        model: setting(&serde_json::json!({"model": model["model"], "base_url": model["base_url"], "price": model["price"]})),
+        budget: setting(&e["budget"]),
+        seed: manifest["seed"].as_u64().unwrap_or(0),
+        version: manifest["tool"]["version"].as_str().unwrap_or("?").to_string(),
+    }
 }

@@ -6,7 +6,8 @@
 
 use super::summary::{pairs, Summary};
 use crate::experiment::db::{Run, RunKey, Status};
-use crate::report_html::escape;
+use super::templates::{Behind, Span, Table};
+use serde::Serialize;
 
 /// A count of the main table: its column, its anchor's name, and which
 /// runs of an arm it holds.
@@ -90,36 +91,38 @@ const PAIR_CLASSES: [PairClass; 3] = [
     ("arm-only", "resolved by the arm only", |b, a| !b && a),
 ];
 
-/// `rows` (header first, cells as text) as an HTML table `id`, each body
-/// cell a link to the anchor `target(i, column)` gives (`i` counts the rows
-/// under the header from 0).
+/// `rows` (header first, cells as text) as table `id`, each body cell a
+/// link to the anchor `target(i, column)` gives (`i` counts the rows under
+/// the header from 0).
 pub fn linked(
     rows: &[Vec<String>],
     id: &str,
     target: impl Fn(usize, usize) -> Option<String>,
-) -> String {
-    let rows: Vec<Vec<String>> = rows
-        .iter()
-        .enumerate()
-        .map(|(row, cells)| {
-            cells
-                .iter()
-                .enumerate()
-                .map(
-                    |(col, cell)| match row.checked_sub(1).and_then(|i| target(i, col)) {
-                        Some(to) => format!("<a href=\"#{to}\">{}</a>", escape(cell)),
-                        None => escape(cell),
-                    },
-                )
-                .collect()
-        })
-        .collect();
-    super::tables::html_table_raw(&rows, id)
+) -> Table {
+    let (header, body) = rows.split_first().map_or((&[][..], &[][..]), |(h, b)| (&h[..], b));
+    Table {
+        id: id.to_string(),
+        header: header.to_vec(),
+        rows: body
+            .iter()
+            .enumerate()
+            .map(|(i, cells)| {
+                cells
+                    .iter()
+                    .enumerate()
+                    .map(|(col, cell)| match target(i, col) {
+                        Some(to) => Span::link(format!("#{to}"), cell.clone()),
+                        None => Span::text(cell.clone()),
+                    })
+                    .collect()
+            })
+            .collect(),
+    }
 }
 
-/// The main table (its rows, header first, cells as text) as HTML, each
-/// number a link to the runs it comes from.
-pub fn linked_table(main: &[Vec<String>]) -> String {
+/// The main table (its rows, header first, cells as text), each number a
+/// link to the runs it comes from.
+pub fn linked_table(main: &[Vec<String>]) -> Table {
     linked(main, "arms", |i, col| {
         COUNTS
             .iter()
@@ -130,8 +133,8 @@ pub fn linked_table(main: &[Vec<String>]) -> String {
     })
 }
 
-/// The paired table as HTML, each number a link to its pairs.
-pub fn linked_paired(paired: &[Vec<String>]) -> String {
+/// The paired table, each number a link to its pairs.
+pub fn linked_paired(paired: &[Vec<String>]) -> Table {
     linked(paired, "paired", |i, col| {
         PAIRED
             .iter()
@@ -140,73 +143,87 @@ pub fn linked_paired(paired: &[Vec<String>]) -> String {
     })
 }
 
-/// A list of what is behind a number: `id`, its title, its items (links).
-pub fn list(id: &str, title: &str, items: &[String]) -> String {
-    format!(
-        "<p id=\"{id}\" class=\"behind\"><strong>{}</strong> ({}): {}</p>",
-        escape(title),
-        items.len(),
-        if items.is_empty() {
-            "none".to_string()
-        } else {
-            items.join(" ")
-        }
-    )
+/// A link to `key`'s page, named by its instance and sample.
+pub fn run_link(key: &RunKey, href: &impl Fn(&RunKey) -> String) -> Vec<Span> {
+    vec![Span::link(
+        href(key),
+        format!("{} / {}", key.instance_id, key.sample),
+    )]
 }
 
-/// A link to `key`'s page, named by its instance and sample.
-pub fn run_link(key: &RunKey, href: &impl Fn(&RunKey) -> String) -> String {
-    format!(
-        "<a href=\"{}\">{} / {}</a>",
-        escape(&href(key)),
-        escape(&key.instance_id),
-        key.sample
-    )
+/// A heading of the lists behind the numbers, and its lists.
+#[derive(Debug, Serialize)]
+pub struct Section {
+    title: String,
+    lists: Vec<Behind>,
 }
 
 /// The lists the report's tables link to: per arm and count, per pair
 /// class, per failure class and per MPE class.
-pub fn html(s: &Summary, runs: &[Run], href: impl Fn(&RunKey) -> String) -> String {
-    let mut out = String::from(
-        "<h2 id=\"behind\">The runs behind each number</h2><p>Each number of the tables above \
-         links here; each run opens its page.</p>",
-    );
+pub fn sections(s: &Summary, runs: &[Run], href: impl Fn(&RunKey) -> String) -> Vec<Section> {
+    let mut out = Vec::new();
     for (i, a) in s.arms.iter().enumerate() {
-        out.push_str(&format!("<h3>{}</h3>", escape(&a.arm)));
         let of_arm: Vec<&Run> = runs.iter().filter(|r| r.key.arm == a.arm).collect();
-        for Count { name, holds, .. } in COUNTS {
-            let links: Vec<String> = of_arm
-                .iter()
-                .filter(|r| holds(r))
-                .map(|r| run_link(&r.key, &href))
-                .collect();
-            out.push_str(&list(&anchor(i, name), name, &links));
-        }
+        let lists = COUNTS
+            .iter()
+            .map(|Count { name, holds, .. }| {
+                let links = of_arm
+                    .iter()
+                    .filter(|r| holds(r))
+                    .map(|r| run_link(&r.key, &href))
+                    .collect();
+                Behind::new(anchor(i, name), *name, links)
+            })
+            .collect();
+        out.push(Section {
+            title: a.arm.clone(),
+            lists,
+        });
     }
     if let Some(baseline) = &s.baseline {
-        out.push_str(&paired_lists(s, runs, baseline, &href));
+        out.extend(paired_sections(s, runs, baseline, &href));
     }
     if !s.failures.is_empty() {
-        out.push_str("<h3>Failures by class</h3>");
-        for (j, f) in s.failures.iter().enumerate() {
-            let links: Vec<String> = runs
-                .iter()
-                .filter(|r| r.status.name() == f.status && r.error_class.as_ref() == Some(&f.class))
-                .map(|r| run_link(&r.key, &href))
-                .collect();
-            let title = format!("{} ({})", f.status, f.class);
-            out.push_str(&list(&format!("failure-{j}"), &title, &links));
-        }
+        let lists = s
+            .failures
+            .iter()
+            .enumerate()
+            .map(|(j, f)| {
+                let links = runs
+                    .iter()
+                    .filter(|r| {
+                        r.status.name() == f.status && r.error_class.as_ref() == Some(&f.class)
+                    })
+                    .map(|r| run_link(&r.key, &href))
+                    .collect();
+                Behind::new(
+                    format!("failure-{j}"),
+                    format!("{} ({})", f.status, f.class),
+                    links,
+                )
+            })
+            .collect();
+        out.push(Section {
+            title: "Failures by class".into(),
+            lists,
+        });
     }
     if !s.mpe.is_empty() {
-        out.push_str("<h3>MPE classes</h3>");
+        let mut lists = Vec::new();
         for (i, (arm, classes)) in s.mpe.iter().enumerate() {
             for (class, keys) in classes {
-                let links: Vec<String> = keys.iter().map(|k| run_link(k, &href)).collect();
-                let title = format!("{arm}: {class}");
-                out.push_str(&list(&mpe_anchor(i, class), &title, &links));
+                let links = keys.iter().map(|k| run_link(k, &href)).collect();
+                lists.push(Behind::new(
+                    mpe_anchor(i, class),
+                    format!("{arm}: {class}"),
+                    links,
+                ));
             }
         }
+        out.push(Section {
+            title: "MPE classes".into(),
+            lists,
+        });
     }
     out
 }
@@ -218,40 +235,44 @@ pub fn mpe_anchor(i: usize, class: &str) -> String {
 
 /// The pairs behind each row of the paired table: every pair, and those
 /// only the baseline or only the arm resolved, each with both runs.
-fn paired_lists(
+fn paired_sections(
     s: &Summary,
     runs: &[Run],
     baseline: &str,
     href: &impl Fn(&RunKey) -> String,
-) -> String {
-    let mut out = String::new();
-    for (i, p) in s.paired.iter().enumerate() {
-        out.push_str(&format!(
-            "<h3>{} against {}</h3>",
-            escape(&p.arm),
-            escape(baseline)
-        ));
-        let pairs = pairs(runs, baseline, &p.arm);
-        let link = |(base, arm): &(&Run, &Run)| {
-            format!(
-                "{} / {}: <a href=\"{}\">{}</a> <a href=\"{}\">{}</a>",
-                escape(&base.key.instance_id),
-                base.key.sample,
-                escape(&href(&base.key)),
-                escape(baseline),
-                escape(&href(&arm.key)),
-                escape(&p.arm)
-            )
-        };
-        let resolved = |r: &Run| r.resolved == Some(true);
-        for (name, title, holds) in PAIR_CLASSES {
-            let links: Vec<String> = pairs
+) -> Vec<Section> {
+    s.paired
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let pairs = pairs(runs, baseline, &p.arm);
+            let link = |(base, arm): &(&Run, &Run)| {
+                vec![
+                    Span::text(format!(
+                        "{} / {}: ",
+                        base.key.instance_id, base.key.sample
+                    )),
+                    Span::link(href(&base.key), baseline),
+                    Span::text(" "),
+                    Span::link(href(&arm.key), p.arm.clone()),
+                ]
+            };
+            let resolved = |r: &Run| r.resolved == Some(true);
+            let lists = PAIR_CLASSES
                 .iter()
-                .filter(|(b, a)| holds(resolved(b), resolved(a)))
-                .map(link)
+                .map(|(name, title, holds)| {
+                    let links = pairs
+                        .iter()
+                        .filter(|(b, a)| holds(resolved(b), resolved(a)))
+                        .map(link)
+                        .collect();
+                    Behind::new(format!("paired-{i}-{name}"), *title, links)
+                })
                 .collect();
-            out.push_str(&list(&format!("paired-{i}-{name}"), title, &links));
-        }
-    }
-    out
+            Section {
+                title: format!("{} against {baseline}", p.arm),
+                lists,
+            }
+        })
+        .collect()
 }

@@ -17,6 +17,7 @@ pub mod run_page;
 mod style;
 mod summary;
 mod tables;
+mod templates;
 
 pub use summary::{summarize, Summary};
 pub use tables::markdown;
@@ -41,6 +42,15 @@ pub enum ReportError {
     /// The results could not be read.
     #[error(transparent)]
     Db(#[from] crate::experiment::db::DbError),
+    /// A page's template failed (a bug of the report's: the page's
+    /// context lacks what its template prints).
+    #[error("the report's template {page} failed: {source}")]
+    Template {
+        /// The page.
+        page: String,
+        /// Why, with the template's line.
+        source: minijinja::Error,
+    },
     /// A file could not be written.
     #[error("{path}: {source}")]
     Write {
@@ -103,18 +113,22 @@ pub fn write(
             arm,
             rounds.get(&run.key).map_or(&[], Vec::as_slice),
             &files,
-        );
+        )
+        .map_err(|source| ReportError::Template {
+            page: rel.join(run_page::FILE).display().to_string(),
+            source,
+        })?;
         // Pages are made again from the results by `critic experiment
         // report`: no need to wait for the disk. Private, as the run's
         // files they show are.
-        beneath
+        Ok::<_, ReportError>(beneath
             .write_atomic_mode(&rel.join(run_page::FILE), page.as_bytes(), 0o600)
             .err()
-            .map(|e| (run.key.clone(), e.to_string()))
+            .map(|e| (run.key.clone(), e.to_string())))
     })
     .into_iter()
-    .flatten()
-    .collect();
+    .filter_map(Result::transpose)
+    .collect::<Result<_, _>>()?;
     summary.arm_definitions = definitions;
     for (key, why) in &unwritten {
         tracing::warn!("{key}: its page in the report cannot be written: {why}");
@@ -128,10 +142,12 @@ pub fn write(
         "summary.json",
         &serde_json::to_vec_pretty(&json!(summary)).expect("the summary serializes"),
     )?;
-    write(
-        "report.html",
-        page::html(&summary, manifest, runs, &unwritten).as_bytes(),
-    )?;
+    let report =
+        page::html(&summary, manifest, runs, &unwritten).map_err(|source| ReportError::Template {
+            page: "report.html".into(),
+            source,
+        })?;
+    write("report.html", report.as_bytes())?;
     Ok(summary)
 }
 
@@ -220,6 +236,45 @@ mod tests {
     }
 
     #[test]
+    fn names_and_messages_from_agents_and_records_are_shown_as_text() {
+        // Arm and instance names, failures and a broken instance's log,
+        // each markup, in every part of the report that shows them.
+        let out = tempfile::tempdir().unwrap();
+        let db = Db::open(&out.path().join("results.sqlite")).unwrap();
+        let arm = "<script>arm</script>";
+        let mut failed = run("\"><img src=x>", arm, false, Some(true), 2);
+        failed.status = Status::InfraError;
+        failed.error_class = Some("<b>class</b>".into());
+        failed.error = Some("<iframe>message".into());
+        let runs = vec![run("<i>one</i>", arm, true, Some(true), 1), failed];
+        for r in &runs {
+            db.finish(r, &[], None).unwrap();
+        }
+        let broken = crate::experiment::db::Broken {
+            instance_id: "<u>broken</u>".into(),
+            reason: "<svg onload=x>".into(),
+            log_tail: "</pre><script>log</script>".into(),
+        };
+        db.set_preflight(&broken.instance_id, Some(&broken)).unwrap();
+        let manifest = json!({"name": "<h1>name</h1>", "arms": {arm: {}}, "samples": 1,
+            "instance_ids": [], "tool": {"version": "<t>", "binary_sha256": "ab"},
+            "experiment": {"agent": {"command": "<blink>"}}});
+        write(out.path(), &manifest, &runs, &db, None).unwrap();
+        let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
+        for raw in [
+            "<script", "<img", "<i>", "<b>", "<iframe", "<u>", "<svg onload", "<h1>name", "<t>",
+            "<blink",
+        ] {
+            assert!(!html.contains(raw), "{raw} reached the report");
+        }
+        for shown in ["&lt;script&gt;arm", "&lt;iframe&gt;message", "&lt;svg onload=x&gt;"] {
+            assert!(html.contains(shown), "{shown} is not on the report");
+        }
+        // The charts are drawn, not shown as text.
+        assert!(html.contains("<svg ") && !html.contains("&lt;svg width"));
+    }
+
+    #[test]
     fn a_run_whose_page_cannot_be_written_is_named_and_the_report_still_made() {
         let out = tempfile::tempdir().unwrap();
         let db = Db::open(&out.path().join("results.sqlite")).unwrap();
@@ -237,7 +292,8 @@ mod tests {
             "instance_ids": ["i0", "i1"], "tool": {"version": "t", "binary_sha256": "ab"}});
         let summary = write(out.path(), &manifest, &runs, &db, None).unwrap();
         assert_eq!(summary.arms[0].resolved.k, 1);
-        let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
+        let html =
+            templates::as_written(&std::fs::read_to_string(out.path().join("report.html")).unwrap());
         assert!(html.contains("Pages not written"), "{html}");
         assert!(html.contains("i1 / base / 0"), "{html}");
         assert_eq!(

@@ -6,46 +6,62 @@
 use super::arms::ArmDefinition;
 use super::style::mark;
 use crate::experiment::db::{Run, Status};
-use crate::report_html::escape;
+use serde::Serialize;
 
-/// The facts of `run` of `arm`, as an HTML table.
-pub(super) fn facts(run: &Run, arm: Option<&ArmDefinition>) -> String {
-    // The status is drawn in its own colour (`ok` is not a failure), the
-    // grade beside it in its.
+/// A run's failure: its class and message.
+#[derive(Serialize)]
+pub(super) struct Failure {
+    class: String,
+    error: String,
+}
+
+/// The facts of a run, as its page's first table shows them.
+#[derive(Serialize)]
+pub(super) struct Facts<'a> {
+    /// The status, drawn in its own colour (`ok` is not a failure).
+    status: &'static str,
+    status_class: &'static str,
+    /// The grade beside it, in its.
+    grade: &'static str,
+    grade_class: &'static str,
+    failure: Option<Failure>,
+    grading_problem: Option<&'a str>,
+    own_test: String,
+    arm: Option<&'a ArmDefinition>,
+    finishes: u32,
+    rounds: u32,
+    budget_exhausted: bool,
+    outcome_test: Option<&'a str>,
+    tokens: Option<String>,
+    model_calls: Option<u32>,
+    cost: Option<String>,
+    wall_time: String,
+    attempts: u32,
+}
+
+/// The facts of `run` of `arm`.
+pub(super) fn facts<'a>(run: &'a Run, arm: Option<&'a ArmDefinition>) -> Facts<'a> {
     let (class, _, words) = mark(run);
-    let status_class = match run.status {
-        Status::Ok => "ok",
-        Status::AgentFail => "agent-fail",
-        Status::InfraError | Status::ReplayDiverged => "infra-error",
+    let (grade_class, grade) = match (run.status.is_result(), run.resolved) {
+        (true, Some(true)) => ("resolved", "resolved"),
+        (true, _) => ("unresolved", "not resolved"),
+        (false, _) => (class, words),
     };
-    let grade = match (run.status.is_result(), run.resolved) {
-        (true, Some(true)) => "<span class=\"chip resolved\">resolved</span>".to_string(),
-        (true, _) => "<span class=\"chip unresolved\">not resolved</span>".to_string(),
-        (false, _) => format!("<span class=\"chip {class}\">{}</span>", escape(words)),
-    };
-    let mut rows: Vec<(&str, String)> = vec![(
-        "status",
-        format!(
-            "<span class=\"chip {status_class}\">{}</span> {grade}",
-            run.status.name(),
-        ),
-    )];
-    if let Some(class) = &run.error_class {
-        rows.push((
-            "failure",
-            format!(
-                "<code>{}</code>: {}",
-                escape(class),
-                escape(run.error.as_deref().unwrap_or(""))
-            ),
-        ));
-    }
-    if let Some(problem) = &run.grade_problem {
-        rows.push(("grading problem", escape(problem)));
-    }
-    rows.push((
-        "the run's own test",
-        match run.f2p {
+    Facts {
+        status: run.status.name(),
+        status_class: match run.status {
+            Status::Ok => "ok",
+            Status::AgentFail => "agent-fail",
+            Status::InfraError | Status::ReplayDiverged => "infra-error",
+        },
+        grade,
+        grade_class,
+        failure: run.error_class.as_ref().map(|class| Failure {
+            class: class.clone(),
+            error: run.error.clone().unwrap_or_default(),
+        }),
+        grading_problem: run.grade_problem.as_deref(),
+        own_test: match run.f2p {
             None => "none written".into(),
             Some(f) => format!(
                 "{} on the base, {} on the golden fix: {}",
@@ -62,56 +78,24 @@ pub(super) fn facts(run: &Run, arm: Option<&ArmDefinition>) -> String {
                 }
             ),
         },
-    ));
-    if let Some(a) = arm {
-        rows.push((
-            "arm",
-            format!(
-                "{}: skill {} (<code>{}</code>), max_iterations {}, signals {}, task {}{}",
-                escape(&a.arm),
-                escape(a.skill.as_deref().unwrap_or("?")),
-                escape(a.digest.get(..12).unwrap_or(&a.digest)),
-                a.max_iterations.map_or("?".into(), |m| m.to_string()),
-                escape(&a.gates.join(", ")),
-                escape(&a.task),
-                if a.tests_only {
-                    "; writes tests only: it resolves nothing by construction"
-                } else {
-                    ""
+        arm,
+        finishes: run.finishes,
+        rounds: run.rounds,
+        budget_exhausted: run.budget_exhausted,
+        outcome_test: run.outcome_test.as_deref(),
+        tokens: run.tokens.map(|t| {
+            let from = match run.usage_source.as_deref() {
+                Some("proxy") => " (the runner's count of the model's answers)",
+                Some("transcript") => {
+                    " (from the agent's own transcript: no proxy was in the path)"
                 }
-            ),
-        ));
+                _ => "",
+            };
+            format!("{t}{from}")
+        }),
+        model_calls: run.model_calls,
+        cost: run.cost.map(|c| format!("${c:.4}")),
+        wall_time: format!("{:.1} s", run.duration_s),
+        attempts: run.attempts,
     }
-    rows.push(("finishes judged", run.finishes.to_string()));
-    rows.push(("agent turns", run.rounds.to_string()));
-    if run.budget_exhausted {
-        rows.push((
-            "budget",
-            "accepted only because the skill's budget ran out".into(),
-        ));
-    }
-    if let Some(t) = &run.outcome_test {
-        rows.push(("test in the final patch", escape(t)));
-    }
-    if let Some(t) = run.tokens {
-        let from = match run.usage_source.as_deref() {
-            Some("proxy") => " (the runner's count of the model's answers)",
-            Some("transcript") => " (from the agent's own transcript: no proxy was in the path)",
-            _ => "",
-        };
-        rows.push(("tokens", format!("{t}{from}")));
-    }
-    if let Some(n) = run.model_calls {
-        rows.push(("model calls", n.to_string()));
-    }
-    if let Some(c) = run.cost {
-        rows.push(("cost", format!("${c:.4}")));
-    }
-    rows.push(("wall time", format!("{:.1} s", run.duration_s)));
-    rows.push(("attempts", run.attempts.to_string()));
-    let cells: String = rows
-        .iter()
-        .map(|(k, v)| format!("<tr><th>{k}</th><td>{v}</td></tr>"))
-        .collect();
-    format!("<table class=\"facts\">{cells}</table>")
 }

@@ -8,13 +8,13 @@
 //! page has no script.
 
 use super::arms::ArmDefinition;
-use super::style::{CSP, STYLE};
+use super::templates::render;
 use crate::experiment::db::{Round, Run};
 use crate::grading::grade::Resolution;
-use crate::report_html::escape;
 use crate::sandbox::beneath::Beneath;
 use crate::sys::bounded_read::{read_part, Part};
-use serde::Deserialize;
+use minijinja::context;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::Path;
 
@@ -79,11 +79,13 @@ fn part(files: &RunFiles, rel: &str, max: u64, which: Part) -> Option<Result<Sho
     }))
 }
 
-/// Text as shown, and what of it was left out.
+/// Text as shown, and a sentence on what of it was left out, if anything.
+#[derive(Serialize)]
 struct Shown {
     text: String,
+    note: Option<String>,
+    #[serde(skip)]
     left_out: u64,
-    which: Part,
 }
 
 impl Shown {
@@ -96,10 +98,15 @@ impl Shown {
                 text.drain(..=i);
             }
         }
+        let place = match which {
+            Part::Head => "after this",
+            Part::Tail => "before this",
+        };
         Shown {
             text,
+            note: (left_out > 0)
+                .then(|| format!("{} KiB {place} not shown.", left_out.div_ceil(1024))),
             left_out,
-            which,
         }
     }
 
@@ -111,49 +118,48 @@ impl Shown {
         };
         Shown::new(cut, bytes.len() as u64, which)
     }
-
-    /// A sentence on what was left out, if anything.
-    fn note(&self) -> String {
-        if self.left_out == 0 {
-            return String::new();
-        }
-        let place = match self.which {
-            Part::Head => "after this",
-            Part::Tail => "before this",
-        };
-        format!(
-            "<p class=\"note\">{} KiB {place} not shown.</p>",
-            self.left_out.div_ceil(1024)
-        )
-    }
 }
 
-/// A diff, each line marked by what it does.
-fn diff_html(shown: &Shown) -> String {
-    let mut out = String::from("<pre class=\"diff\">");
-    for line in shown.text.lines() {
-        let class = if ["diff --git", "+++ ", "--- "]
-            .iter()
-            .any(|p| line.starts_with(p))
-        {
-            "file"
-        } else if line.starts_with("@@") {
-            "hunk"
-        } else if line.starts_with('+') {
-            "add"
-        } else if line.starts_with('-') {
-            "del"
-        } else {
-            ""
-        };
-        out.push_str(&format!(
-            "<span class=\"{class}\">{}</span>\n",
-            escape(line)
-        ));
+/// A line of a diff and what it does (its CSS class).
+#[derive(Serialize)]
+struct DiffLine<'a> {
+    class: &'static str,
+    text: &'a str,
+}
+
+/// A diff as shown, each line marked.
+#[derive(Serialize)]
+struct Diff<'a> {
+    lines: Vec<DiffLine<'a>>,
+    note: Option<&'a str>,
+}
+
+fn diff(shown: &Shown) -> Diff<'_> {
+    let lines = shown
+        .text
+        .lines()
+        .map(|line| DiffLine {
+            class: if ["diff --git", "+++ ", "--- "]
+                .iter()
+                .any(|p| line.starts_with(p))
+            {
+                "file"
+            } else if line.starts_with("@@") {
+                "hunk"
+            } else if line.starts_with('+') {
+                "add"
+            } else if line.starts_with('-') {
+                "del"
+            } else {
+                ""
+            },
+            text: line,
+        })
+        .collect();
+    Diff {
+        lines,
+        note: shown.note.as_deref(),
     }
-    out.push_str("</pre>");
-    out.push_str(&shown.note());
-    out
 }
 
 /// What a diff changes, in a few words, as the host's diff parser counts
@@ -170,41 +176,31 @@ fn diff_summary(text: &str) -> String {
     }
 }
 
-/// A link to a file of the run's directory, when it is there.
-fn link(files: &RunFiles, rel: &str) -> String {
-    if matches!(open(files, rel), Some(Ok(_))) {
-        format!(" (<a href=\"{rel}\">{rel}</a>)")
-    } else {
-        String::new()
-    }
-}
-
-fn pre(shown: &Shown) -> String {
-    format!("<pre>{}</pre>{}", escape(&shown.text), shown.note())
-}
-
-/// A file of the run's directory as a collapsed block, with a link to it.
-fn file_block(
-    files: &RunFiles,
-    rel: &str,
-    title: &str,
-    max: u64,
-    which: Part,
+/// A file of the run's directory as a collapsed block linking to it, or
+/// why it cannot be shown.
+#[derive(Serialize)]
+struct FileBlock {
+    error: Option<String>,
+    rel: String,
+    title: &'static str,
     expanded: bool,
-) -> String {
-    match part(files, rel, max, which) {
-        None => String::new(),
-        Some(Err(e)) => format!("<p class=\"note\">{}</p>", escape(&e)),
-        Some(Ok(shown)) => format!(
-            "<details{}><summary>{title} (<a href=\"{rel}\">{rel}</a>)</summary>{}</details>",
-            if expanded { " open" } else { "" },
-            if rel.ends_with(".diff") {
-                diff_html(&shown)
-            } else {
-                pre(&shown)
-            }
-        ),
-    }
+    shown: Option<Shown>,
+    diff: bool,
+}
+
+fn file_block(files: &RunFiles, rel: String, title: &'static str, which: Part) -> Option<FileBlock> {
+    let (error, shown) = match part(files, &rel, LOG_SHOWN, which)? {
+        Ok(shown) => (None, Some(shown)),
+        Err(e) => (Some(e), None),
+    };
+    Some(FileBlock {
+        error,
+        rel,
+        title,
+        expanded: false,
+        shown,
+        diff: false,
+    })
 }
 
 fn json_file(files: &RunFiles, rel: &str, max: u64) -> Option<Result<Vec<u8>, String>> {
@@ -216,19 +212,52 @@ fn json_file(files: &RunFiles, rel: &str, max: u64) -> Option<Result<Vec<u8>, St
     }
 }
 
-/// The critic's verdict of a round: its message and every signal.
-fn verdict_html(files: &RunFiles, rel: &str) -> String {
+/// A signal's line in the verdict's table.
+#[derive(Serialize)]
+struct SignalRow {
+    name: String,
+    r#type: String,
+    status: String,
+    triggered: String,
+    weight: String,
+    ms: String,
+}
+
+/// What a signal reported: its metadata and error.
+#[derive(Serialize)]
+struct Reported {
+    name: String,
+    shown: Shown,
+}
+
+/// The critic's verdict of a round: its message and every signal, or why
+/// it cannot be shown.
+#[derive(Serialize, Default)]
+struct Judged {
+    error: Option<String>,
+    message: String,
+    score: String,
+    threshold: String,
+    iteration: String,
+    max_iterations: String,
+    skill_name: String,
+    skill_version: String,
+    rel: String,
+    signals: Vec<SignalRow>,
+    reported: Vec<Reported>,
+}
+
+fn judged(files: &RunFiles, rel: &str) -> Judged {
+    let not_shown = |error: String| Judged {
+        error: Some(error),
+        ..Judged::default()
+    };
     let verdict: Value = match json_file(files, rel, VERDICT_MAX) {
-        None => return "<p class=\"note\">No verdict was recorded for this round.</p>".into(),
-        Some(Err(e)) => return format!("<p class=\"note\">{}</p>", escape(&e)),
+        None => return not_shown("No verdict was recorded for this round.".into()),
+        Some(Err(e)) => return not_shown(e),
         Some(Ok(bytes)) => match serde_json::from_slice(&bytes) {
             Ok(v) => v,
-            Err(e) => {
-                return format!(
-                    "<p class=\"note\">{}</p>",
-                    escape(&format!("{rel} is not a verdict: {e}"))
-                )
-            }
+            Err(e) => return not_shown(format!("{rel} is not a verdict: {e}")),
         },
     };
     let text = |v: &Value| match v {
@@ -236,58 +265,46 @@ fn verdict_html(files: &RunFiles, rel: &str) -> String {
         Value::Null => "–".into(),
         other => other.to_string(),
     };
-    let mut out = format!(
-        "<p>{} <span class=\"note\">(score {} against threshold {}; finish {} of at most {}; \
-         skill {} {}; <a href=\"{rel}\">{rel}</a>)</span></p>",
-        escape(&Shown::of_text(&text(&verdict["message"]), 4096, Part::Head).text),
-        escape(&text(&verdict["score"])),
-        escape(&text(&verdict["threshold"])),
-        escape(&text(&verdict["iteration"])),
-        escape(&text(&verdict["max_iterations"])),
-        escape(&text(&verdict["skill"]["name"])),
-        escape(&text(&verdict["skill"]["version"])),
-    );
     let signals = verdict["signals"].as_array().cloned().unwrap_or_default();
-    if signals.is_empty() {
-        return out;
+    Judged {
+        error: None,
+        message: Shown::of_text(&text(&verdict["message"]), 4096, Part::Head).text,
+        score: text(&verdict["score"]),
+        threshold: text(&verdict["threshold"]),
+        iteration: text(&verdict["iteration"]),
+        max_iterations: text(&verdict["max_iterations"]),
+        skill_name: text(&verdict["skill"]["name"]),
+        skill_version: text(&verdict["skill"]["version"]),
+        rel: rel.to_string(),
+        signals: signals
+            .iter()
+            .map(|s| SignalRow {
+                name: text(&s["name"]),
+                r#type: text(&s["type"]),
+                status: text(&s["status"]),
+                triggered: text(&s["triggered"]),
+                weight: text(&s["weight"]),
+                ms: s["duration_ms"]
+                    .as_f64()
+                    .map_or("–".into(), |ms| format!("{ms:.0}")),
+            })
+            .collect(),
+        reported: signals
+            .iter()
+            .filter(|s| !(s["metadata"].is_null() && s["error"].is_null()))
+            .map(|s| {
+                let body = serde_json::to_string_pretty(&serde_json::json!({
+                    "metadata": s["metadata"],
+                    "error": s["error"],
+                }))
+                .unwrap_or_default();
+                Reported {
+                    name: text(&s["name"]),
+                    shown: Shown::of_text(&body, METADATA_SHOWN as u64, Part::Head),
+                }
+            })
+            .collect(),
     }
-    out.push_str(
-        "<div class=\"scroll\"><table class=\"signals\"><tr><th>signal</th><th>type</th>\
-         <th>status</th><th>triggered</th><th>weight</th><th>ms</th></tr>",
-    );
-    for s in &signals {
-        out.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            escape(&text(&s["name"])),
-            escape(&text(&s["type"])),
-            escape(&text(&s["status"])),
-            escape(&text(&s["triggered"])),
-            escape(&text(&s["weight"])),
-            s["duration_ms"]
-                .as_f64()
-                .map_or("–".into(), |ms| format!("{ms:.0}")),
-        ));
-    }
-    out.push_str("</table></div>");
-    for s in &signals {
-        if s["metadata"].is_null() && s["error"].is_null() {
-            continue;
-        }
-        let mut body = serde_json::to_string_pretty(&serde_json::json!({
-            "metadata": s["metadata"],
-            "error": s["error"],
-        }))
-        .unwrap_or_default();
-        let shown = Shown::of_text(&body, METADATA_SHOWN as u64, Part::Head);
-        body = shown.text.clone();
-        out.push_str(&format!(
-            "<details><summary>what <code>{}</code> reported</summary><pre>{}</pre>{}</details>",
-            escape(&text(&s["name"])),
-            escape(&body),
-            shown.note()
-        ));
-    }
-    out
 }
 
 /// The most of `model.jsonl` read for the page.
@@ -310,149 +327,183 @@ fn model_calls(files: &RunFiles) -> Vec<Value> {
     }
 }
 
-/// `calls` of round `k`, each a request and its answer.
-fn calls_html(calls: &[Value], k: u32) -> String {
-    let of_round: Vec<&Value> = calls.iter().filter(|c| c["round"] == k).collect();
-    if of_round.is_empty() {
-        return String::new();
-    }
+/// A model call: its request and its answer.
+#[derive(Serialize)]
+struct Call {
+    call: String,
+    method: String,
+    path: String,
+    status: String,
+    input: String,
+    output: String,
+    ms: String,
+    source: String,
+    why: Option<String>,
+    request: Shown,
+    response: Shown,
+}
+
+/// `calls` of round `k`.
+fn calls_of(calls: &[Value], k: u32) -> Vec<Call> {
     let shown = |v: &Value| {
         let text = serde_json::to_string_pretty(v).unwrap_or_default();
-        let s = Shown::of_text(&text, LOG_SHOWN, Part::Head);
-        format!("<pre class=\"text\">{}</pre>{}", escape(&s.text), s.note())
+        Shown::of_text(&text, LOG_SHOWN, Part::Head)
     };
-    let mut out = format!(
-        "<h3>Model calls ({}, <a href=\"model.jsonl\">model.jsonl</a>)</h3>",
-        of_round.len()
-    );
-    for c in of_round {
-        let status = c["status"]
-            .as_u64()
-            .map_or("no answer".into(), |s| s.to_string());
-        let usage = &c["usage"];
-        let why = c["refused"]
-            .as_str()
-            .or(c["error"].as_str())
-            .map(|w| format!(": {}", escape(w)))
-            .unwrap_or_default();
-        out.push_str(&format!(
-            "<details><summary>call {} {} {} → {status}, {} in / {} out tokens, {:.0} ms ({}){why}\
-             </summary><h4>Request</h4>{}<h4>Answer</h4>{}</details>",
-            c["call"],
-            escape(c["method"].as_str().unwrap_or("")),
-            escape(c["path"].as_str().unwrap_or("")),
-            usage["input"],
-            usage["output"],
-            c["total_ms"].as_f64().unwrap_or(0.0),
-            escape(c["source"].as_str().unwrap_or("")),
-            shown(&c["request"]),
-            shown(&c["response"]),
-        ));
-    }
-    out
+    let str_of = |v: &Value| v.as_str().unwrap_or("").to_string();
+    calls
+        .iter()
+        .filter(|c| c["round"] == k)
+        .map(|c| Call {
+            call: c["call"].to_string(),
+            method: str_of(&c["method"]),
+            path: str_of(&c["path"]),
+            status: c["status"]
+                .as_u64()
+                .map_or("no answer".into(), |s| s.to_string()),
+            input: c["usage"]["input"].to_string(),
+            output: c["usage"]["output"].to_string(),
+            ms: format!("{:.0}", c["total_ms"].as_f64().unwrap_or(0.0)),
+            source: str_of(&c["source"]),
+            why: c["refused"]
+                .as_str()
+                .or(c["error"].as_str())
+                .map(str::to_string),
+            request: shown(&c["request"]),
+            response: shown(&c["response"]),
+        })
+        .collect()
 }
 
-fn round_html(files: &RunFiles, r: &Round, calls: &[Value]) -> String {
+/// The patch a round's critic judged.
+#[derive(Serialize)]
+struct Judging<'a> {
+    empty: bool,
+    rel: &'a str,
+    summary: String,
+    diff: Option<Diff<'a>>,
+}
+
+/// A round as its section shows it.
+#[derive(Serialize)]
+struct RoundView<'a> {
+    k: u32,
+    class: &'static str,
+    verdict: &'a str,
+    turn: String,
+    budget_exhausted: bool,
+    critic_error: Option<&'a str>,
+    prompt: Option<FileBlock>,
+    judged: Judged,
+    followup: Option<Shown>,
+    patch: Option<Judging<'a>>,
+    agent_log: Option<FileBlock>,
+    check_stderr: Option<FileBlock>,
+    calls: Vec<Call>,
+}
+
+fn round_view<'a>(
+    files: &RunFiles,
+    r: &'a Round,
+    calls: &[Value],
+    patch: &'a (String, Option<Result<Shown, String>>),
+) -> RoundView<'a> {
     let k = r.round;
-    let class = match r.verdict.as_str() {
-        "accepted" => "resolved",
-        "rejected" => "unresolved",
-        _ => "infra-error",
-    };
-    let turn = match r.turn_exit {
-        Some(code) => format!("The agent's turn exited {code} after {:.1} s", r.turn_s),
-        None if r.turn_s > 0.0 => format!("The agent's turn was stopped after {:.1} s", r.turn_s),
-        None => "The finish came from the agent's own session (its Stop hook)".into(),
-    };
-    let mut out = format!(
-        "<section id=\"round-{k}\"><h2>Round {k}: <span class=\"chip {class}\">{}</span></h2>\
-         <p>{turn}{}.</p>",
-        escape(&r.verdict),
-        if r.budget_exhausted {
-            "; accepted only because the skill's budget ran out"
-        } else {
-            ""
-        }
-    );
-    if let Some(e) = &r.critic_error {
-        out.push_str(&format!(
-            "<p class=\"note\">The critic failed on this finish ({}); the verdict is what the \
-             skill's <code>on_error</code> says.</p>",
-            escape(e)
-        ));
-    }
     let round = format!("round-{k}");
-    out.push_str(&file_block(
-        files,
-        &format!("{round}/prompt.md"),
-        "The prompt of this turn",
-        LOG_SHOWN,
-        Part::Head,
-        false,
-    ));
-    out.push_str("<h3>The critic's verdict</h3>");
-    out.push_str(&verdict_html(files, &format!("{round}/verdict.json")));
-    if let Some(followup) = &r.followup {
-        let shown = Shown::of_text(followup, METADATA_SHOWN as u64, Part::Head);
-        out.push_str(&format!(
-            "<h3>Follow-up sent to the agent</h3><pre class=\"text\">{}</pre>{}",
-            escape(&shown.text),
-            shown.note()
-        ));
-    }
-    let patch = format!("{round}/patch.diff");
-    match part(files, &patch, PATCH_SHOWN, Part::Head) {
-        Some(Ok(shown)) if shown.text.trim().is_empty() => out.push_str(
-            "<h3>The patch judged</h3><p class=\"note empty-patch\">Empty: the workspace had no \
-             change at this finish.</p>",
+    let (rel, shown) = patch;
+    RoundView {
+        k,
+        class: match r.verdict.as_str() {
+            "accepted" => "resolved",
+            "rejected" => "unresolved",
+            _ => "infra-error",
+        },
+        verdict: &r.verdict,
+        turn: match r.turn_exit {
+            Some(code) => format!("The agent's turn exited {code} after {:.1} s", r.turn_s),
+            None if r.turn_s > 0.0 => {
+                format!("The agent's turn was stopped after {:.1} s", r.turn_s)
+            }
+            None => "The finish came from the agent's own session (its Stop hook)".into(),
+        },
+        budget_exhausted: r.budget_exhausted,
+        critic_error: r.critic_error.as_deref(),
+        prompt: file_block(
+            files,
+            format!("{round}/prompt.md"),
+            "The prompt of this turn",
+            Part::Head,
         ),
-        Some(Ok(shown)) => out.push_str(&format!(
-            "<h3>The patch judged</h3><details open><summary>{} (<a href=\"{patch}\">{patch}\
-             </a>)</summary>{}</details>",
-            if shown.left_out > 0 {
-                format!("its first {} KiB", shown.text.len() / 1024)
-            } else {
-                diff_summary(&shown.text)
-            },
-            diff_html(&shown)
-        )),
-        _ => {}
+        judged: judged(files, &format!("{round}/verdict.json")),
+        followup: r
+            .followup
+            .as_ref()
+            .map(|f| Shown::of_text(f, METADATA_SHOWN as u64, Part::Head)),
+        patch: match shown {
+            Some(Ok(shown)) if shown.text.trim().is_empty() => Some(Judging {
+                empty: true,
+                rel,
+                summary: String::new(),
+                diff: None,
+            }),
+            Some(Ok(shown)) => Some(Judging {
+                empty: false,
+                rel,
+                summary: if shown.left_out > 0 {
+                    format!("its first {} KiB", shown.text.len() / 1024)
+                } else {
+                    diff_summary(&shown.text)
+                },
+                diff: Some(diff(shown)),
+            }),
+            _ => None,
+        },
+        agent_log: file_block(
+            files,
+            format!("{round}/agent.log"),
+            "The end of the agent's log",
+            Part::Tail,
+        ),
+        check_stderr: file_block(
+            files,
+            format!("{round}/check.stderr"),
+            "What the check wrote to stderr",
+            Part::Tail,
+        ),
+        calls: calls_of(calls, k),
     }
-    out.push_str(&file_block(
-        files,
-        &format!("{round}/agent.log"),
-        "The end of the agent's log",
-        LOG_SHOWN,
-        Part::Tail,
-        false,
-    ));
-    out.push_str(&file_block(
-        files,
-        &format!("{round}/check.stderr"),
-        "What the check wrote to stderr",
-        LOG_SHOWN,
-        Part::Tail,
-        false,
-    ));
-    out.push_str(&calls_html(calls, k));
-    out.push_str("</section>");
-    out
 }
 
-fn output_html(output: &Output, what: &str) -> String {
-    let mut out = format!(
-        "<details><summary>{what}: exit {}{}</summary>",
-        output.exit_code.map_or("–".to_string(), |c| c.to_string()),
-        if output.timed_out { ", timed out" } else { "" },
-    );
-    for (name, text) in [("stdout", &output.stdout), ("stderr", &output.stderr)] {
-        if !text.is_empty() {
-            let shown = Shown::of_text(text, LOG_SHOWN, Part::Tail);
-            out.push_str(&format!("<p>{name}</p>{}", pre(&shown)));
-        }
+/// A grading command's output as shown.
+#[derive(Serialize)]
+struct OutputView {
+    what: String,
+    href: Option<String>,
+    exit: String,
+    timed_out: bool,
+    streams: Vec<Stream>,
+}
+
+#[derive(Serialize)]
+struct Stream {
+    name: &'static str,
+    shown: Shown,
+}
+
+fn output_view(output: &Output, what: &str, href: Option<&str>) -> OutputView {
+    OutputView {
+        what: what.to_string(),
+        href: href.map(str::to_string),
+        exit: output.exit_code.map_or("–".to_string(), |c| c.to_string()),
+        timed_out: output.timed_out,
+        streams: [("stdout", &output.stdout), ("stderr", &output.stderr)]
+            .into_iter()
+            .filter(|(_, text)| !text.is_empty())
+            .map(|(name, text)| Stream {
+                name,
+                shown: Shown::of_text(text, LOG_SHOWN, Part::Tail),
+            })
+            .collect(),
     }
-    out.push_str("</details>");
-    out
 }
 
 fn read_grade_log(files: &RunFiles, rel: &str) -> Option<Result<GradeLog, String>> {
@@ -463,111 +514,165 @@ fn read_grade_log(files: &RunFiles, rel: &str) -> Option<Result<GradeLog, String
     })
 }
 
+/// The golden grading: its grade and its command's output.
+#[derive(Serialize)]
+struct Golden {
+    grade: Option<ResolutionView>,
+    output: Option<OutputView>,
+}
+
+/// The run's own test on one tree.
+#[derive(Serialize)]
+struct Own {
+    rel: &'static str,
+    on: &'static str,
+    output: Option<OutputView>,
+    error: Option<String>,
+}
+
 /// The grading: each golden id's status, then the run's own test.
-fn grading_html(files: &RunFiles) -> String {
-    let mut out = String::from("<h2 id=\"grading\">Grading</h2>");
-    match read_grade_log(files, "grade/golden.json") {
-        None => out.push_str("<p class=\"note\">This run was not graded.</p>"),
-        Some(Err(e)) => out.push_str(&format!("<p class=\"note\">{}</p>", escape(&e))),
-        Some(Ok(log)) => {
-            if let Some(grade) = &log.grade {
-                out.push_str(&resolution_html(grade));
-            }
-            if let Some(output) = &log.result {
-                out.push_str(&output_html(output, "The grading run's output"));
-            }
-            out.push_str(
-                "<p class=\"note\">The command, its whole output and the grade: \
-                 <a href=\"grade/golden.json\">grade/golden.json</a>.</p>",
-            );
-        }
-    }
-    let own: Vec<(&str, &str)> = [
+#[derive(Serialize)]
+struct Grading {
+    golden: Option<Golden>,
+    golden_error: Option<String>,
+    own: Vec<Own>,
+}
+
+fn grading(files: &RunFiles) -> Grading {
+    let (golden, golden_error) = match read_grade_log(files, "grade/golden.json") {
+        None => (None, None),
+        Some(Err(e)) => (None, Some(e)),
+        Some(Ok(log)) => (
+            Some(Golden {
+                grade: log.grade.as_ref().map(resolution),
+                output: log
+                    .result
+                    .as_ref()
+                    .map(|o| output_view(o, "The grading run's output", None)),
+            }),
+            None,
+        ),
+    };
+    let own = [
         ("grade/own-on-base.json", "on the base"),
         ("grade/own-on-golden.json", "on the golden fix"),
     ]
     .into_iter()
     .filter(|(rel, _)| open(files, rel).is_some())
-    .collect();
-    if !own.is_empty() {
-        out.push_str("<h3>The run's own test</h3>");
-        for (rel, on) in own {
-            match read_grade_log(files, rel) {
-                Some(Ok(GradeLog {
-                    result: Some(output),
-                    ..
-                })) => out.push_str(&output_html(
-                    &output,
-                    &format!("<a href=\"{rel}\">{on}</a>"),
-                )),
-                Some(Err(e)) => out.push_str(&format!("<p class=\"note\">{}</p>", escape(&e))),
-                _ => out.push_str(&format!(
-                    "<p class=\"note\"><a href=\"{rel}\">{on}</a>: did not run.</p>"
-                )),
-            }
+    .map(|(rel, on)| {
+        let (output, error) = match read_grade_log(files, rel) {
+            Some(Ok(GradeLog {
+                result: Some(output),
+                ..
+            })) => (Some(output_view(&output, on, Some(rel))), None),
+            Some(Err(e)) => (None, Some(e)),
+            _ => (None, None),
+        };
+        Own {
+            rel,
+            on,
+            output,
+            error,
         }
+    })
+    .collect();
+    Grading {
+        golden,
+        golden_error,
+        own,
     }
-    out
 }
 
-fn resolution_html(grade: &Resolution) -> String {
-    let mut out = String::new();
-    for (label, text) in [
-        ("Why the run resolves nothing", &grade.problem),
-        ("Why grading failed", &grade.infra),
-    ] {
-        if let Some(text) = text {
-            out.push_str(&format!(
-                "<p><strong>{label}:</strong> {}</p>",
-                escape(text)
-            ));
-        }
+/// A golden test id's grading.
+#[derive(Serialize)]
+struct IdRow {
+    list: String,
+    id: String,
+    /// The name it was found as, when not its own.
+    key: Option<String>,
+    status: &'static str,
+    rule: String,
+    success: bool,
+}
+
+#[derive(Serialize)]
+struct Reason {
+    label: &'static str,
+    text: String,
+}
+
+#[derive(Serialize)]
+struct Restored {
+    path: String,
+    why: String,
+}
+
+/// A grade: why it resolves nothing or failed, each id, what was put back.
+#[derive(Serialize)]
+struct ResolutionView {
+    reasons: Vec<Reason>,
+    /// FAIL_TO_PASS ids that succeed, and of how many.
+    f2p: (usize, usize),
+    /// PASS_TO_PASS ids that succeed, and of how many.
+    p2p: (usize, usize),
+    ids: Vec<IdRow>,
+    restored: Vec<Restored>,
+    notes: Vec<String>,
+}
+
+fn resolution(grade: &Resolution) -> ResolutionView {
+    let passed = |list: crate::grading::status::List| {
+        let of: Vec<_> = grade.ids.iter().filter(|g| g.list == list).collect();
+        (of.iter().filter(|g| g.success).count(), of.len())
+    };
+    let name = |v: Value| v.as_str().unwrap_or("?").to_string();
+    ResolutionView {
+        reasons: [
+            ("Why the run resolves nothing", &grade.problem),
+            ("Why grading failed", &grade.infra),
+        ]
+        .into_iter()
+        .filter_map(|(label, text)| {
+            text.as_ref().map(|t| Reason {
+                label,
+                text: t.clone(),
+            })
+        })
+        .collect(),
+        f2p: passed(crate::grading::status::List::FailToPass),
+        p2p: passed(crate::grading::status::List::PassToPass),
+        ids: grade
+            .ids
+            .iter()
+            .map(|g| IdRow {
+                list: name(serde_json::to_value(g.list).unwrap_or_default()),
+                id: g.id.clone(),
+                key: g.key.clone().filter(|k| *k != g.id),
+                status: g.status.map_or("missing", |s| s.word()),
+                rule: name(serde_json::to_value(g.rule).unwrap_or_default()),
+                success: g.success,
+            })
+            .collect(),
+        restored: grade
+            .restored
+            .iter()
+            .map(|r| Restored {
+                path: r.path.clone(),
+                why: r.why.clone(),
+            })
+            .collect(),
+        notes: grade.notes.clone(),
     }
-    if !grade.ids.is_empty() {
-        let passed = |list: crate::grading::status::List| {
-            let of: Vec<_> = grade.ids.iter().filter(|g| g.list == list).collect();
-            (of.iter().filter(|g| g.success).count(), of.len())
-        };
-        let (f, fn_) = passed(crate::grading::status::List::FailToPass);
-        let (p, pn) = passed(crate::grading::status::List::PassToPass);
-        out.push_str(&format!(
-            "<p>FAIL_TO_PASS: {f} of {fn_} succeed; PASS_TO_PASS: {p} of {pn} succeed.</p>\
-             <div class=\"scroll\"><table id=\"ids\"><tr><th>list</th><th class=\"text\">test id\
-             </th><th>status</th><th>found as</th><th>counts</th></tr>"
-        ));
-        for g in &grade.ids {
-            let name = |v: Value| v.as_str().unwrap_or("?").to_string();
-            out.push_str(&format!(
-                "<tr><td>{}</td><td class=\"text\"><code>{}</code>{}</td><td>{}</td><td>{}</td>\
-                 <td><span class=\"chip {}\">{}</span></td></tr>",
-                name(serde_json::to_value(g.list).unwrap_or_default()),
-                escape(&g.id),
-                g.key
-                    .as_deref()
-                    .filter(|k| *k != g.id)
-                    .map_or(String::new(), |k| format!(
-                        "<br><span class=\"note\">as <code>{}</code></span>",
-                        escape(k)
-                    )),
-                g.status.map_or("missing", |s| s.word()),
-                name(serde_json::to_value(g.rule).unwrap_or_default()),
-                if g.success { "resolved" } else { "unresolved" },
-                if g.success { "✓" } else { "✗" },
-            ));
-        }
-        out.push_str("</table></div>");
-    }
-    for r in &grade.restored {
-        out.push_str(&format!(
-            "<p class=\"note\">Put back before the run: <code>{}</code> ({})</p>",
-            escape(&r.path),
-            escape(&r.why)
-        ));
-    }
-    for n in &grade.notes {
-        out.push_str(&format!("<p class=\"note\">{}</p>", escape(n)));
-    }
-    out
+}
+
+/// The final patch as shown.
+#[derive(Serialize)]
+struct FinalPatch<'a> {
+    empty: bool,
+    summary: String,
+    /// Whether `final.patch` is there to link to.
+    linked: bool,
+    diff: Option<Diff<'a>>,
 }
 
 /// The page of `run` of `arm`, with its `rounds`, from the files of its
@@ -577,61 +682,50 @@ pub(super) fn html(
     arm: Option<&ArmDefinition>,
     rounds: &[Round],
     files: &RunFiles,
-) -> String {
+) -> Result<String, minijinja::Error> {
     let k = &run.key;
-    let mut body = super::run_facts::facts(run, arm);
-    if rounds.is_empty() {
-        let why = if run.key.arm.starts_with('@') {
+    let no_rounds = rounds.is_empty().then(|| {
+        if run.key.arm.starts_with('@') {
             "a control has no agent: its patch is graded as it is"
         } else {
             "the run ended before its agent took a turn, or its patch was made elsewhere (a \
              graded prediction) and is graded as it is"
-        };
-        body.push_str(&format!(
-            "<p class=\"note\">No agent turns were recorded: {why}.</p>"
-        ));
-    } else {
-        let links: Vec<String> = rounds
-            .iter()
-            .map(|r| format!("<a href=\"#round-{0}\">round {0}</a>", r.round))
-            .collect();
-        body.push_str(&format!("<nav>{}</nav>", links.join("")));
-    }
+        }
+    });
     let calls = model_calls(files);
-    for r in rounds {
-        body.push_str(&round_html(files, r, &calls));
-    }
-    body.push_str("<h2 id=\"final\">The final patch</h2>");
-    if run.model_patch.is_empty() {
-        body.push_str("<p class=\"note\">Empty: the run changed nothing.</p>");
-    } else {
-        let shown = Shown::of_text(&run.model_patch, PATCH_SHOWN, Part::Head);
-        body.push_str(&format!(
-            "<p>{}{}</p>{}",
-            diff_summary(&run.model_patch),
-            link(files, "final.patch"),
-            diff_html(&shown)
-        ));
-    }
-    body.push_str(&grading_html(files));
-    format!(
-        r#"<!doctype html>
-<html lang="en"><head><meta charset="utf-8">{CSP}<title>{title}</title>
-<style>{STYLE}</style></head><body>
-<nav><a href="../../../../report.html#runs-head">← the report</a>{record}</nav>
-<h1>{instance}</h1>
-<p>arm <code>{arm}</code>, sample {sample}</p>
-{body}
-</body></html>
-"#,
-        title = escape(&k.to_string()),
-        instance = escape(&k.instance_id),
-        arm = escape(&k.arm),
-        sample = k.sample,
-        record = if matches!(open(files, "run.json"), Some(Ok(_))) {
-            "<a href=\"run.json\">run.json</a>"
-        } else {
-            ""
+    // The patches judged, read first: the rounds' views borrow their text.
+    let patches: Vec<(String, Option<Result<Shown, String>>)> = rounds
+        .iter()
+        .map(|r| {
+            let rel = format!("round-{}/patch.diff", r.round);
+            let shown = part(files, &rel, PATCH_SHOWN, Part::Head);
+            (rel, shown)
+        })
+        .collect();
+    let final_shown = Shown::of_text(&run.model_patch, PATCH_SHOWN, Part::Head);
+    let final_patch = FinalPatch {
+        empty: run.model_patch.is_empty(),
+        summary: diff_summary(&run.model_patch),
+        linked: matches!(open(files, "final.patch"), Some(Ok(_))),
+        diff: (!run.model_patch.is_empty()).then(|| diff(&final_shown)),
+    };
+    render(
+        "run.html",
+        context! {
+            title => k.to_string(),
+            instance => &k.instance_id,
+            arm => &k.arm,
+            sample => k.sample,
+            has_record => matches!(open(files, "run.json"), Some(Ok(_))),
+            facts => super::run_facts::facts(run, arm),
+            no_rounds,
+            rounds => rounds
+                .iter()
+                .zip(&patches)
+                .map(|(r, patch)| round_view(files, r, &calls, patch))
+                .collect::<Vec<_>>(),
+            final_patch,
+            grading => grading(files),
         },
     )
 }
@@ -639,7 +733,13 @@ pub(super) fn html(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use super::super::templates::as_written;
     use crate::experiment::db::{RunKey, Status};
+
+    /// The page of `run` with `rounds` from `dir`, as written.
+    fn page_of(run: &Run, rounds: &[Round], dir: &Path) -> String {
+        as_written(&html(run, None, rounds, &Beneath::open(dir).ok()).unwrap())
+    }
 
     fn run() -> Run {
         Run {
@@ -697,7 +797,7 @@ mod tests {
             "-<style>*{display:none}</style>\n",
         )
         .unwrap();
-        let page = html(&run(), None, &[round()], &Beneath::open(dir.path()).ok());
+        let page = page_of(&run(), &[round()], dir.path());
         for raw in ["<script", "<img", "<style>*", "<b>bold", "<i>n"] {
             assert!(!page.contains(raw), "{raw} reached the page");
         }
@@ -727,7 +827,7 @@ mod tests {
         .unwrap();
         let mut r = round();
         r.critic_error = Some("signal `fix-only`: out of memory".into());
-        let page = html(&run(), None, &[r], &Beneath::open(dir.path()).ok());
+        let page = page_of(&run(), &[r], dir.path());
         assert!(page.contains("Model calls (1,"), "{page}");
         assert!(
             page.contains("call 1 POST /v1/messages → 200, 7 in / 3 out tokens"),
@@ -755,7 +855,7 @@ mod tests {
         std::fs::write(&secret, "+the user's secret\n").unwrap();
         std::os::unix::fs::symlink(&secret, round_dir.join("patch.diff")).unwrap();
         std::os::unix::fs::symlink(&secret, round_dir.join("check.stderr")).unwrap();
-        let page = html(&run(), None, &[round()], &Beneath::open(dir.path()).ok());
+        let page = page_of(&run(), &[round()], dir.path());
         assert!(!page.contains("user's secret"));
         assert!(page.contains("round-1/agent.log cannot be shown"), "{page}");
         assert!(
@@ -766,7 +866,7 @@ mod tests {
         std::fs::remove_file(round_dir.join("agent.log")).unwrap();
         let log: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
         std::fs::write(round_dir.join("agent.log"), &log).unwrap();
-        let page = html(&run(), None, &[round()], &Beneath::open(dir.path()).ok());
+        let page = page_of(&run(), &[round()], dir.path());
         assert!(page.contains("line 19999\n"));
         assert!(!page.contains("line 0\n"));
         assert!(page.contains("KiB before this not shown"));
@@ -784,7 +884,7 @@ mod tests {
         std::os::unix::fs::symlink(&theirs, run_dir.join("round-1")).unwrap();
         std::os::unix::fs::symlink(&theirs, run_dir.join("grade")).unwrap();
         std::os::unix::fs::symlink(theirs.join("patch.diff"), run_dir.join("final.patch")).unwrap();
-        let page = html(&run(), None, &[round()], &Beneath::open(&run_dir).ok());
+        let page = page_of(&run(), &[round()], &run_dir);
         assert!(!page.contains("user's secret"), "{page}");
         assert!(
             !page.contains("is not a grading log"),
@@ -801,7 +901,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("grade")).unwrap();
         std::fs::write(dir.path().join("grade/golden.json"), r#"{"grade": 7}"#).unwrap();
-        let page = html(&run(), None, &[], &Beneath::open(dir.path()).ok());
+        let page = page_of(&run(), &[], dir.path());
         assert!(
             page.contains("grade/golden.json is not a grading log"),
             "{page}"

@@ -179,18 +179,3 @@ pub fn markdown(s: &Summary) -> String {
     }
     out
 }
-
-/// `rows` as an HTML table, header first, each cell HTML already.
-pub(super) fn html_table_raw(rows: &[Vec<String>], id: &str) -> String {
-    let mut out = format!("<table id=\"{id}\">");
-    for (i, row) in rows.iter().enumerate() {
-        let cell = if i == 0 { "th" } else { "td" };
-        out.push_str("<tr>");
-        for c in row {
-            out.push_str(&format!("<{cell}>{c}</{cell}>"));
-        }
-        out.push_str("</tr>");
-    }
-    out.push_str("</table>");
-    out
-}
