@@ -4,12 +4,9 @@
 
 use plotters::style::RGBColor;
 
-/// `text` safe inside HTML text and double-quoted attribute values.
+/// `text` safe inside HTML text and quoted attribute values.
 pub(crate) fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+    html_escape::encode_quoted_attribute(text).into_owned()
 }
 
 // plotters draws a font of size s at s / 1.24 px: about 22 px and 16 px.
