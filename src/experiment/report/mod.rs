@@ -13,6 +13,8 @@ mod behind;
 mod charts;
 mod page;
 mod run_facts;
+mod run_files;
+mod run_grading;
 pub mod run_page;
 mod style;
 mod summary;

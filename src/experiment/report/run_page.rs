@@ -8,122 +8,23 @@
 //! page has no script.
 
 use super::arms::ArmDefinition;
+use super::run_files::{json_file, open, part, RunFiles, Shown, LOG_SHOWN};
+use super::run_grading::grading;
 use super::templates::render;
 use crate::experiment::db::{Round, Run};
-use crate::grading::grade::Resolution;
-use crate::sandbox::beneath::Beneath;
-use crate::sys::bounded_read::{read_part, Part};
+use crate::sys::bounded_read::Part;
 use minijinja::context;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
-use std::path::Path;
-
-/// A run's directory, its files reached with no link followed anywhere
-/// beneath it (`None`: there is none, or not as a plain directory).
-pub(super) type RunFiles = Option<Beneath>;
-
-/// The regular file `rel` of the run's directory: `None` when there is
-/// none, why when it cannot be opened.
-fn open(files: &RunFiles, rel: &str) -> Option<Result<std::fs::File, String>> {
-    let dir = files.as_ref()?;
-    match dir.open_file(Path::new(rel)) {
-        Ok(file) => Some(Ok(file)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => Some(Err(format!("{rel} cannot be shown: {e}"))),
-    }
-}
-
 /// The page's file name in a run's directory.
 pub const FILE: &str = "run.html";
 
 /// How much of a patch is shown.
 const PATCH_SHOWN: u64 = 256 << 10;
-/// How much of the end of a log is shown.
-const LOG_SHOWN: u64 = 32 << 10;
 /// How much of a detector's metadata is shown per signal.
 const METADATA_SHOWN: usize = 64 << 10;
 /// The largest verdict read: the runner keeps none larger.
 const VERDICT_MAX: u64 = crate::experiment::session::MAX_VERDICT_BYTES as u64;
-/// The largest grading log read: it holds up to 8 MiB of each output,
-/// which JSON's escapes can make six times larger.
-const GRADE_LOG_MAX: u64 = 128 << 20;
-
-/// A grading log (`grade/golden.json`, `grade/own-on-*.json`): the parts
-/// the page shows.
-#[derive(Deserialize)]
-struct GradeLog {
-    #[serde(default)]
-    result: Option<Output>,
-    #[serde(default)]
-    grade: Option<Resolution>,
-}
-
-#[derive(Deserialize)]
-struct Output {
-    exit_code: Option<i32>,
-    #[serde(default)]
-    timed_out: bool,
-    #[serde(default)]
-    stdout: String,
-    #[serde(default)]
-    stderr: String,
-}
-
-/// The text of a file in the run's directory, in part: `None` when there
-/// is none, a sentence when it cannot be read.
-fn part(files: &RunFiles, rel: &str, max: u64, which: Part) -> Option<Result<Shown, String>> {
-    Some(open(files, rel)?.and_then(|file| {
-        read_part(file, max, which)
-            .map(|(bytes, size)| Shown::new(&bytes, size, which))
-            .map_err(|e| format!("{rel} cannot be shown: {e}"))
-    }))
-}
-
-/// Text as shown, and a sentence on what of it was left out, if anything.
-#[derive(Serialize)]
-struct Shown {
-    text: String,
-    note: Option<String>,
-    #[serde(skip)]
-    left_out: u64,
-}
-
-impl Shown {
-    fn new(bytes: &[u8], size: u64, which: Part) -> Shown {
-        // Checked whole first: the checker reads words at a time, the lossy
-        // decoder a byte at a time, and nearly every log is valid UTF-8.
-        let mut text = match std::str::from_utf8(bytes) {
-            Ok(text) => text.to_string(),
-            Err(_) => String::from_utf8_lossy(bytes).into_owned(),
-        };
-        let left_out = size.saturating_sub(bytes.len() as u64);
-        if left_out > 0 && which == Part::Tail {
-            // Start at a line, not inside one.
-            if let Some(i) = text.find('\n') {
-                text.drain(..=i);
-            }
-        }
-        let place = match which {
-            Part::Head => "after this",
-            Part::Tail => "before this",
-        };
-        Shown {
-            text,
-            note: (left_out > 0)
-                .then(|| format!("{} KiB {place} not shown.", left_out.div_ceil(1024))),
-            left_out,
-        }
-    }
-
-    fn of_text(text: &str, max: u64, which: Part) -> Shown {
-        let bytes = text.as_bytes();
-        let cut = match which {
-            Part::Head => &bytes[..bytes.len().min(max as usize)],
-            Part::Tail => &bytes[bytes.len().saturating_sub(max as usize)..],
-        };
-        Shown::new(cut, bytes.len() as u64, which)
-    }
-}
 
 /// A diff as shown, its lines marked.
 #[derive(Serialize)]
@@ -221,15 +122,6 @@ fn file_block(files: &RunFiles, rel: String, title: &'static str, which: Part) -
         shown,
         diff: false,
     })
-}
-
-fn json_file(files: &RunFiles, rel: &str, max: u64) -> Option<Result<Vec<u8>, String>> {
-    let dir = files.as_ref()?;
-    match dir.read(Path::new(rel), max) {
-        Ok(bytes) => Some(Ok(bytes)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => Some(Err(format!("{rel} cannot be read: {e}"))),
-    }
 }
 
 /// A signal's line in the verdict's table.
@@ -493,198 +385,6 @@ fn round_view<'a>(
     }
 }
 
-/// A grading command's output as shown.
-#[derive(Serialize)]
-struct OutputView {
-    what: String,
-    href: Option<String>,
-    exit: String,
-    timed_out: bool,
-    streams: Vec<Stream>,
-}
-
-#[derive(Serialize)]
-struct Stream {
-    name: &'static str,
-    shown: Shown,
-}
-
-fn output_view(output: &Output, what: &str, href: Option<&str>) -> OutputView {
-    OutputView {
-        what: what.to_string(),
-        href: href.map(str::to_string),
-        exit: output.exit_code.map_or("–".to_string(), |c| c.to_string()),
-        timed_out: output.timed_out,
-        streams: [("stdout", &output.stdout), ("stderr", &output.stderr)]
-            .into_iter()
-            .filter(|(_, text)| !text.is_empty())
-            .map(|(name, text)| Stream {
-                name,
-                shown: Shown::of_text(text, LOG_SHOWN, Part::Tail),
-            })
-            .collect(),
-    }
-}
-
-fn read_grade_log(files: &RunFiles, rel: &str) -> Option<Result<GradeLog, String>> {
-    json_file(files, rel, GRADE_LOG_MAX).map(|bytes| {
-        bytes.and_then(|b| {
-            serde_json::from_slice(&b).map_err(|e| format!("{rel} is not a grading log: {e}"))
-        })
-    })
-}
-
-/// The golden grading: its grade and its command's output.
-#[derive(Serialize)]
-struct Golden {
-    grade: Option<ResolutionView>,
-    output: Option<OutputView>,
-}
-
-/// The run's own test on one tree.
-#[derive(Serialize)]
-struct Own {
-    rel: &'static str,
-    on: &'static str,
-    output: Option<OutputView>,
-    error: Option<String>,
-}
-
-/// The grading: each golden id's status, then the run's own test.
-#[derive(Serialize)]
-struct Grading {
-    golden: Option<Golden>,
-    golden_error: Option<String>,
-    own: Vec<Own>,
-}
-
-fn grading(files: &RunFiles) -> Grading {
-    let (golden, golden_error) = match read_grade_log(files, "grade/golden.json") {
-        None => (None, None),
-        Some(Err(e)) => (None, Some(e)),
-        Some(Ok(log)) => (
-            Some(Golden {
-                grade: log.grade.as_ref().map(resolution),
-                output: log
-                    .result
-                    .as_ref()
-                    .map(|o| output_view(o, "The grading run's output", None)),
-            }),
-            None,
-        ),
-    };
-    let own = [
-        ("grade/own-on-base.json", "on the base"),
-        ("grade/own-on-golden.json", "on the golden fix"),
-    ]
-    .into_iter()
-    .filter(|(rel, _)| open(files, rel).is_some())
-    .map(|(rel, on)| {
-        let (output, error) = match read_grade_log(files, rel) {
-            Some(Ok(GradeLog {
-                result: Some(output),
-                ..
-            })) => (Some(output_view(&output, on, Some(rel))), None),
-            Some(Err(e)) => (None, Some(e)),
-            _ => (None, None),
-        };
-        Own {
-            rel,
-            on,
-            output,
-            error,
-        }
-    })
-    .collect();
-    Grading {
-        golden,
-        golden_error,
-        own,
-    }
-}
-
-/// A golden test id's grading.
-#[derive(Serialize)]
-struct IdRow {
-    list: String,
-    id: String,
-    /// The name it was found as, when not its own.
-    key: Option<String>,
-    status: &'static str,
-    rule: String,
-    success: bool,
-}
-
-#[derive(Serialize)]
-struct Reason {
-    label: &'static str,
-    text: String,
-}
-
-#[derive(Serialize)]
-struct Restored {
-    path: String,
-    why: String,
-}
-
-/// A grade: why it resolves nothing or failed, each id, what was put back.
-#[derive(Serialize)]
-struct ResolutionView {
-    reasons: Vec<Reason>,
-    /// FAIL_TO_PASS ids that succeed, and of how many.
-    f2p: (usize, usize),
-    /// PASS_TO_PASS ids that succeed, and of how many.
-    p2p: (usize, usize),
-    ids: Vec<IdRow>,
-    restored: Vec<Restored>,
-    notes: Vec<String>,
-}
-
-fn resolution(grade: &Resolution) -> ResolutionView {
-    let passed = |list: crate::grading::status::List| {
-        let of: Vec<_> = grade.ids.iter().filter(|g| g.list == list).collect();
-        (of.iter().filter(|g| g.success).count(), of.len())
-    };
-    let name = |v: Value| v.as_str().unwrap_or("?").to_string();
-    ResolutionView {
-        reasons: [
-            ("Why the run resolves nothing", &grade.problem),
-            ("Why grading failed", &grade.infra),
-        ]
-        .into_iter()
-        .filter_map(|(label, text)| {
-            text.as_ref().map(|t| Reason {
-                label,
-                text: t.clone(),
-            })
-        })
-        .collect(),
-        f2p: passed(crate::grading::status::List::FailToPass),
-        p2p: passed(crate::grading::status::List::PassToPass),
-        ids: grade
-            .ids
-            .iter()
-            .map(|g| IdRow {
-                list: name(serde_json::to_value(g.list).unwrap_or_default()),
-                id: g.id.clone(),
-                key: g.key.clone().filter(|k| *k != g.id),
-                status: g.status.map_or("missing", |s| s.word()),
-                rule: name(serde_json::to_value(g.rule).unwrap_or_default()),
-                success: g.success,
-            })
-            .collect(),
-        restored: grade
-            .restored
-            .iter()
-            .map(|r| Restored {
-                path: r.path.clone(),
-                why: r.why.clone(),
-            })
-            .collect(),
-        notes: grade.notes.clone(),
-    }
-}
-
 /// The final patch as shown.
 #[derive(Serialize)]
 struct FinalPatch<'a> {
@@ -754,6 +454,8 @@ pub(super) fn html(
 mod tests {
     use super::*;
     use super::super::templates::as_written;
+    use crate::sandbox::beneath::Beneath;
+    use std::path::Path;
     use crate::experiment::db::{RunKey, Status};
 
     /// The page of `run` with `rounds` from `dir`, as written.
