@@ -189,6 +189,9 @@ fn one(
     }
 }
 
+/// The largest answer read: a chat completion is kilobytes.
+const MAX_ANSWER_BYTES: usize = 10 << 20;
+
 /// One POST, given up after `timeout`; the error says whether a retry may
 /// help.
 fn post(
@@ -205,16 +208,34 @@ fn post(
     if let Some(k) = key {
         req = req.header("Authorization", format!("Bearer {k}"));
     }
-    let answer = crate::sys::http_client::wait(async move {
-        let resp = req.send().await.map_err(|e| ("", e))?;
+    use crate::sys::http_client::{error_text, wait};
+    /// Why a POST got no whole answer.
+    enum Failed {
+        Send(reqwest::Error),
+        Read(reqwest::Error),
+        TooLarge,
+    }
+    let (status, body) = wait(async move {
+        let mut resp = req.send().await.map_err(Failed::Send)?;
         let status = resp.status().as_u16();
-        let text = resp
-            .text()
-            .await
-            .map_err(|e| ("cannot read the answer: ", e))?;
-        Ok((status, text))
-    });
-    let (status, text) = answer.map_err(|(what, e)| (format!("{url}: {what}{}", crate::sys::http_client::error_text(e)), true))?;
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(Failed::Read)? {
+            if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+                return Err(Failed::TooLarge);
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok((status, body))
+    })
+    .map_err(|failed| match failed {
+        Failed::Send(e) => (format!("{url}: {}", error_text(e)), true),
+        Failed::Read(e) => (format!("{url}: cannot read the answer: {}", error_text(e)), true),
+        Failed::TooLarge => (
+            format!("{url}: the answer is larger than {} MiB", MAX_ANSWER_BYTES >> 20),
+            false,
+        ),
+    })?;
+    let text = String::from_utf8_lossy(&body);
     if status != 200 {
         let retryable = status == 429 || status >= 500;
         let snippet: String = text.chars().take(300).collect();
@@ -245,5 +266,29 @@ fn record(path: &std::path::Path, request: &LlmRequest, content: &str) {
     };
     if let Err(e) = write() {
         tracing::warn!(path = %path.display(), "cannot record the completion: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    #[test]
+    fn an_answer_past_its_bound_is_an_error_not_memory() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = conn.read(&mut buf);
+            let size = MAX_ANSWER_BYTES + 1;
+            let _ = write!(conn, "HTTP/1.1 200 OK\r\ncontent-length: {size}\r\n\r\n");
+            let _ = conn.write_all(&vec![b' '; size]);
+        });
+        let (error, retryable) =
+            post(&url, None, "{}", Duration::from_secs(20)).expect_err("a 10 MiB answer was read");
+        assert!(error.contains("larger than 10 MiB"), "{error}");
+        assert!(!retryable);
     }
 }

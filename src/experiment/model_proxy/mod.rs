@@ -599,46 +599,51 @@ impl ModelProxy {
             .upstream
             .clone()
             .expect("decide sends only a live call here");
-        let response = match upstream_request(&call, &upstream).send().await {
-            Ok(r) => r,
-            Err(err) => {
-                let message = format!(
-                    "critic's model proxy: {} did not answer: {}",
-                    upstream.origin,
-                    error_text(err)
-                );
-                let (status, body) = own_answer(StatusCode::BAD_GATEWAY, "api_error", &message);
-                let proxy = self.clone();
-                let _ = tokio::task::spawn_blocking(move || {
-                    let mut e = proxy.live_exchange(&call, n, round, &digest);
-                    e.error = Some(message);
-                    e.first_byte_ms = ms(call.started.elapsed());
-                    e.total_ms = e.first_byte_ms;
-                    proxy.finish(e);
-                })
-                .await;
-                return respond(status, &body);
-            }
-        };
-        let status = response.status();
-        let mut answer = Response::builder().status(status.as_u16());
-        for (k, v) in response.headers() {
-            if !HOP_BY_HOP.contains(&k.as_str()) {
-                answer = answer.header(k, v);
-            }
-        }
-        let content_type = response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        let stream = content_type
-            .as_deref()
-            .is_some_and(|c| c.starts_with("text/event-stream"));
+        let (head_tx, head_rx) = tokio::sync::oneshot::channel();
         let (mut body_tx, body) =
             http_body_util::channel::Channel::<Bytes, std::convert::Infallible>::new(8);
         let proxy = self.clone();
+        // The exchange is a task of its own, not part of this answer's
+        // future: an agent that hangs up before the model answers still
+        // leaves its call recorded and counted.
         tokio::spawn(async move {
+            let response = match upstream_request(&call, &upstream).send().await {
+                Ok(r) => r,
+                Err(err) => {
+                    let message = format!(
+                        "critic's model proxy: {} did not answer: {}",
+                        upstream.origin,
+                        error_text(err)
+                    );
+                    let error = message.clone();
+                    let _ = tokio::task::spawn_blocking(move || {
+                        let mut e = proxy.live_exchange(&call, n, round, &digest);
+                        e.error = Some(error);
+                        e.first_byte_ms = ms(call.started.elapsed());
+                        e.total_ms = e.first_byte_ms;
+                        proxy.finish(e);
+                    })
+                    .await;
+                    let _ = head_tx.send(Err(message));
+                    return;
+                }
+            };
+            let status = response.status();
+            let headers: Vec<_> = response
+                .headers()
+                .iter()
+                .filter(|(k, _)| !HOP_BY_HOP.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            let content_type = response
+                .headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            let stream = content_type
+                .as_deref()
+                .is_some_and(|c| c.starts_with("text/event-stream"));
+            let _ = head_tx.send(Ok((status, headers)));
             let mut response = response;
             let mut kept: Vec<u8> = Vec::new();
             let mut first_byte_ms = None;
@@ -691,12 +696,21 @@ impl ModelProxy {
             // its last byte leaves no call unrecorded.
             drop(body_tx);
         });
-        answer.body(Body::new(body)).unwrap_or_else(|e| {
-            respond(
-                StatusCode::BAD_GATEWAY,
-                &own_answer(StatusCode::BAD_GATEWAY, "api_error", &e.to_string()).1,
-            )
-        })
+        let bad_gateway =
+            |message: &str| respond(StatusCode::BAD_GATEWAY, &own_answer(StatusCode::BAD_GATEWAY, "api_error", message).1);
+        match head_rx.await {
+            Ok(Ok((status, headers))) => {
+                let mut answer = Response::builder().status(status.as_u16());
+                for (k, v) in headers {
+                    answer = answer.header(k, v);
+                }
+                answer
+                    .body(Body::new(body))
+                    .unwrap_or_else(|e| bad_gateway(&e.to_string()))
+            }
+            Ok(Err(message)) => bad_gateway(&message),
+            Err(_) => bad_gateway("critic's model proxy failed"),
+        }
     }
 
     /// The record of a live call, before its answer is known.

@@ -295,3 +295,48 @@ fn an_unreachable_model_is_recorded_as_such() {
     assert!(!seen.answered);
     assert!(seen.unreachable.unwrap().contains("did not answer"));
 }
+
+#[test]
+fn a_call_whose_agent_hangs_up_before_the_answer_is_still_recorded_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    // A stand-in model that answers a second after the request.
+    let model = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", model.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let (stream, _) = model.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut line = String::new();
+        while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
+            line.clear();
+        }
+        std::thread::sleep(Duration::from_secs(1));
+        let body = json!({"usage": {"input_tokens": 10, "output_tokens": 5}}).to_string();
+        let _ = write!(
+            &stream,
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+    });
+    let proxy = ModelProxy::new(settings(dir.path(), Some(&url))).unwrap();
+    let serving = proxy.serve_on_loopback().unwrap();
+    {
+        let mut agent = TcpStream::connect(serving.addr).unwrap();
+        write!(
+            agent,
+            "POST /v1/messages HTTP/1.1\r\nhost: x\r\nx-api-key: {}\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{{}}",
+            proxy.token()
+        )
+        .unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        // The agent hangs up while the model is still thinking.
+    }
+    let record = dir.path().join("model.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::read_to_string(&record).map_or(true, |t| t.is_empty()) {
+        assert!(Instant::now() < deadline, "the call was never recorded");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let line: Value = serde_json::from_str(std::fs::read_to_string(&record).unwrap().trim()).unwrap();
+    assert_eq!(line["status"], 200, "{line}");
+    assert_eq!(proxy.seen().tokens.output, 5);
+}

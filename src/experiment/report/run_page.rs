@@ -97,16 +97,14 @@ fn diff_summary(text: &str) -> String {
     }
 }
 
-/// A file of the run's directory as a collapsed block linking to it, or
-/// why it cannot be shown.
+/// A text file of the run's directory as a collapsed block linking to
+/// it, or why it cannot be shown.
 #[derive(Serialize)]
 struct FileBlock {
     error: Option<String>,
     rel: String,
     title: &'static str,
-    expanded: bool,
     shown: Option<Shown>,
-    diff: bool,
 }
 
 fn file_block(files: &RunFiles, rel: String, title: &'static str, which: Part) -> Option<FileBlock> {
@@ -118,9 +116,7 @@ fn file_block(files: &RunFiles, rel: String, title: &'static str, which: Part) -
         error,
         rel,
         title,
-        expanded: false,
         shown,
-        diff: false,
     })
 }
 
