@@ -15,6 +15,7 @@ use critic_sdk::{LlmRequest, LlmResult};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
+use crate::sys::http_client::{error_text, wait};
 use std::time::{Duration, Instant};
 
 /// Where and how to reach the model.
@@ -192,6 +193,13 @@ fn one(
 /// The largest answer read: a chat completion is kilobytes.
 const MAX_ANSWER_BYTES: usize = 10 << 20;
 
+/// Why a POST got no whole answer.
+enum Failed {
+    Send(reqwest::Error),
+    Read(reqwest::Error),
+    TooLarge,
+}
+
 /// One POST, given up after `timeout`; the error says whether a retry may
 /// help.
 fn post(
@@ -207,13 +215,6 @@ fn post(
         .body(payload.to_string());
     if let Some(k) = key {
         req = req.header("Authorization", format!("Bearer {k}"));
-    }
-    use crate::sys::http_client::{error_text, wait};
-    /// Why a POST got no whole answer.
-    enum Failed {
-        Send(reqwest::Error),
-        Read(reqwest::Error),
-        TooLarge,
     }
     let (status, body) = wait(async move {
         let mut resp = req.send().await.map_err(Failed::Send)?;

@@ -107,19 +107,11 @@ pub(super) struct Behind {
 
 impl Behind {
     pub fn new(id: String, title: impl Into<String>, items: Vec<Vec<Span>>) -> Behind {
-        let count = items.len();
-        let mut spans = Vec::new();
-        for (i, item) in items.into_iter().enumerate() {
-            if i > 0 {
-                spans.push(Span::text(" "));
-            }
-            spans.extend(item);
-        }
         Behind {
             id,
             title: title.into(),
-            count,
-            items: spans,
+            count: items.len(),
+            items: joined(items, " "),
         }
     }
 }
